@@ -1,0 +1,38 @@
+# Top-level entry points. `make` builds; `make run` and `make test` first install
+# dependencies (scripts/install-deps, idempotent), so a fresh Debian 12 machine needs
+# nothing else.
+
+GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
+JOBS      ?= $(shell nproc)
+CTEST_ARGS ?= --output-on-failure -j $(JOBS)
+
+.PHONY: all build build-asan deps run test test-normal test-asan bench clean
+
+all: build
+
+deps:
+	scripts/install-deps
+
+build:
+	cmake -S . -B build -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build -j $(JOBS)
+
+build-asan:
+	cmake -S . -B build-asan -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Debug -DJNFS_SANITIZE=ON >/dev/null
+	cmake --build build-asan -j $(JOBS)
+
+run: deps build
+	./build/jnfsd
+
+test: deps
+	$(MAKE) test-normal
+	$(MAKE) test-asan
+
+test-normal: build
+	cd build && ctest $(CTEST_ARGS)
+
+test-asan: build-asan
+	cd build-asan && ctest $(CTEST_ARGS)
+
+clean:
+	rm -rf build build-asan

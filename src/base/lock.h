@@ -1,0 +1,86 @@
+/*
+ * lock.h - mutexes, reader/writer locks and condition variables with
+ * lock-order checking.
+ *
+ * Every lock belongs to a lock class with a rank. A thread may only block
+ * on a lock whose (rank, subclass) is greater than that of every lock it
+ * already holds; a violation panics with both class names (JNFS_LOCKDEP
+ * builds, which include every test build). Trylocks never deadlock and are
+ * not checked, only recorded.
+ *
+ * Ranks, lowest taken first (each layer documents its own order at the
+ * definition of its classes):
+ *    100-199  filesystem engine: inode I/O lock, inode metadata lock
+ *    200-299  log items: item locks (inode item lock, buffer lock)
+ *    300-399  journal: CIL context, CIL, push, AIL, space
+ *    400-499  RPC and protocol state
+ *    900-999  device layer
+ */
+#ifndef JNFS_BASE_LOCK_H
+#define JNFS_BASE_LOCK_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct lock_class {
+	const char *name;
+	unsigned rank;
+};
+
+#define LOCK_CLASS_INIT(n, r) {.name = (n), .rank = (r)}
+
+struct mutex {
+	pthread_mutex_t m;
+	const struct lock_class *cls;
+#ifdef JNFS_LOCKDEP
+	pthread_t owner;
+	bool owned;
+#endif
+};
+
+struct rwlock {
+	pthread_rwlock_t rw;
+	const struct lock_class *cls;
+};
+
+struct cond {
+	pthread_cond_t c;
+};
+
+void mutex_init(struct mutex *m, const struct lock_class *cls);
+void mutex_destroy(struct mutex *m);
+void mutex_lock(struct mutex *m);
+/* Take a second lock of the same class; subclass orders them (e.g. two
+ * inodes in inode-number order: the higher one gets subclass 1). */
+void mutex_lock_nested(struct mutex *m, unsigned subclass);
+bool mutex_trylock(struct mutex *m);
+void mutex_unlock(struct mutex *m);
+
+#ifdef JNFS_LOCKDEP
+/* Panics unless the calling thread holds m. */
+void assert_locked(const struct mutex *m);
+#else
+static inline void assert_locked(const struct mutex *m)
+{
+	(void)m;
+}
+#endif
+
+/* Writer-preferring, so a stream of readers cannot starve a writer. */
+void rwlock_init(struct rwlock *l, const struct lock_class *cls);
+void rwlock_destroy(struct rwlock *l);
+void rwlock_rdlock(struct rwlock *l);
+void rwlock_wrlock(struct rwlock *l);
+void rwlock_unlock(struct rwlock *l);
+
+/* Condition variables on CLOCK_MONOTONIC. */
+void cond_init(struct cond *c);
+void cond_destroy(struct cond *c);
+void cond_wait(struct cond *c, struct mutex *m);
+/* Returns false when ns passed without a wakeup. */
+bool cond_timedwait_ns(struct cond *c, struct mutex *m, uint64_t ns);
+void cond_signal(struct cond *c);
+void cond_broadcast(struct cond *c);
+
+#endif

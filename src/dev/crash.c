@@ -1,0 +1,360 @@
+/*
+ * crash.c - the crash device (see crash.h for the model).
+ *
+ * State, all under cd_lock:
+ *   cd_inner    the durable content;
+ *   cd_overlay  4 KiB pages of the newest unflushed data, with a bitmask of
+ *               the sectors they hold; reads patch the inner content with it;
+ *   cd_pending  every write since the last flush, in completion order, so a
+ *               power cut can choose which of them survive;
+ *   cd_events   the recorded stream (CRASHDEV_RECORD).
+ * A flush writes the overlay to the inner device and forgets the pending
+ * list; that is the whole of "becoming durable".
+ */
+#include "dev/crash.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/compiler.h"
+#include "base/hashmap.h"
+#include "base/lock.h"
+#include "base/mem.h"
+#include "base/msg.h"
+#include "base/rand.h"
+
+#define OVL_PAGE 4096u
+
+struct ovl_page {
+	uint64_t valid; /* bit i: sector i of the page holds unflushed data */
+	uint8_t data[OVL_PAGE];
+};
+
+struct pending_write {
+	uint64_t off;
+	uint32_t len;
+	bool fua;
+	uint8_t *data;
+};
+
+struct crash_dev {
+	struct dev cd_dev;
+	struct mutex cd_lock;
+	struct dev *cd_inner;
+	bool cd_record;
+	bool cd_dead;
+	struct hashmap cd_overlay; /* page index -> struct ovl_page */
+	struct pending_write *cd_pending;
+	size_t cd_npending, cd_pending_cap;
+	struct crash_event *cd_events;
+	size_t cd_nevents, cd_events_cap;
+};
+
+static struct lock_class crash_dev_lock_class = LOCK_CLASS_INIT("crash_dev.lock", 980);
+
+static struct crash_dev *to_cdev(struct dev *d)
+{
+	return container_of(d, struct crash_dev, cd_dev);
+}
+
+static void record(struct crash_dev *c, uint8_t type, uint64_t off, const void *data, size_t len,
+		   uint64_t tag)
+{
+	if (!c->cd_record)
+		return;
+	if (c->cd_nevents == c->cd_events_cap) {
+		c->cd_events_cap = c->cd_events_cap ? c->cd_events_cap * 2 : 1024;
+		c->cd_events = xrealloc(c->cd_events, c->cd_events_cap * sizeof(*c->cd_events));
+	}
+	struct crash_event *e = &c->cd_events[c->cd_nevents++];
+	e->type = type;
+	e->off = off;
+	e->len = (uint32_t)len;
+	e->tag = tag;
+	e->data = NULL;
+	if (len) {
+		e->data = xmalloc(len);
+		memcpy(e->data, data, len);
+	}
+}
+
+/* Copy the newest data of [off, off+len) into the overlay. */
+static void overlay_write(struct crash_dev *c, const uint8_t *buf, size_t len, uint64_t off)
+{
+	uint32_t sector = c->cd_dev.d_sector_size;
+	while (len) {
+		uint64_t idx = off / OVL_PAGE;
+		uint32_t in = (uint32_t)(off % OVL_PAGE);
+		size_t n = MIN(len, (size_t)(OVL_PAGE - in));
+		struct ovl_page *p = hashmap_get(&c->cd_overlay, idx);
+		if (!p) {
+			p = xcalloc(1, sizeof(*p));
+			hashmap_put(&c->cd_overlay, idx, p);
+		}
+		memcpy(p->data + in, buf, n);
+		for (uint32_t s = in / sector; s < (in + n) / sector; s++)
+			p->valid |= 1ull << s;
+		buf += n;
+		off += n;
+		len -= n;
+	}
+}
+
+static void overlay_clear(struct crash_dev *c)
+{
+	size_t it = 0;
+	uint64_t k;
+	void *v;
+	while (hashmap_next(&c->cd_overlay, &it, &k, &v))
+		free(v);
+	hashmap_destroy(&c->cd_overlay);
+	hashmap_init(&c->cd_overlay);
+}
+
+static void pending_clear(struct crash_dev *c)
+{
+	for (size_t i = 0; i < c->cd_npending; i++)
+		free(c->cd_pending[i].data);
+	c->cd_npending = 0;
+}
+
+static int crash_read(struct dev *d, void *buf, size_t len, uint64_t off)
+{
+	struct crash_dev *c = to_cdev(d);
+	uint32_t sector = d->d_sector_size;
+	mutex_lock(&c->cd_lock);
+	if (c->cd_dead) {
+		mutex_unlock(&c->cd_lock);
+		return -EIO;
+	}
+	int err = dev_read(c->cd_inner, buf, len, off);
+	if (!err) {
+		uint8_t *out = buf;
+		for (uint64_t pos = off; pos < off + len; pos += sector) {
+			struct ovl_page *p = hashmap_get(&c->cd_overlay, pos / OVL_PAGE);
+			uint32_t s = (uint32_t)(pos % OVL_PAGE) / sector;
+			if (p && (p->valid & (1ull << s)))
+				memcpy(out + (pos - off), p->data + s * sector, sector);
+		}
+	}
+	mutex_unlock(&c->cd_lock);
+	return err;
+}
+
+static int crash_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned flags)
+{
+	struct crash_dev *c = to_cdev(d);
+	int err = 0;
+	mutex_lock(&c->cd_lock);
+	if (c->cd_dead) {
+		err = -EIO;
+		goto out_unlock;
+	}
+	bool fua = (flags & DEV_FUA) != 0;
+	if (fua) {
+		/* durable now: straight to the inner device */
+		err = dev_write(c->cd_inner, buf, len, off, 0);
+		if (err)
+			goto out_unlock;
+	}
+	/* The overlay keeps the newest data even for FUA writes, so that older
+	 * unflushed data for the same sectors never shadows it. */
+	overlay_write(c, buf, len, off);
+	if (c->cd_npending == c->cd_pending_cap) {
+		c->cd_pending_cap = c->cd_pending_cap ? c->cd_pending_cap * 2 : 64;
+		c->cd_pending = xrealloc(c->cd_pending, c->cd_pending_cap * sizeof(*c->cd_pending));
+	}
+	struct pending_write *pw = &c->cd_pending[c->cd_npending++];
+	pw->off = off;
+	pw->len = (uint32_t)len;
+	pw->fua = fua;
+	pw->data = xmalloc(len);
+	memcpy(pw->data, buf, len);
+	record(c, fua ? CRASH_EV_FUA : CRASH_EV_WRITE, off, buf, len, 0);
+out_unlock:
+	mutex_unlock(&c->cd_lock);
+	return err;
+}
+
+static int crash_flush(struct dev *d)
+{
+	struct crash_dev *c = to_cdev(d);
+	uint32_t sector = d->d_sector_size;
+	int err = 0;
+	mutex_lock(&c->cd_lock);
+	if (c->cd_dead) {
+		err = -EIO;
+		goto out_unlock;
+	}
+	size_t it = 0;
+	uint64_t idx;
+	void *v;
+	while (hashmap_next(&c->cd_overlay, &it, &idx, &v)) {
+		struct ovl_page *p = v;
+		uint32_t nsec = OVL_PAGE / sector;
+		for (uint32_t s = 0; s < nsec;) {
+			if (!(p->valid & (1ull << s))) {
+				s++;
+				continue;
+			}
+			uint32_t e = s;
+			while (e < nsec && (p->valid & (1ull << e)))
+				e++;
+			err = dev_write(c->cd_inner, p->data + s * sector, (e - s) * sector,
+					idx * OVL_PAGE + s * sector, 0);
+			if (err)
+				goto out_unlock;
+			s = e;
+		}
+	}
+	overlay_clear(c);
+	pending_clear(c);
+	record(c, CRASH_EV_FLUSH, 0, NULL, 0, 0);
+out_unlock:
+	mutex_unlock(&c->cd_lock);
+	return err;
+}
+
+static void crash_destroy(struct dev *d)
+{
+	struct crash_dev *c = to_cdev(d);
+	overlay_clear(c);
+	pending_clear(c);
+	free(c->cd_pending);
+	for (size_t i = 0; i < c->cd_nevents; i++)
+		free(c->cd_events[i].data);
+	free(c->cd_events);
+	mutex_destroy(&c->cd_lock);
+	free(c);
+}
+
+static const struct dev_ops crash_dev_ops = {
+	.read = crash_read,
+	.write = crash_write,
+	.flush = crash_flush,
+	.destroy = crash_destroy,
+};
+
+int crashdev_create(struct dev *inner, unsigned flags, struct dev **out)
+{
+	if (inner->d_sector_size > OVL_PAGE || OVL_PAGE / inner->d_sector_size > 64)
+		return -EINVAL;
+	struct crash_dev *c = xcalloc(1, sizeof(*c));
+	dev_init(&c->cd_dev, &crash_dev_ops, "crash", inner->d_size, inner->d_sector_size);
+	mutex_init(&c->cd_lock, &crash_dev_lock_class);
+	c->cd_inner = inner;
+	c->cd_record = (flags & CRASHDEV_RECORD) != 0;
+	hashmap_init(&c->cd_overlay);
+	*out = &c->cd_dev;
+	return 0;
+}
+
+void crashdev_mark(struct dev *d, uint64_t tag)
+{
+	struct crash_dev *c = to_cdev(d);
+	mutex_lock(&c->cd_lock);
+	record(c, CRASH_EV_MARK, 0, NULL, 0, tag);
+	mutex_unlock(&c->cd_lock);
+}
+
+/*
+ * Decide the fate of one unflushed write and apply what survives to img:
+ * kept whole (40%), dropped (30%) or torn: each sector kept with even odds.
+ */
+static void cut_one(struct rng *r, const uint8_t *data, uint32_t len, uint64_t off,
+		    struct dev *img, uint32_t sector, struct crash_cut_stats *st)
+{
+	uint64_t x = rng_below(r, 100);
+	if (x < 40) {
+		dev_write(img, data, len, off, 0);
+		st->kept++;
+	} else if (x < 70 || len <= sector) {
+		st->dropped++;
+	} else {
+		for (uint32_t s = 0; s < len; s += sector)
+			if (rng_chance(r, 50))
+				dev_write(img, data + s, sector, off + s, 0);
+		st->torn++;
+	}
+}
+
+int crashdev_powerfail(struct dev *d, uint64_t seed, struct crash_cut_stats *st)
+{
+	struct crash_dev *c = to_cdev(d);
+	struct crash_cut_stats local = {0};
+	struct rng r;
+	rng_seed(&r, seed);
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof(*st));
+	mutex_lock(&c->cd_lock);
+	if (c->cd_dead) {
+		mutex_unlock(&c->cd_lock);
+		return -EIO;
+	}
+	for (size_t i = 0; i < c->cd_npending; i++) {
+		struct pending_write *pw = &c->cd_pending[i];
+		if (pw->fua) {
+			/* already durable; re-applied in order so that an older
+			 * kept write cannot overwrite it */
+			dev_write(c->cd_inner, pw->data, pw->len, pw->off, 0);
+			st->kept++;
+			continue;
+		}
+		cut_one(&r, pw->data, pw->len, pw->off, c->cd_inner, d->d_sector_size, st);
+	}
+	overlay_clear(c);
+	pending_clear(c);
+	c->cd_dead = true;
+	record(c, CRASH_EV_MARK, 0, NULL, 0, UINT64_MAX);
+	mutex_unlock(&c->cd_lock);
+	msg_debug("crash device: power failure (seed %llu): %llu kept, %llu dropped, %llu torn",
+		  (unsigned long long)seed, (unsigned long long)st->kept,
+		  (unsigned long long)st->dropped, (unsigned long long)st->torn);
+	return 0;
+}
+
+size_t crashdev_pending(struct dev *d)
+{
+	struct crash_dev *c = to_cdev(d);
+	mutex_lock(&c->cd_lock);
+	size_t n = c->cd_npending;
+	mutex_unlock(&c->cd_lock);
+	return n;
+}
+
+size_t crashdev_nevents(struct dev *d)
+{
+	return to_cdev(d)->cd_nevents;
+}
+
+const struct crash_event *crashdev_events(struct dev *d)
+{
+	return to_cdev(d)->cd_events;
+}
+
+void crash_apply_durable(const struct crash_event *ev, size_t from, size_t to, struct dev *img)
+{
+	for (size_t i = from; i < to; i++)
+		if (ev[i].type == CRASH_EV_WRITE || ev[i].type == CRASH_EV_FUA)
+			dev_write(img, ev[i].data, ev[i].len, ev[i].off, 0);
+}
+
+void crash_apply_cut(const struct crash_event *ev, size_t from, size_t point, struct dev *img,
+		     uint32_t sector, uint64_t seed, struct crash_cut_stats *st)
+{
+	struct rng r;
+	rng_seed(&r, seed);
+	for (size_t i = from; i < point; i++) {
+		if (ev[i].type == CRASH_EV_FUA) {
+			dev_write(img, ev[i].data, ev[i].len, ev[i].off, 0);
+			st->kept++;
+		} else if (ev[i].type == CRASH_EV_WRITE) {
+			cut_one(&r, ev[i].data, ev[i].len, ev[i].off, img, sector, st);
+		}
+	}
+	/* the write in flight at the cut, FUA or not, may land in part */
+	if (ev[point].type == CRASH_EV_WRITE || ev[point].type == CRASH_EV_FUA)
+		cut_one(&r, ev[point].data, ev[point].len, ev[point].off, img, sector, st);
+}

@@ -1,0 +1,82 @@
+/*
+ * crash.h - the crash device: a disk whose volatile cache can be lost.
+ *
+ * It sits on an inner device that holds exactly what is durable. Writes
+ * without FUA stay in memory (an overlay that reads see) until a flush
+ * writes them to the inner device; FUA writes go to the inner device at
+ * once. So:
+ *   - killing the process that holds a crash device is a power failure that
+ *     loses every unflushed write (the inner device keeps the durable state);
+ *   - crashdev_powerfail(seed) is a power failure that keeps a random subset
+ *     of the unflushed writes, possibly torn at sector boundaries, drops the
+ *     rest, and leaves the device dead (every later I/O fails with EIO);
+ *   - with CRASHDEV_RECORD, every write, FUA write and flush is recorded in
+ *     completion order, together with marks the caller places (e.g. "force of
+ *     sequence 42 returned"), so a test can rebuild the image a power cut at
+ *     any point of the stream could have left (crash_apply_*).
+ *
+ * The inner device is not owned: close it after the crash device.
+ */
+#ifndef JNFS_DEV_CRASH_H
+#define JNFS_DEV_CRASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dev/dev.h"
+
+#define CRASHDEV_RECORD 0x1u
+
+enum crash_ev_type {
+	CRASH_EV_WRITE = 1, /* write without FUA: volatile until the next flush */
+	CRASH_EV_FUA = 2,   /* FUA write: durable when recorded */
+	CRASH_EV_FLUSH = 3, /* every write recorded before it is durable */
+	CRASH_EV_MARK = 4,  /* caller's mark; tag is the caller's value */
+};
+
+struct crash_event {
+	uint8_t type;
+	uint32_t len;
+	uint64_t off;
+	uint64_t tag;
+	uint8_t *data; /* write payload (len bytes) */
+};
+
+struct crash_cut_stats {
+	uint64_t kept, dropped, torn;
+};
+
+int crashdev_create(struct dev *inner, unsigned flags, struct dev **out);
+
+/* Place a mark in the recorded stream (no-op without CRASHDEV_RECORD). */
+void crashdev_mark(struct dev *d, uint64_t tag);
+
+/* Power failure now: keep a random subset of unflushed writes (seeded),
+ * possibly torn, write them to the inner device, and make the device dead. */
+int crashdev_powerfail(struct dev *d, uint64_t seed, struct crash_cut_stats *st);
+
+/* Number of writes not yet durable. */
+size_t crashdev_pending(struct dev *d);
+
+/* The recorded stream. The pointer is valid until the next I/O on d. */
+size_t crashdev_nevents(struct dev *d);
+const struct crash_event *crashdev_events(struct dev *d);
+
+/*
+ * Rebuilding images from a recording.
+ *
+ * crash_apply_durable() writes every write event in [from, to) to img in
+ * order, as a flush at `to` would have made them durable.
+ *
+ * crash_apply_cut() models a power cut just before event `point`, where
+ * `from` is the index right after the last FLUSH event before `point` and img
+ * already holds the durable image as of that flush: the writes in
+ * [from, point) are unflushed, so FUA writes are applied and every other
+ * write is kept, dropped or torn at `sector` boundaries at random (seeded);
+ * event `point` itself, if it is a write, was in flight and may land torn.
+ */
+void crash_apply_durable(const struct crash_event *ev, size_t from, size_t to, struct dev *img);
+void crash_apply_cut(const struct crash_event *ev, size_t from, size_t point, struct dev *img,
+		     uint32_t sector, uint64_t seed, struct crash_cut_stats *st);
+
+#endif

@@ -1,0 +1,142 @@
+/*
+ * test_base.c - CRC32C vectors and chaining, the hash map against a
+ * reference array, lists, and the lock-order checker (a wrong order must
+ * panic, checked in a child process).
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/crc32c.h"
+#include "base/hashmap.h"
+#include "base/list.h"
+#include "base/lock.h"
+#include "base/rand.h"
+#include "check.h"
+
+static void test_crc32c(void)
+{
+	CHECK_EQ(crc32c(0, "123456789", 9), 0xe3069283u);
+	CHECK_EQ(crc32c(0, "", 0), 0);
+	/* 32 bytes of zeros: RFC 3720 B.4 */
+	unsigned char z[32] = {0};
+	CHECK_EQ(crc32c(0, z, 32), 0x8a9136aau);
+	unsigned char ff[32];
+	memset(ff, 0xff, sizeof(ff));
+	CHECK_EQ(crc32c(0, ff, 32), 0x62a8ab43u);
+	/* chaining over every split point and odd alignments */
+	unsigned char buf[257];
+	for (int i = 0; i < 257; i++)
+		buf[i] = (unsigned char)(i * 7 + 3);
+	uint32_t whole = crc32c(0, buf, sizeof(buf));
+	for (size_t cut = 0; cut <= sizeof(buf); cut++)
+		CHECK_EQ(crc32c(crc32c(0, buf, cut), buf + cut, sizeof(buf) - cut), whole);
+	TEST_PASS("crc32c");
+}
+
+static void test_hashmap(void)
+{
+	enum { N = 5000 };
+	static void *ref[N];
+	struct hashmap h;
+	hashmap_init(&h);
+	struct rng r;
+	rng_seed(&r, 1);
+	for (int round = 0; round < 200000; round++) {
+		uint64_t k = rng_below(&r, N);
+		uint64_t op = rng_below(&r, 3);
+		void *v = (void *)(uintptr_t)(rng_next(&r) | 1);
+		if (op == 0) {
+			CHECK(hashmap_put(&h, k, v) == ref[k]);
+			ref[k] = v;
+		} else if (op == 1) {
+			CHECK(hashmap_remove(&h, k) == ref[k]);
+			ref[k] = NULL;
+		} else {
+			CHECK(hashmap_get(&h, k) == ref[k]);
+		}
+	}
+	size_t n = 0, it = 0;
+	uint64_t k;
+	void *v;
+	while (hashmap_next(&h, &it, &k, &v)) {
+		CHECK(ref[k] == v);
+		n++;
+	}
+	size_t want = 0;
+	for (int i = 0; i < N; i++)
+		want += ref[i] != NULL;
+	CHECK_EQ(n, want);
+	CHECK_EQ(h.n, want);
+	hashmap_destroy(&h);
+	TEST_PASS("hashmap");
+}
+
+struct node {
+	int v;
+	struct list link;
+};
+
+static void test_list(void)
+{
+	struct list a = LIST_INIT(a), b = LIST_INIT(b);
+	struct node n[5];
+	for (int i = 0; i < 5; i++) {
+		n[i].v = i;
+		list_add_tail(&n[i].link, i < 3 ? &a : &b);
+	}
+	list_splice_tail(&b, &a);
+	CHECK(list_empty(&b));
+	int want = 0;
+	struct node *p;
+	list_for_each_entry(p, &a, link) CHECK_EQ(p->v, want++);
+	CHECK_EQ(want, 5);
+	struct node *t;
+	list_for_each_entry_safe(p, t, &a, link) if (p->v % 2) list_del(&p->link);
+	want = 0;
+	list_for_each_entry(p, &a, link)
+	{
+		CHECK_EQ(p->v, want);
+		want += 2;
+	}
+	TEST_PASS("list");
+}
+
+static struct lock_class low_class = LOCK_CLASS_INIT("test.low", 100);
+static struct lock_class high_class = LOCK_CLASS_INIT("test.high", 200);
+
+static void test_lockdep(void)
+{
+	struct mutex lo, hi;
+	mutex_init(&lo, &low_class);
+	mutex_init(&hi, &high_class);
+	mutex_lock(&lo);
+	mutex_lock(&hi);
+	assert_locked(&lo);
+	mutex_unlock(&lo); /* out of order release is fine */
+	mutex_unlock(&hi);
+#ifdef JNFS_LOCKDEP
+	pid_t pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", 1);
+		dup2(devnull, 2);
+		mutex_lock(&hi);
+		mutex_lock(&lo); /* wrong order: must panic */
+		_exit(0);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+#endif
+	TEST_PASS("lockdep");
+}
+
+int main(void)
+{
+	test_crc32c();
+	test_hashmap();
+	test_list();
+	test_lockdep();
+	return 0;
+}

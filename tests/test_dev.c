@@ -1,0 +1,280 @@
+/*
+ * test_dev.c - the device layer: memory and file backends, counters, the
+ * latency model, fault injection, flush elision, and the crash device's
+ * contract (unflushed writes may be lost or torn; flushed and FUA writes
+ * never are; the recording rebuilds what powerfail can leave).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/rand.h"
+#include "base/time.h"
+#include "check.h"
+#include "dev/crash.h"
+#include "dev/dev.h"
+
+static void fill(uint8_t *b, size_t n, uint8_t v)
+{
+	memset(b, v, n);
+}
+
+static void test_mem(void)
+{
+	struct dev *d;
+	CHECK_OK(dev_mem_create(1 << 20, NULL, &d));
+	uint8_t buf[8192], out[8192];
+	fill(buf, sizeof(buf), 0xab);
+	CHECK_OK(dev_write(d, buf, 8192, 4096 + 512, 0));
+	CHECK_OK(dev_read(d, out, 8192, 4096 + 512));
+	CHECK(memcmp(buf, out, 8192) == 0);
+	CHECK_OK(dev_read(d, out, 512, 0));
+	for (int i = 0; i < 512; i++)
+		CHECK_EQ(out[i], 0);
+	/* bounds and alignment */
+	CHECK_EQ(dev_write(d, buf, 512, (1 << 20) - 256, 0), -EINVAL);
+	CHECK_EQ(dev_write(d, buf, 100, 0, 0), -EINVAL);
+	CHECK_EQ(dev_read(d, buf, 512, 1 << 20), -EINVAL);
+
+	/* copy-on-write clone: reads the base, writes stay private */
+	uint8_t *img = malloc(1 << 20);
+	dev_mem_copy_out(d, img);
+	struct dev *c;
+	CHECK_OK(dev_mem_create(1 << 20, img, &c));
+	CHECK_OK(dev_read(c, out, 8192, 4096 + 512));
+	CHECK(memcmp(buf, out, 8192) == 0);
+	fill(buf, 512, 0x11);
+	CHECK_OK(dev_write(c, buf, 512, 4096 + 1024, 0));
+	CHECK_OK(dev_read(c, out, 1024, 4096 + 512));
+	CHECK_EQ(out[0], 0xab);
+	CHECK_EQ(out[512], 0x11);
+	CHECK_EQ(img[4096 + 1024], 0xab);
+	dev_close(c);
+	free(img);
+
+	struct stat_table t;
+	struct stat_sink s = stat_sink_table(&t);
+	dev_stats(d, "dev", &s);
+	CHECK_EQ(stat_table_get(&t, "dev.writes"), 1);
+	CHECK_EQ(stat_table_get(&t, "dev.write_bytes"), 8192);
+	CHECK_EQ(stat_table_get(&t, "dev.reads"), 2);
+	dev_close(d);
+	TEST_PASS("mem");
+}
+
+static void test_file(int direct)
+{
+	char path[] = "/tmp/jnfs-test-dev-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	unlink(path);
+	struct dev *d;
+	int err = dev_file_open(path, DEV_OPEN_CREATE | (direct ? DEV_OPEN_DIRECT : 0), 4 << 20,
+				&d);
+	if (err == -EINVAL && direct) {
+		/* filesystem without O_DIRECT (tmpfs): nothing to test */
+		unlink(path);
+		TEST_PASS("file (direct: not supported here)");
+		return;
+	}
+	CHECK_OK(err);
+	CHECK_EQ(dev_size(d), 4 << 20);
+	uint8_t *buf = malloc(65536 + 1), *out = malloc(65536);
+	/* unaligned buffer address on purpose: O_DIRECT must bounce */
+	fill(buf + 1, 65536, 0x5a);
+	CHECK_OK(dev_write(d, buf + 1, 65536, 512, 0));
+	CHECK_OK(dev_write(d, buf + 1, 4096, 1 << 20, DEV_FUA));
+	CHECK_OK(dev_flush(d));
+	CHECK_OK(dev_read(d, out, 65536, 512));
+	CHECK(memcmp(buf + 1, out, 65536) == 0);
+	struct stat_table t;
+	struct stat_sink s = stat_sink_table(&t);
+	dev_stats(d, "dev", &s);
+	CHECK_EQ(stat_table_get(&t, "dev.writes"), 2);
+	CHECK_EQ(stat_table_get(&t, "dev.fua_writes"), 1);
+	CHECK_EQ(stat_table_get(&t, "dev.flushes"), 1);
+	dev_close(d);
+	/* reopen read-only: content persists, writes refused */
+	CHECK_OK(dev_file_open(path, DEV_OPEN_RDONLY, 0, &d));
+	CHECK_OK(dev_read(d, out, 4096, 1 << 20));
+	CHECK(memcmp(buf + 1, out, 4096) == 0);
+	CHECK_EQ(dev_write(d, out, 512, 0, 0), -EROFS);
+	dev_close(d);
+	unlink(path);
+	free(buf);
+	free(out);
+	TEST_PASS(direct ? "file (direct)" : "file");
+}
+
+static void test_generic(void)
+{
+	struct dev *d;
+	CHECK_OK(dev_mem_create(1 << 20, NULL, &d));
+	uint8_t buf[512] = {1};
+	struct stat_table t;
+	struct stat_sink s = stat_sink_table(&t);
+
+	/* flush elision: nothing written since the last flush */
+	CHECK_OK(dev_flush(d));
+	CHECK_OK(dev_write(d, buf, 512, 0, 0));
+	CHECK_OK(dev_flush(d));
+	CHECK_OK(dev_flush(d));
+	CHECK_OK(dev_write(d, buf, 512, 0, DEV_FUA)); /* FUA needs no flush */
+	CHECK_OK(dev_flush(d));
+	dev_stats(d, "dev", &s);
+	CHECK_EQ(stat_table_get(&t, "dev.flushes"), 1);
+	CHECK_EQ(stat_table_get(&t, "dev.flushes_elided"), 3);
+
+	/* latency model: a flush and a FUA write take at least the delay */
+	dev_set_latency(d, 3 * NSEC_PER_MSEC, 2 * NSEC_PER_MSEC);
+	CHECK_OK(dev_write(d, buf, 512, 0, 0));
+	uint64_t t0 = now_ns();
+	CHECK_OK(dev_flush(d));
+	CHECK(now_ns() - t0 >= 3 * NSEC_PER_MSEC);
+	t0 = now_ns();
+	CHECK_OK(dev_write(d, buf, 512, 0, DEV_FUA));
+	CHECK(now_ns() - t0 >= 2 * NSEC_PER_MSEC);
+	dev_set_latency(d, 0, 0);
+
+	/* fault injection: exactly the 3rd I/O fails, then sticky from the 2nd */
+	dev_inject_fault(d, 3, false);
+	CHECK_OK(dev_write(d, buf, 512, 0, 0));
+	CHECK_OK(dev_read(d, buf, 512, 0));
+	CHECK_EQ(dev_write(d, buf, 512, 0, 0), -EIO);
+	CHECK_OK(dev_write(d, buf, 512, 0, 0));
+	CHECK_EQ(dev_io_count(d), 4);
+	dev_inject_fault(d, 2, true);
+	CHECK_OK(dev_read(d, buf, 512, 0));
+	CHECK_EQ(dev_read(d, buf, 512, 0), -EIO);
+	CHECK_EQ(dev_flush(d), -EIO);
+	CHECK_EQ(dev_write(d, buf, 512, 0, DEV_FUA), -EIO);
+	dev_inject_fault(d, 0, false);
+	CHECK_OK(dev_write(d, buf, 512, 0, 0));
+	dev_close(d);
+	TEST_PASS("generic");
+}
+
+/* Every sector of [off, off+len) reads as one of the allowed byte values. */
+static void check_sectors(struct dev *d, uint64_t off, size_t len, const uint8_t *allowed,
+			  int nallowed)
+{
+	uint8_t sec[512];
+	for (uint64_t p = off; p < off + len; p += 512) {
+		CHECK_OK(dev_read(d, sec, 512, p));
+		int ok = 0;
+		for (int a = 0; a < nallowed && !ok; a++) {
+			ok = 1;
+			for (int i = 0; i < 512; i++)
+				if (sec[i] != allowed[a])
+					ok = 0;
+		}
+		CHECK(ok);
+	}
+}
+
+static void test_crash(void)
+{
+	int saw_old = 0, saw_new = 0, saw_torn = 0;
+	for (uint64_t seed = 1; seed <= 200; seed++) {
+		struct dev *inner, *cd;
+		CHECK_OK(dev_mem_create(1 << 20, NULL, &inner));
+		CHECK_OK(crashdev_create(inner, 0, &cd));
+		uint8_t buf[16384];
+		fill(buf, sizeof(buf), 0x01);
+		CHECK_OK(dev_write(cd, buf, 16384, 0, 0));
+		CHECK_OK(dev_flush(cd)); /* durable: 0x01 */
+		fill(buf, sizeof(buf), 0x02);
+		CHECK_OK(dev_write(cd, buf, 16384, 0, 0)); /* volatile */
+		fill(buf, sizeof(buf), 0x03);
+		CHECK_OK(dev_write(cd, buf, 4096, 65536, DEV_FUA)); /* durable now */
+		CHECK_OK(dev_write(cd, buf, 4096, 0, 0));           /* volatile over 0x02 */
+		/* reads see the newest data */
+		check_sectors(cd, 0, 4096, (uint8_t[]){0x03}, 1);
+		check_sectors(cd, 4096, 12288, (uint8_t[]){0x02}, 1);
+		CHECK_EQ(crashdev_pending(cd), 3);
+		struct crash_cut_stats st;
+		CHECK_OK(crashdev_powerfail(cd, seed, &st));
+		CHECK_EQ(st.kept + st.dropped + st.torn, 3);
+		uint8_t dummy[512];
+		CHECK_EQ(dev_read(cd, dummy, 512, 0), -EIO);
+		dev_close(cd);
+		/* the inner device holds what survived */
+		check_sectors(inner, 65536, 4096, (uint8_t[]){0x03}, 1);
+		check_sectors(inner, 0, 4096, (uint8_t[]){0x01, 0x02, 0x03}, 3);
+		check_sectors(inner, 4096, 12288, (uint8_t[]){0x01, 0x02}, 2);
+		uint8_t sec[512];
+		int olds = 0, news = 0;
+		for (uint64_t p = 4096; p < 16384; p += 512) {
+			CHECK_OK(dev_read(inner, sec, 512, p));
+			olds += sec[0] == 0x01;
+			news += sec[0] == 0x02;
+		}
+		saw_old |= news == 0;
+		saw_new |= olds == 0;
+		saw_torn |= olds && news;
+		dev_close(inner);
+	}
+	/* over 200 seeds every outcome happens */
+	CHECK(saw_old && saw_new && saw_torn);
+	TEST_PASS("crash powerfail");
+}
+
+static void test_crash_record(void)
+{
+	struct dev *inner, *cd;
+	CHECK_OK(dev_mem_create(1 << 20, NULL, &inner));
+	CHECK_OK(crashdev_create(inner, CRASHDEV_RECORD, &cd));
+	uint8_t buf[4096];
+	for (int i = 0; i < 10; i++) {
+		fill(buf, sizeof(buf), (uint8_t)(i + 1));
+		CHECK_OK(dev_write(cd, buf, 4096, (uint64_t)i * 4096, i % 3 == 2 ? DEV_FUA : 0));
+		if (i % 4 == 3)
+			CHECK_OK(dev_flush(cd));
+		crashdev_mark(cd, (uint64_t)i);
+	}
+	size_t n = crashdev_nevents(cd);
+	const struct crash_event *ev = crashdev_events(cd);
+	CHECK_EQ(n, 10 + 2 + 10);
+	/* replaying everything as durable gives what the device shows */
+	struct dev *img;
+	CHECK_OK(dev_mem_create(1 << 20, NULL, &img));
+	crash_apply_durable(ev, 0, n, img);
+	uint8_t a[4096], b[4096];
+	for (int i = 0; i < 10; i++) {
+		CHECK_OK(dev_read(cd, a, 4096, (uint64_t)i * 4096));
+		CHECK_OK(dev_read(img, b, 4096, (uint64_t)i * 4096));
+		CHECK(memcmp(a, b, 4096) == 0);
+	}
+	dev_close(img);
+	/* a cut after the last flush: earlier blocks durable, later ones maybe */
+	size_t last_flush = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ev[i].type == CRASH_EV_FLUSH)
+			last_flush = i;
+	for (uint64_t seed = 0; seed < 20; seed++) {
+		CHECK_OK(dev_mem_create(1 << 20, NULL, &img));
+		crash_apply_durable(ev, 0, last_flush, img);
+		struct crash_cut_stats st = {0};
+		crash_apply_cut(ev, last_flush + 1, n - 1, img, 512, seed, &st);
+		for (int i = 0; i < 8; i++)
+			check_sectors(img, (uint64_t)i * 4096, 4096, (uint8_t[]){(uint8_t)(i + 1)}, 1);
+		check_sectors(img, 8 * 4096, 4096, (uint8_t[]){9}, 1);     /* FUA: durable */
+		check_sectors(img, 9 * 4096, 4096, (uint8_t[]){0, 10}, 2); /* unflushed */
+		dev_close(img);
+	}
+	dev_close(cd);
+	dev_close(inner);
+	TEST_PASS("crash record");
+}
+
+int main(void)
+{
+	test_mem();
+	test_file(0);
+	test_file(1);
+	test_generic();
+	test_crash();
+	test_crash_record();
+	return 0;
+}
