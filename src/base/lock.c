@@ -36,6 +36,8 @@ static void lockdep_check(const void *lock, const struct lock_class *cls, unsign
 	for (int i = 0; i < nheld; i++) {
 		if (held[i].lock == lock)
 			panic("lockdep: recursive acquisition of %s", cls->name);
+		if (cls->multi && held[i].cls == cls)
+			continue;
 		if (held[i].key >= key)
 			panic("lockdep: taking %s (rank %u.%u) while holding %s (rank %u.%u)",
 			      cls->name, cls->rank, sub, held[i].cls->name, held[i].key / 16,

@@ -26,9 +26,14 @@
 struct lock_class {
 	const char *name;
 	unsigned rank;
+	/* Several locks of this class may be held at once; the caller orders
+	 * them (e.g. metadata buffers by disk address). Only the order against
+	 * other classes is checked. */
+	bool multi;
 };
 
-#define LOCK_CLASS_INIT(n, r) {.name = (n), .rank = (r)}
+#define LOCK_CLASS_INIT(n, r)       {.name = (n), .rank = (r)}
+#define LOCK_CLASS_INIT_MULTI(n, r) {.name = (n), .rank = (r), .multi = true}
 
 struct mutex {
 	pthread_mutex_t m;

@@ -1,0 +1,222 @@
+/*
+ * log_priv.h - the journal's internal state, shared by its source files.
+ *
+ * Lock order (lowest first; see base/lock.h for the ranks):
+ *   item locks (owners', rank 200s)
+ *     -> l_ctx_lock (rwlock: commits read, the push swaps contexts under write)
+ *       -> l_cil_lock  (the current context's log vectors and space)
+ *         -> l_push_lock (push requests, durable sequence, force waiters)
+ *           -> l_space_lock (head, tail, reservations)
+ *             -> l_ail_lock (the AIL)
+ *               -> l_io_lock (the log buffer ring)
+ * No journal lock is held across device I/O, except l_io_lock's owner never
+ * does I/O under it either: every write happens with no journal lock held.
+ *
+ * Positions: internally a log position is linear, pos = cycle * l_bbs +
+ * block, in BBs; it only grows. LSNs on disk are (cycle << 32 | block).
+ *
+ * Checkpoint life (states of a CIL context):
+ *   CURRENT    commits format items into it (l_ctx);
+ *   PUSHING    detached by the push thread, its records being written;
+ *   DURABLE    commit record on stable storage: items enter the AIL, are
+ *              unpinned, durable callbacks run, l_durable_seq advances.
+ * Only one context is PUSHING at a time, so checkpoints complete in order.
+ *
+ * Invariants:
+ *   I1 A record carrying tail T is written only after a data-device flush
+ *      that started after every write-back that let the tail reach T.
+ *   I2 A record is written only into space below l_durable_tail + log size:
+ *      the tail of the newest durable record, never the in-memory AIL tail,
+ *      so a torn write can never destroy what recovery must read.
+ *   I3 Space: (head - durable tail) + charged CIL space + reservations +
+ *      slack <= log size. A context's charge bounds what its records take.
+ *   I4 An item is in the AIL at the start position of the newest durable
+ *      checkpoint holding it; the AIL is ordered by position.
+ */
+#ifndef JNFS_LOG_LOG_PRIV_H
+#define JNFS_LOG_LOG_PRIV_H
+
+#include <endian.h>
+#include <pthread.h>
+
+#include "base/compiler.h"
+
+#include "base/lock.h"
+#include "log/log.h"
+
+struct log_vec {
+	struct list lv_link; /* in the context's c_lvs */
+	struct log_item *lv_item;
+	uint32_t lv_len; /* image bytes */
+	uint32_t lv_cap;
+	uint8_t lv_data[];
+};
+
+struct cil_ctx {
+	uint64_t c_seq;
+	struct list c_lvs;   /* one log vector per item, in first-commit order */
+	uint64_t c_payload;  /* bytes of the op stream */
+	uint64_t c_space;    /* log space charged: bounds what the records take */
+	uint64_t c_ntrans;
+	struct list c_cbs;   /* struct log_durable_cb */
+	uint64_t c_start_pos;
+	uint64_t c_tail_pos; /* tail carried by its records */
+};
+
+struct trans {
+	struct log *t_log;
+	uint64_t t_res; /* log space still reserved */
+	unsigned t_flags;
+	struct list t_items; /* joined items, via li_trans */
+	struct list t_cbs;   /* durable callbacks */
+};
+
+enum logbuf_state { LB_FREE, LB_QUEUED, LB_WRITING };
+
+struct logbuf {
+	uint8_t *b_data; /* l_buf_size bytes */
+	uint64_t b_pos;  /* linear position of the record */
+	uint32_t b_bytes;
+	enum logbuf_state b_state;
+};
+
+/* The space a context with `payload` bytes of op stream may take on disk:
+ * every record adds a header BB and rounds its payload up to a BB. */
+static inline uint64_t log_ckpt_space(uint32_t buf_size, uint64_t payload)
+{
+	uint64_t per_rec = buf_size - LOG_BB_SIZE;
+	uint64_t nrec = payload ? (payload + per_rec - 1) / per_rec : 1;
+	return payload + nrec * 2 * LOG_BB_SIZE;
+}
+
+struct log {
+	struct log_params l_p;
+	struct dev *l_ldev, *l_ddev;
+	uint64_t l_off;   /* byte offset of the region */
+	uint64_t l_bbs;   /* size in BBs */
+	uint64_t l_bytes; /* size in bytes */
+	uint32_t l_buf_size;
+	uint32_t l_nbufs;
+	uint64_t l_push_threshold; /* push the CIL past this much charged space */
+	uint64_t l_slack;          /* space kept for empty checkpoints and unmount */
+	const struct log_item_ops *l_types[LOG_ITEM_MAX];
+
+	_Atomic bool l_shutdown;
+
+	/* CIL */
+	struct rwlock l_ctx_lock;
+	struct mutex l_cil_lock;
+	struct cil_ctx *l_ctx;
+
+	/* push and force */
+	struct mutex l_push_lock;
+	struct cond l_push_cond;    /* the push thread waits for work */
+	struct cond l_durable_cond; /* forces wait for l_durable_seq */
+	struct cond l_swap_cond;    /* throttled commits wait for a swap */
+	uint64_t l_cur_seq;         /* sequence of the current context */
+	bool l_cur_dirty;           /* the current context holds items */
+	uint64_t l_push_seq;        /* highest sequence asked to be pushed */
+	uint64_t l_durable_seq;     /* every checkpoint up to here is durable */
+	uint64_t l_pushing_seq;     /* the PUSHING context, 0 if none */
+	bool l_pushing_flushed;     /* ... and its data-device flush has started */
+	bool l_want_cover;          /* write an empty checkpoint to move the tail */
+	bool l_stop;
+
+	/* head, tail and space */
+	struct mutex l_space_lock;
+	struct cond l_space_cond;
+	uint64_t l_head_pos;     /* where the next record goes */
+	uint32_t l_prev_crc;     /* CRC of the last record written */
+	uint64_t l_durable_tail; /* tail in the newest durable record (I2) */
+	uint64_t l_reserved;     /* open transactions' reservations */
+	uint64_t l_cil_space;    /* charged by contexts not yet durable */
+	uint64_t l_space_next;   /* FIFO tickets for reservations */
+	uint64_t l_space_serving;
+
+	/* AIL */
+	struct mutex l_ail_lock;
+	struct cond l_ail_cond;       /* the AIL thread waits for work */
+	struct cond l_ail_empty_cond; /* log_ail_push_all() waits */
+	struct list l_ail;
+	uint64_t l_ail_target; /* push items below this position; UINT64_MAX: all */
+	uint64_t l_ail_count;
+	uint32_t l_ail_pass;
+	bool l_ail_stop;
+
+	/* log buffer ring and its I/O thread */
+	struct mutex l_io_lock;
+	struct cond l_io_cond;
+	struct logbuf *l_bufs;
+	uint32_t *l_io_queue;    /* indices of queued buffers, FIFO from l_io_next_io */
+	uint32_t l_io_next_fill; /* where the search for a free buffer starts */
+	uint32_t l_io_next_io;   /* head of the queue */
+	uint32_t l_io_busy;      /* buffers queued or being written */
+	int l_io_error;
+	bool l_io_stop;
+
+	pthread_t l_push_thread, l_ail_thread, l_io_thread;
+	bool l_threads_started;
+
+	struct {
+		counter_t trans_async, trans_sync, trans_empty, trans_cancelled;
+		counter_t cil_pushes, checkpoints, checkpoints_empty, throttles;
+		counter_t forces, forces_wrote, forces_waited;
+		counter_t buffer_writes, buffer_bytes, records;
+		counter_t ail_pushes, ail_pinned, ail_locked, tail_moves;
+		counter_t space_waits;
+		counter_t recovered_checkpoints, recovered_items, recovered_clean;
+	} l_stats;
+};
+
+/* Position <-> LSN. */
+static inline uint64_t log_pos_to_lsn(const struct log *log, uint64_t pos)
+{
+	return ((pos / log->l_bbs) << 32) | (pos % log->l_bbs);
+}
+
+static inline uint64_t log_lsn_to_pos(const struct log *log, uint64_t lsn)
+{
+	return (lsn >> 32) * log->l_bbs + (lsn & 0xffffffffu);
+}
+
+/* cil.c */
+struct cil_ctx *cil_ctx_alloc(uint64_t seq);
+void cil_commit(struct log *log, struct trans *tp, uint64_t *csn);
+void cil_throttle(struct log *log, uint64_t seq);
+void *log_push_thread(void *arg);
+void cil_abandon(struct log *log);
+
+/* io.c */
+void *log_io_thread(void *arg);
+int log_write_record(struct log *log, struct logbuf *b, bool fua);
+struct logbuf *logbuf_get(struct log *log);
+void logbuf_put(struct log *log, struct logbuf *b);
+int log_place_record(struct log *log, struct logbuf *b, uint32_t len);
+void logbuf_submit(struct log *log, struct logbuf *b);
+int logbuf_wait_all(struct log *log);
+int log_write_unmount(struct log *log);
+void log_fill_header(struct log *log, struct logbuf *b, uint16_t flags, uint64_t csn,
+		     uint32_t index, uint64_t tail_pos, uint32_t len);
+
+/* ail.c */
+void *log_ail_thread(void *arg);
+void ail_insert(struct log *log, struct log_item *lip, uint64_t pos);
+uint64_t ail_tail_pos(struct log *log, uint64_t head_pos);
+void ail_push_target(struct log *log, uint64_t target);
+
+/* log.c */
+int log_space_reserve(struct log *log, uint64_t res);
+void log_space_release(struct log *log, uint64_t res, int64_t charge);
+void log_space_wake(struct log *log);
+void log_request_push(struct log *log, uint64_t seq);
+void log_request_cover(struct log *log);
+
+/* recover.c */
+int log_recover(struct log *log);
+bool log_rec_valid_header(const struct log *log, const struct log_rec_hdr *h, uint64_t pos);
+uint32_t log_rec_crc(const struct log_rec_hdr *h, const void *payload, uint32_t len);
+
+/* buf_item.c */
+extern const struct log_item_ops buf_item_ops;
+
+#endif

@@ -1,0 +1,455 @@
+/*
+ * test_log.c - the journal: format and clean mount, commit/force/recover
+ * after a power cut, relogging, group commit, log_flushed (G6), refusal of
+ * damaged, foreign and truncated logs, and the fault loop (G5).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/msg.h"
+#include "base/rand.h"
+#include "base/time.h"
+#include "check.h"
+#include "dev/crash.h"
+#include "log/log_format.h"
+#include "log/log_priv.h"
+#include "logwl.h"
+
+#define NBLOCKS 24
+#define HOME    (NBLOCKS * WL_BLOCK)
+
+static const uint8_t uuid_a[16] = {0xa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static const uint8_t uuid_b[16] = {0xb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+static struct log_params params(struct dev *d, uint64_t log_size, const uint8_t *uuid)
+{
+	struct log_params p = {.ldev = d, .log_offset = HOME, .log_size = log_size,
+			       .buf_size = 16384, .nbufs = 4};
+	memcpy(p.uuid, uuid, 16);
+	return p;
+}
+
+static struct dev *new_image(uint64_t log_size)
+{
+	struct dev *d;
+	CHECK_OK(dev_mem_create(HOME + log_size, NULL, &d));
+	struct log_params p = params(d, log_size, uuid_a);
+	CHECK_OK(log_format(&p));
+	return d;
+}
+
+static uint64_t stat_of(struct log *log, const char *name)
+{
+	struct stat_table t;
+	struct stat_sink s = stat_sink_table(&t);
+	log_stats(log, &s);
+	return stat_table_get(&t, name);
+}
+
+static uint64_t dev_stat_of(struct dev *d, const char *name)
+{
+	struct stat_table t;
+	struct stat_sink s = stat_sink_table(&t);
+	dev_stats(d, "dev", &s);
+	return stat_table_get(&t, name);
+}
+
+static void test_clean(void)
+{
+	struct dev *d = new_image(256 * 1024);
+	struct log_params p = params(d, 256 * 1024, uuid_a);
+	struct log *log;
+	CHECK_OK(log_mount(&p, &log));
+	CHECK_EQ(stat_of(log, "log.recovered_clean"), 1);
+	struct wl *w = wl_create(&(struct wl_params){.threads = 2, .txns = 200, .shared = 10,
+						      .force_pct = 10, .free_pct = 5, .seed = 1},
+				 log, d);
+	CHECK_OK(wl_run(w));
+	CHECK_OK(log_unmount(log));
+	wl_build_model(w);
+	/* a clean unmount wrote everything home: no replay, all present */
+	CHECK_OK(log_mount(&p, &log));
+	CHECK_EQ(stat_of(log, "log.recovered_clean"), 1);
+	CHECK_EQ(stat_of(log, "log.recovered_checkpoints"), 0);
+	uint64_t n;
+	CHECK_OK(wl_verify(w, d, w->max_csn, "clean", &n));
+	CHECK_EQ(n, w->max_csn);
+	CHECK_OK(log_unmount(log));
+	wl_free(w);
+	dev_close(d);
+	TEST_PASS("clean unmount");
+}
+
+static void test_powercut(void)
+{
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		struct dev *inner = new_image(512 * 1024), *cd;
+		CHECK_OK(crashdev_create(inner, 0, &cd));
+		struct log_params p = params(cd, 512 * 1024, uuid_a);
+		struct log *log;
+		CHECK_OK(log_mount(&p, &log));
+		struct wl *w = wl_create(&(struct wl_params){.threads = 4, .txns = 150,
+							      .shared = 20, .force_pct = 15,
+							      .async_pct = 10, .sync_pct = 5,
+							      .free_pct = 5, .seed = seed},
+					 log, cd);
+		CHECK_OK(wl_run(w));
+		uint64_t acked = atomic_load(&w->acked);
+		CHECK(acked > 0);
+		CHECK_OK(crashdev_powerfail(cd, seed, NULL));
+		log_shutdown(log, "test power cut");
+		CHECK_EQ(log_unmount(log), -EIO);
+		wl_detach(w);
+		wl_build_model(w);
+		p.ldev = inner;
+		CHECK_OK(log_mount(&p, &log));
+		uint64_t n;
+		CHECK_OK(wl_verify(w, inner, acked, "powercut", &n));
+		CHECK(n >= acked);
+		CHECK_OK(log_unmount(log));
+		wl_free(w);
+		dev_close(cd);
+		dev_close(inner);
+	}
+	TEST_PASS("power cut after acknowledged forces");
+}
+
+/* A block changed 200 times within one checkpoint is logged once. */
+static void test_relog(void)
+{
+	struct dev *d = new_image(256 * 1024);
+	struct log_params p = params(d, 256 * 1024, uuid_a);
+	struct log *log;
+	CHECK_OK(log_mount(&p, &log));
+	uint8_t *data = calloc(1, WL_BLOCK);
+	struct buf_item bi;
+	buf_item_init(&bi, log, 0, data, NULL);
+	uint64_t csn = 0, first = 0;
+	for (int i = 0; i < 200; i++) {
+		struct trans *tp;
+		CHECK_OK(trans_alloc(log, log_calc_res(log, 1, WL_BLOCK), 0, &tp));
+		buf_item_join(tp, &bi);
+		data[i * 16] = (uint8_t)i;
+		buf_item_log(tp, &bi, (uint32_t)i * 16, 1);
+		CHECK_OK(trans_commit(tp, &csn));
+		if (!first)
+			first = csn;
+		CHECK_EQ(csn, first); /* no push happened: all in one context */
+	}
+	bool flushed;
+	CHECK_OK(log_force_seq(log, csn, true, &flushed));
+	CHECK(flushed);
+	CHECK_EQ(stat_of(log, "log.checkpoints"), 1);
+	CHECK_EQ(stat_of(log, "log.records"), 1);
+	/* one image: the header, the op and the 4 KiB of touched chunks */
+	CHECK(stat_of(log, "log.buffer_bytes") <= 512 + 16 + 8 + WL_BLOCK + 512);
+	/* already durable: returns at once, wrote nothing */
+	CHECK_OK(log_force_seq(log, csn, true, &flushed));
+	CHECK(!flushed);
+	CHECK_EQ(stat_of(log, "log.forces_wrote"), 1);
+	CHECK_OK(log_unmount(log));
+	/* written home by the unmount */
+	uint8_t out[WL_BLOCK];
+	CHECK_OK(dev_read(d, out, WL_BLOCK, 0));
+	CHECK(memcmp(out, data, WL_BLOCK) == 0);
+	mutex_destroy(&bi.bi_lock);
+	free(data);
+	dev_close(d);
+	TEST_PASS("relogging");
+}
+
+struct gc_arg {
+	struct log *log;
+	struct buf_item *bi;
+	int n;
+};
+
+static void *gc_thread(void *a)
+{
+	struct gc_arg *g = a;
+	for (int i = 0; i < g->n; i++) {
+		struct trans *tp;
+		CHECK_OK(trans_alloc(g->log, log_calc_res(g->log, 1, 256), 0, &tp));
+		buf_item_join(tp, g->bi);
+		g->bi->bi_data[0]++;
+		buf_item_log(tp, g->bi, 0, 8);
+		uint64_t csn;
+		CHECK_OK(trans_commit(tp, &csn));
+		CHECK_OK(log_force_seq(g->log, csn, true, NULL));
+	}
+	return NULL;
+}
+
+/* Concurrent forces share checkpoints. */
+static void test_group_commit(void)
+{
+	struct dev *d = new_image(1024 * 1024);
+	dev_set_latency(d, 1000000, 1000000);
+	struct log_params p = params(d, 1024 * 1024, uuid_a);
+	struct log *log;
+	CHECK_OK(log_mount(&p, &log));
+	enum { T = 16 };
+	uint8_t *data[T];
+	struct buf_item bi[T];
+	pthread_t th[T];
+	struct gc_arg ga[T];
+	for (int t = 0; t < T; t++) {
+		data[t] = calloc(1, WL_BLOCK);
+		buf_item_init(&bi[t], log, (uint64_t)t * WL_BLOCK, data[t], NULL);
+		ga[t] = (struct gc_arg){.log = log, .bi = &bi[t], .n = 20};
+		pthread_create(&th[t], NULL, gc_thread, &ga[t]);
+	}
+	for (int t = 0; t < T; t++)
+		pthread_join(th[t], NULL);
+	uint64_t forces = stat_of(log, "log.forces"), ckpts = stat_of(log, "log.checkpoints");
+	printf("group commit: %llu forces, %llu checkpoints\n", (unsigned long long)forces,
+	       (unsigned long long)ckpts);
+	CHECK_EQ(forces, T * 20);
+	CHECK(ckpts < forces);
+	CHECK_OK(log_unmount(log));
+	for (int t = 0; t < T; t++) {
+		mutex_destroy(&bi[t].bi_lock);
+		free(data[t]);
+	}
+	dev_close(d);
+	TEST_PASS("group commit");
+}
+
+/* G6: a force that starts the push reports the flush; data written before
+ * it is durable after a power cut. */
+static void test_log_flushed(void)
+{
+	struct dev *inner = new_image(256 * 1024), *cd;
+	CHECK_OK(crashdev_create(inner, 0, &cd));
+	struct log_params p = params(cd, 256 * 1024, uuid_a);
+	struct log *log;
+	CHECK_OK(log_mount(&p, &log));
+	uint8_t *data = calloc(1, WL_BLOCK);
+	struct buf_item bi;
+	buf_item_init(&bi, log, 0, data, NULL);
+	/* "file data" written in place, not logged */
+	uint8_t payload[4096];
+	memset(payload, 0x77, sizeof(payload));
+	CHECK_OK(dev_write(cd, payload, sizeof(payload), 8 * WL_BLOCK, 0));
+	struct trans *tp;
+	CHECK_OK(trans_alloc(log, log_calc_res(log, 1, 64), 0, &tp));
+	buf_item_join(tp, &bi);
+	data[0] = 1;
+	buf_item_log(tp, &bi, 0, 1);
+	uint64_t csn;
+	CHECK_OK(trans_commit(tp, &csn));
+	bool flushed;
+	CHECK_OK(log_force_seq(log, csn, true, &flushed));
+	CHECK(flushed);
+	CHECK_OK(crashdev_powerfail(cd, 1, NULL));
+	log_shutdown(log, "test");
+	log_unmount(log);
+	mutex_destroy(&bi.bi_lock);
+	uint8_t out[4096];
+	CHECK_OK(dev_read(inner, out, sizeof(out), 8 * WL_BLOCK));
+	CHECK(memcmp(out, payload, sizeof(out)) == 0);
+	free(data);
+	dev_close(cd);
+	dev_close(inner);
+	TEST_PASS("log_flushed");
+}
+
+static int mount_quiet(struct log_params *p)
+{
+	enum msg_level lvl = msg_get_level();
+	msg_set_level(MSG_ERR);
+	struct log *log;
+	int err = log_mount(p, &log);
+	msg_set_level(lvl);
+	if (!err)
+		log_unmount(log);
+	return err;
+}
+
+static void test_bad_input(void)
+{
+	const uint64_t LS = 256 * 1024;
+	struct rng r;
+	rng_seed(&r, 42);
+	/* random bytes in the log region */
+	for (int round = 0; round < 20; round++) {
+		struct dev *d = new_image(LS);
+		uint8_t *junk = malloc(LS);
+		for (uint64_t i = 0; i < LS; i++)
+			junk[i] = (uint8_t)rng_next(&r);
+		if (round % 2) {
+			/* keep magic and LSN plausible in some headers: only CRCs fail */
+			for (uint64_t bb = 0; bb < LS / 512; bb += 7) {
+				struct log_rec_hdr *h = (struct log_rec_hdr *)(junk + bb * 512);
+				h->h_magic = htole32(LOG_REC_MAGIC);
+				h->h_version = htole16(LOG_REC_VERSION);
+				h->h_lsn = htole64((1ull << 32) | bb);
+				memcpy(h->h_uuid, uuid_a, 16);
+				h->h_log_bbs = htole32(LS / 512);
+			}
+		}
+		CHECK_OK(dev_write(d, junk, LS, HOME, 0));
+		struct log_params p = params(d, LS, uuid_a);
+		CHECK_EQ(mount_quiet(&p), -EUCLEAN);
+		free(junk);
+		dev_close(d);
+	}
+	/* a log of another filesystem */
+	struct dev *d = new_image(LS);
+	struct log_params p = params(d, LS, uuid_b);
+	CHECK_EQ(mount_quiet(&p), -EUCLEAN);
+	/* truncated image: the device ends inside the log region */
+	struct dev *small;
+	CHECK_OK(dev_mem_create(HOME + LS / 2, NULL, &small));
+	p = params(small, LS, uuid_a);
+	CHECK_EQ(mount_quiet(&p), -EUCLEAN);
+	dev_close(small);
+	/* zeroed log (never formatted) */
+	uint8_t *zero = calloc(1, LS);
+	CHECK_OK(dev_write(d, zero, LS, HOME, 0));
+	p = params(d, LS, uuid_a);
+	CHECK_EQ(mount_quiet(&p), -EUCLEAN);
+	free(zero);
+	dev_close(d);
+	/* every single-byte flip in the first records: mount refuses or
+	 * recovers a valid prefix, never crashes */
+	d = new_image(LS);
+	p = params(d, LS, uuid_a);
+	struct log *log;
+	CHECK_OK(log_mount(&p, &log));
+	struct wl *w = wl_create(&(struct wl_params){.threads = 1, .txns = 30, .shared = 4,
+						      .force_pct = 100, .seed = 9},
+				 log, d);
+	CHECK_OK(wl_run(w));
+	/* flip bytes in the live part of the log, between tail and head */
+	uint64_t lbbs = LS / 512;
+	uint64_t head = stat_of(log, "log.head_lsn"), tail = stat_of(log, "log.tail_lsn");
+	uint64_t tail_pos = (tail >> 32) * lbbs + (tail & 0xffffffff);
+	uint64_t head_pos = (head >> 32) * lbbs + (head & 0xffffffff);
+	CHECK(head_pos > tail_pos);
+	log_shutdown(log, "test");
+	log_unmount(log);
+	wl_detach(w);
+	wl_build_model(w);
+	uint8_t *img = malloc(HOME + LS);
+	dev_mem_copy_out(d, img);
+	int refused = 0, recovered = 0;
+	for (int i = 0; i < 400; i++) {
+		struct dev *c;
+		CHECK_OK(dev_mem_create(HOME + LS, img, &c));
+		uint64_t pos = tail_pos + rng_below(&r, head_pos - tail_pos);
+		uint64_t off = HOME + (pos % lbbs) * 512 + rng_below(&r, 512);
+		uint8_t sec[512];
+		CHECK_OK(dev_read(c, sec, 512, off & ~511ull));
+		sec[off & 511] ^= (uint8_t)(1 + rng_below(&r, 255));
+		CHECK_OK(dev_write(c, sec, 512, off & ~511ull, 0));
+		struct log_params pc = params(c, LS, uuid_a);
+		int err = mount_quiet(&pc);
+		CHECK(err == 0 || err == -EUCLEAN);
+		if (err)
+			refused++;
+		else
+			recovered++;
+		dev_close(c);
+	}
+	printf("byte flips: %d refused, %d recovered\n", refused, recovered);
+	free(img);
+	wl_free(w);
+	dev_close(d);
+	TEST_PASS("bad input");
+}
+
+/*
+ * G5 fault loop: the Nth device I/O fails, for every N over a workload. The
+ * log shuts down, nothing is written after, and after a power cut every
+ * acknowledged transaction recovers.
+ */
+static void test_fault_loop(void)
+{
+	const uint64_t LS = 128 * 1024;
+	struct wl_params wp = {.threads = 1, .txns = 60, .shared = 6, .force_pct = 40,
+			       .free_pct = 5, .seed = 5};
+	/* how many I/Os the workload does without faults */
+	uint64_t total;
+	{
+		struct dev *d = new_image(LS);
+		struct log_params p = params(d, LS, uuid_a);
+		p.buf_size = 4096;
+		struct log *log;
+		CHECK_OK(log_mount(&p, &log));
+		struct wl *w = wl_create(&wp, log, d);
+		dev_inject_fault(d, UINT64_MAX, false);
+		CHECK_OK(wl_run(w));
+		CHECK_OK(log_unmount(log));
+		total = dev_io_count(d);
+		wl_free(w);
+		dev_close(d);
+	}
+	unsigned shutdowns = 0;
+	enum msg_level lvl = msg_get_level();
+	for (uint64_t n = 1; n <= total + 5; n++) {
+		struct dev *inner = new_image(LS), *cd;
+		CHECK_OK(crashdev_create(inner, CRASHDEV_RECORD, &cd));
+		struct log_params p = params(cd, LS, uuid_a);
+		p.buf_size = 4096;
+		struct log *log;
+		msg_set_level(MSG_ERR);
+		CHECK_OK(log_mount(&p, &log));
+		struct wl *w = wl_create(&wp, log, cd);
+		dev_inject_fault(cd, n, false);
+		int err = wl_run(w);
+		uint64_t acked = atomic_load(&w->acked);
+		bool hit = dev_stat_of(cd, "dev.errors") > 0;
+		if (hit) {
+			/* wait for the journal to notice (a write-back error is
+			 * found by the AIL thread) */
+			for (int i = 0; i < 200 && !log_is_shutdown(log); i++)
+				usleep(1000);
+			CHECK(log_is_shutdown(log));
+			shutdowns++;
+			usleep(2000);
+			size_t events = crashdev_nevents(cd);
+			CHECK(log_unmount(log) == -EIO);
+			/* G5: nothing written after the shutdown */
+			CHECK_EQ(crashdev_nevents(cd), events);
+		} else {
+			CHECK_OK(err);
+			/* the fault may hit the unmount itself */
+			err = log_unmount(log);
+			CHECK(err == 0 || (err == -EIO && dev_stat_of(cd, "dev.errors") > 0));
+			shutdowns += err != 0;
+		}
+		msg_set_level(lvl);
+		wl_detach(w);
+		wl_build_model(w);
+		CHECK_OK(crashdev_powerfail(cd, n, NULL));
+		p.ldev = inner;
+		msg_set_level(MSG_WARN);
+		CHECK_OK(log_mount(&p, &log));
+		msg_set_level(lvl);
+		char what[64];
+		snprintf(what, sizeof(what), "fault at I/O %llu", (unsigned long long)n);
+		CHECK_OK(wl_verify(w, inner, acked, what, NULL));
+		CHECK_OK(log_unmount(log));
+		wl_free(w);
+		dev_close(cd);
+		dev_close(inner);
+	}
+	printf("fault loop: %llu I/Os, %u runs shut down\n", (unsigned long long)total, shutdowns);
+	CHECK(shutdowns >= total / 2);
+	TEST_PASS("fault loop");
+}
+
+int main(void)
+{
+	test_clean();
+	test_relog();
+	test_log_flushed();
+	test_powercut();
+	test_group_commit();
+	test_bad_input();
+	test_fault_loop();
+	return 0;
+}
