@@ -292,6 +292,26 @@ void wl_expected(struct wl *w, uint64_t n, uint8_t *img, uint8_t *def)
 				    w->sorted[i]->g);
 }
 
+/* On a mismatch: every write of the model that touched byte o of block b. */
+static void wl_history(struct wl *w, unsigned b, unsigned o)
+{
+	static const char *const kinds[] = {"range", "counter", "free", "full"};
+	for (size_t i = 0; i < w->nsorted; i++) {
+		const struct wl_txn *t = w->sorted[i];
+		for (unsigned k = 0; k < t->nw; k++) {
+			const struct wl_write *wr = &t->w[k];
+			if (wr->block != b)
+				continue;
+			bool hit = wr->kind == WL_FREE || wr->kind == WL_FULL ||
+				   (o >= wr->off && o < (unsigned)wr->off + wr->len);
+			if (hit)
+				fprintf(stderr, "  csn %llu g %llu thread %u txn %u: %s [%u, %u) = 0x%02x\n",
+					(unsigned long long)t->csn, (unsigned long long)t->g, t->thread,
+					t->local, kinds[wr->kind], wr->off, wr->off + wr->len, wr->val);
+		}
+	}
+}
+
 int wl_verify(struct wl *w, struct dev *dev, uint64_t acked, const char *what, uint64_t *n_out)
 {
 	size_t home = wl_home_bytes(w->nblocks);
@@ -356,6 +376,7 @@ int wl_verify(struct wl *w, struct dev *dev, uint64_t acked, const char *what, u
 			fprintf(stderr, "%s: block %u differs at byte %u (0x%02x, want 0x%02x) "
 					"for checkpoint %llu\n",
 				what, b, o, x[o], y[o], (unsigned long long)n);
+			wl_history(w, b, o);
 			goto out;
 		}
 	}

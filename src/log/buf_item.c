@@ -64,6 +64,12 @@ static void buf_item_unpin(struct log_item *lip, bool aborted)
 	BUG_ON(old <= 0);
 }
 
+/*
+ * Write-back holds the block locked until the write completed (I5): a change
+ * committed after the copy, and the AIL move of its checkpoint, then
+ * happen after the write, so the flush that precedes any record carrying a
+ * tail past the old position covers it.
+ */
 static int buf_item_push(struct log_item *lip, uint64_t lsn)
 {
 	struct buf_item *bip = to_bip(lip);
@@ -80,11 +86,12 @@ static int buf_item_push(struct log_item *lip, uint64_t lsn)
 	}
 	uint8_t *copy = xmalloc_aligned(4096, LOG_BUF_BLOCK);
 	memcpy(copy, bip->bi_data, LOG_BUF_BLOCK);
-	bip->bi_dirty = 0;
-	mutex_unlock(&bip->bi_lock);
 	if (bip->bi_ops && bip->bi_ops->bo_stamp)
 		bip->bi_ops->bo_stamp(bip, copy, lsn);
 	int err = dev_write(log_ddev(lip->li_log), copy, LOG_BUF_BLOCK, bip->bi_daddr, 0);
+	if (!err)
+		bip->bi_dirty = 0;
+	mutex_unlock(&bip->bi_lock);
 	free(copy);
 	if (err)
 		msg_err("log: writing back block at byte %llu failed: %s",

@@ -76,7 +76,9 @@ struct log_item_ops {
 	void (*committed)(struct log_item *lip, uint64_t lsn);
 	/* Checkpoint durable, or abandoned after a shutdown (aborted). */
 	void (*unpin)(struct log_item *lip, bool aborted);
-	/* AIL: write the item back in place; LOG_PUSH_* or -errno (shuts down). */
+	/* AIL: write the item back in place; LOG_PUSH_* or -errno (shuts down).
+	 * The item must stay locked against commits until the write completed
+	 * (log_priv.h, I5). */
 	int (*push)(struct log_item *lip, uint64_t lsn);
 	/* The transaction is done with the item (commit or cancel): unlock it. */
 	void (*release)(struct log_item *lip);

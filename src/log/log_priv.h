@@ -32,6 +32,11 @@
  *      slack <= log size. A context's charge bounds what its records take.
  *   I4 An item is in the AIL at the start position of the newest durable
  *      checkpoint holding it; the AIL is ordered by position.
+ *   I5 An item being written back stays locked until the write completed:
+ *      no change can be committed to it meanwhile. Otherwise a relog could
+ *      move it forward in the AIL (letting the tail pass its older
+ *      checkpoint) before the write-back is on the device, and the flush
+ *      before the next record carrying that tail would not cover it.
  */
 #ifndef JNFS_LOG_LOG_PRIV_H
 #define JNFS_LOG_LOG_PRIV_H

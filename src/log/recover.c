@@ -3,7 +3,11 @@
  *
  * 1. Find the newest record: scan the region for headers that carry the
  *    filesystem's UUID and their own LSN, and take the highest LSN whose
- *    CRC holds. Its h_tail is where replay must start.
+ *    CRC holds and whose tail record is intact. Its h_tail is where replay
+ *    must start. (A record whose tail record is torn belongs to a checkpoint
+ *    that was still being written: its own first record was the tail. It
+ *    cannot be a commit record, which is written only after a flush made
+ *    every earlier record durable, so passing over it loses nothing.)
  * 2. Walk the chain from that tail: each record must sit at the expected
  *    LSN, pass its CRC and name the CRC of the record before it. The walk
  *    ends at the first record that does not: that is the head. Records
@@ -18,6 +22,10 @@
  * If the newest record was itself left beyond a torn write (it cannot join
  * the chain), its tail is older than the true one; the walk from it is still
  * valid because nothing behind that older tail has been overwritten since.
+ * 5. Valid records found beyond the head (left behind a torn write) get
+ *    their header zeroed before the log is written again, so that a later
+ *    mount cannot take one of them for the newest record: after a clean
+ *    unmount, the unmount record is then the newest and nothing is replayed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -89,6 +97,11 @@ static int rec_read(struct log *log, uint64_t pos, uint8_t *buf)
 	return log_rec_crc(h, buf + LOG_BB_SIZE, len) == le32toh(h->h_crc);
 }
 
+static struct log_rec_hdr *h_of(uint8_t *buf)
+{
+	return (struct log_rec_hdr *)buf;
+}
+
 static int cmp_desc(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -101,8 +114,10 @@ static void fmt_uuid(char *out, const uint8_t *u)
 		sprintf(out + 2 * i, "%02x", u[i]);
 }
 
-/* Step 1: the position of the newest valid record, in *newest. */
-static int find_newest(struct log *log, uint8_t *rbuf, uint64_t *newest)
+/* Step 1: the position of the newest valid record, in *newest; every
+ * plausible header position in *cands (sorted, newest first). */
+static int find_newest(struct log *log, uint8_t *rbuf, uint64_t *newest, uint64_t **cands,
+		       size_t *ncands)
 {
 	const uint64_t chunk_bbs = 2048;
 	uint8_t *chunk = xmalloc(chunk_bbs * LOG_BB_SIZE);
@@ -150,10 +165,31 @@ static int find_newest(struct log *log, uint8_t *rbuf, uint64_t *newest)
 			err = r;
 			goto out;
 		}
-		if (r == 1) {
-			*newest = cand[i];
-			goto out;
+		if (r == 0)
+			continue;
+		uint64_t tail = log_lsn_to_pos(log, le64toh(h_of(rbuf)->h_tail));
+		if (tail > cand[i] || cand[i] - tail >= log->l_bbs || tail < log->l_bbs) {
+			msg_warn("log: record at lsn %llu/%llu names an impossible tail",
+				 (unsigned long long)(cand[i] / log->l_bbs),
+				 (unsigned long long)(cand[i] % log->l_bbs));
+			continue;
 		}
+		if (tail != cand[i]) {
+			r = rec_read(log, tail, rbuf);
+			if (r < 0) {
+				err = r;
+				goto out;
+			}
+			if (r == 0)
+				continue; /* its tail record was torn: still in flight */
+			r = rec_read(log, cand[i], rbuf); /* leave the newest in rbuf */
+			if (r != 1) {
+				err = r < 0 ? r : -EIO;
+				goto out;
+			}
+		}
+		*newest = cand[i];
+		goto out;
 	}
 	err = -EUCLEAN;
 	if (!ncand && foreign) {
@@ -163,12 +199,39 @@ static int find_newest(struct log *log, uint8_t *rbuf, uint64_t *newest)
 		msg_err("log: the log region belongs to another filesystem (uuid %s, expected %s)",
 			got, want);
 	} else {
-		msg_err("log: no valid record in the log region (%zu damaged headers): the log is "
-			"damaged or was never formatted",
+		msg_err("log: no valid record with an intact tail in the log region (%zu headers "
+			"found): the log is damaged or was never formatted",
 			ncand);
 	}
 out:
-	free(cand);
+	*cands = cand;
+	*ncands = ncand;
+	return err;
+}
+
+/* Step 5: zero the header of every valid record beyond the head. */
+static int clear_stale(struct log *log, uint8_t *rbuf, const uint64_t *cand, size_t ncand,
+		       uint64_t head, uint64_t dtail)
+{
+	int err = 0;
+	unsigned cleared = 0;
+	memset(rbuf + LOG_BB_SIZE, 0, LOG_BB_SIZE);
+	for (size_t i = 0; i < ncand && !err; i++) {
+		if (cand[i] < head || cand[i] >= dtail + log->l_bbs)
+			continue;
+		int r = rec_read(log, cand[i], rbuf);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			continue;
+		err = dev_write(log->l_ldev, rbuf + LOG_BB_SIZE, LOG_BB_SIZE,
+				log->l_off + (cand[i] % log->l_bbs) * LOG_BB_SIZE, 0);
+		cleared++;
+	}
+	if (!err && cleared) {
+		err = dev_flush(log->l_ldev);
+		msg_info("log: cleared %u records left beyond the head by a torn write", cleared);
+	}
 	return err;
 }
 
@@ -303,19 +366,13 @@ int log_recover(struct log *log)
 	struct rc_ckpt *ck = NULL, open = {0};
 	size_t nck = 0, ckcap = 0;
 	bool have_open = false;
-	uint64_t newest;
+	uint64_t newest, *cands = NULL;
+	size_t ncands = 0;
 
-	int err = find_newest(log, rbuf, &newest);
+	int err = find_newest(log, rbuf, &newest, &cands, &ncands);
 	if (err)
 		goto out;
 	uint64_t tail = log_lsn_to_pos(log, le64toh(h->h_tail));
-	if (tail > newest || newest - tail >= log->l_bbs || tail < log->l_bbs) {
-		msg_err("log: the newest record (lsn %llu/%llu) names an impossible tail",
-			(unsigned long long)(newest / log->l_bbs),
-			(unsigned long long)(newest % log->l_bbs));
-		err = -EUCLEAN;
-		goto out;
-	}
 
 	/* step 2: walk the chain from the tail */
 	uint64_t pos = tail, last_tail = tail, max_csn = 0;
@@ -400,7 +457,11 @@ int log_recover(struct log *log)
 	log->l_durable_tail = MAX(tail, MIN(last_tail, pos));
 	log->l_cur_seq = max_csn + 1;
 	log->l_durable_seq = max_csn;
+	err = clear_stale(log, rbuf, cands, ncands, pos, log->l_durable_tail);
+	if (err)
+		msg_err("log: clearing stale records failed: %s", strerror(-err));
 out:
+	free(cands);
 	if (have_open)
 		free(open.data);
 	for (size_t i = 0; i < nck; i++)
