@@ -45,6 +45,7 @@ struct totals {
 	uint64_t points, violations, reused;
 	uint64_t kept, dropped, torn;
 	uint64_t ckpts_seen;
+	uint64_t space_waits;
 };
 
 static bool verbose;
@@ -99,7 +100,7 @@ static int check_reuse(const struct round_cfg *c, struct dev *img, unsigned nblo
 		fprintf(stderr, "reuse: mount after a clean unmount replayed the log\n");
 		ret = -1;
 	}
-	if (wl_verify(w, img, w->max_csn, "reuse", NULL))
+	if (wl_verify(w, img, w->max_csn, w->data_flushed, "reuse", NULL))
 		ret = -1;
 	log_unmount(log);
 	wl_free(w);
@@ -155,6 +156,7 @@ static void run_round(const struct round_cfg *c, uint64_t seed, uint64_t budget,
 	}
 	uint64_t written = stat_of(log, "log.buffer_bytes");
 	uint64_t tail_moves = stat_of(log, "log.tail_moves");
+	tot->space_waits += stat_of(log, "log.space_waits");
 	tot->ckpts_seen += stat_of(log, "log.checkpoints");
 	log_shutdown(log, "end of recorded workload");
 	log_unmount(log);
@@ -204,6 +206,7 @@ static void run_round(const struct round_cfg *c, uint64_t seed, uint64_t budget,
 	size_t from = 0;    /* first event after the last flush before the point */
 	uint64_t acked = 0;
 	size_t mark_scan = 0;
+	bool *data_done = xcalloc(atomic_load(&w->ndata) + 1, sizeof(bool));
 	for (size_t k = 0; k < npts; k++) {
 		size_t pt = pts[k];
 		/* advance the durable image to the last flush before pt */
@@ -216,10 +219,15 @@ static void run_round(const struct round_cfg *c, uint64_t seed, uint64_t budget,
 				from = i + 1;
 			}
 		}
-		for (; mark_scan < pt; mark_scan++)
-			if (ev[mark_scan].type == CRASH_EV_MARK && ev[mark_scan].tag > acked &&
-			    ev[mark_scan].tag != UINT64_MAX)
-				acked = ev[mark_scan].tag;
+		for (; mark_scan < pt; mark_scan++) {
+			uint64_t tag = ev[mark_scan].tag;
+			if (ev[mark_scan].type != CRASH_EV_MARK || tag == UINT64_MAX)
+				continue;
+			if (tag & WL_DATA_MARK)
+				data_done[tag & ~WL_DATA_MARK] = true;
+			else if (tag > acked)
+				acked = tag;
+		}
 
 		struct dev *img;
 		if (dev_mem_create(size, durable, &img))
@@ -243,7 +251,7 @@ static void run_round(const struct round_cfg *c, uint64_t seed, uint64_t budget,
 			bad = true;
 		} else {
 			uint64_t n;
-			bad = wl_verify(w, img, acked, what, &n) != 0;
+			bad = wl_verify(w, img, acked, data_done, what, &n) != 0;
 			if (verbose)
 				printf("%s: acked %llu recovered %llu\n", what,
 				       (unsigned long long)acked, (unsigned long long)n);
@@ -259,6 +267,7 @@ static void run_round(const struct round_cfg *c, uint64_t seed, uint64_t budget,
 		dev_close(img);
 	}
 	free(pts);
+	free(data_done);
 	free(durable);
 	wl_free(w);
 	dev_close(cd);
@@ -348,9 +357,10 @@ int main(int argc, char **argv)
 			       (unsigned long long)(c.log_size >> 10), c.nbufs, c.buf_size,
 			       (unsigned long long)(tot.points - before));
 	}
-	printf("rounds: %llu, checkpoints written: %llu, reuse checks: %llu\n",
+	printf("rounds: %llu, checkpoints written: %llu, waits for log space: %llu, reuse "
+	       "checks: %llu\n",
 	       (unsigned long long)(wrap ? 1 : round), (unsigned long long)tot.ckpts_seen,
-	       (unsigned long long)tot.reused);
+	       (unsigned long long)tot.space_waits, (unsigned long long)tot.reused);
 	printf("unflushed writes at the cuts: %llu kept, %llu dropped, %llu torn\n",
 	       (unsigned long long)tot.kept, (unsigned long long)tot.dropped,
 	       (unsigned long long)tot.torn);

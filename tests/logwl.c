@@ -38,6 +38,9 @@ struct wl *wl_create(const struct wl_params *p, struct log *log, struct dev *dev
 	}
 	/* global numbers start far from any earlier workload's on this image */
 	w->gseq = (p->seed % 1000 + 1) << 40;
+	w->dev = dev;
+	w->data = xcalloc((size_t)p->threads * p->txns * 4 + 1, sizeof(*w->data));
+	w->data_flushed = xcalloc((size_t)p->threads * p->txns * 4 + 1, sizeof(bool));
 	w->tx = xcalloc(p->threads, sizeof(*w->tx));
 	w->ntx = xcalloc(p->threads, sizeof(*w->ntx));
 	for (unsigned t = 0; t < p->threads; t++)
@@ -79,6 +82,44 @@ static int cmp_u16(const void *a, const void *b)
 	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
 }
 
+/*
+ * The blocks freed by the transaction csn become file data: once the
+ * freeing checkpoint is durable (the journal's busy-block rule), write a
+ * pattern to their home and flush, then let transactions allocate them.
+ */
+static int wl_write_data(struct wl *w, uint64_t csn, const uint16_t *freed, unsigned n,
+			 struct rng *r)
+{
+	int err = log_force_seq(w->log, csn, true, NULL);
+	if (!err && w->p.markdev)
+		crashdev_mark(w->p.markdev, csn);
+	uint8_t *buf = xmalloc_aligned(4096, WL_BLOCK);
+	uint64_t ids[8];
+	for (unsigned i = 0; i < n && !err; i++) {
+		uint64_t id = atomic_fetch_add(&w->ndata, 1);
+		struct wl_data *d = &w->data[id];
+		d->block = freed[i];
+		d->val = (uint8_t)(rng_next(r) | 1);
+		d->free_csn = csn;
+		ids[i] = id;
+		memset(buf, d->val, WL_BLOCK);
+		err = dev_write(w->dev, buf, WL_BLOCK, (uint64_t)freed[i] * WL_BLOCK, 0);
+	}
+	free(buf);
+	if (!err)
+		err = dev_flush(w->dev);
+	for (unsigned i = 0; i < n && !err; i++) {
+		w->data_flushed[ids[i]] = true;
+		if (w->p.markdev)
+			crashdev_mark(w->p.markdev, WL_DATA_MARK | ids[i]);
+		struct wl_block *blk = &w->blocks[freed[i]];
+		mutex_lock(&blk->bi.bi_lock);
+		blk->state = WL_DATA;
+		mutex_unlock(&blk->bi.bi_lock);
+	}
+	return err;
+}
+
 static void *wl_thread_fn(void *arg)
 {
 	struct wl_thread *wt = arg;
@@ -103,6 +144,8 @@ static void *wl_thread_fn(void *arg)
 		}
 		qsort(blocks, nb, sizeof(blocks[0]), cmp_u16);
 
+		uint16_t freed[8];
+		unsigned nfreed = 0;
 		unsigned flags = rng_chance(&r, p->sync_pct) ? TRANS_SYNC : 0;
 		struct trans *tp;
 		uint64_t res = log_calc_res(w->log, nb, nb * (WL_BLOCK + 64));
@@ -134,20 +177,23 @@ static void *wl_thread_fn(void *arg)
 				continue;
 			}
 			uint8_t val = (uint8_t)((tx->g * 31 + i) | 1);
-			if (blk->freed) {
+			if (blk->state == WL_FREED)
+				continue; /* the freeing thread is writing file data there */
+			if (blk->state == WL_DATA) {
 				if (!rng_chance(&r, 50))
 					continue; /* joined, left alone */
 				wr->kind = WL_FULL;
 				wr->val = val;
-				blk->freed = false;
+				blk->state = WL_LIVE;
 				memset(blk->data, val, WL_BLOCK);
 				buf_item_log(tp, &blk->bi, 0, WL_BLOCK);
 				tx->nw++;
 				continue;
 			}
-			if (rng_chance(&r, p->free_pct)) {
+			if (rng_chance(&r, p->free_pct) && nfreed < 8) {
 				wr->kind = WL_FREE;
-				blk->freed = true;
+				blk->state = WL_FREED;
+				freed[nfreed++] = blocks[i];
 				buf_item_cancel(tp, &blk->bi);
 				tx->nw++;
 				continue;
@@ -194,6 +240,10 @@ static void *wl_thread_fn(void *arg)
 			uint64_t cur = atomic_load(&w->acked);
 			while (cur < csn && !atomic_compare_exchange_weak(&w->acked, &cur, csn))
 				;
+		}
+		if (nfreed && (err = wl_write_data(w, csn, freed, nfreed, &r)) != 0) {
+			atomic_store(&w->stop_err, err);
+			break;
 		}
 	}
 	return NULL;
@@ -312,7 +362,8 @@ static void wl_history(struct wl *w, unsigned b, unsigned o)
 	}
 }
 
-int wl_verify(struct wl *w, struct dev *dev, uint64_t acked, const char *what, uint64_t *n_out)
+int wl_verify(struct wl *w, struct dev *dev, uint64_t acked, const bool *data_done,
+	      const char *what, uint64_t *n_out)
 {
 	size_t home = wl_home_bytes(w->nblocks);
 	uint8_t *img = xmalloc(home), *want = xmalloc(home), *def = xmalloc(w->nblocks);
@@ -365,6 +416,21 @@ int wl_verify(struct wl *w, struct dev *dev, uint64_t acked, const char *what, u
 	}
 	/* content */
 	wl_expected(w, n, want, def);
+	/* a block freed as of checkpoint n holds the file data written into it,
+	 * once that data was flushed (the last free of the block up to n) */
+	uint64_t *last_free = xcalloc(w->nblocks, sizeof(*last_free));
+	for (size_t i = 0; i < w->nsorted && w->sorted[i]->csn <= n; i++)
+		for (unsigned k = 0; k < w->sorted[i]->nw; k++)
+			if (w->sorted[i]->w[k].kind == WL_FREE)
+				last_free[w->sorted[i]->w[k].block] = w->sorted[i]->csn;
+	for (uint64_t id = 0; data_done && id < atomic_load(&w->ndata); id++) {
+		const struct wl_data *d = &w->data[id];
+		if (data_done[id] && !def[d->block] && last_free[d->block] == d->free_csn) {
+			memset(want + (uint64_t)d->block * WL_BLOCK, d->val, WL_BLOCK);
+			def[d->block] = 1;
+		}
+	}
+	free(last_free);
 	for (unsigned b = 0; b < w->nblocks; b++) {
 		if (!def[b])
 			continue;
@@ -398,6 +464,8 @@ void wl_free(struct wl *w)
 	free(w->tx);
 	free(w->ntx);
 	free(w->base);
+	free(w->data);
+	free(w->data_flushed);
 	free(w->sorted);
 	for (size_t s = 0; s < w->nsnaps; s++) {
 		free(w->snaps[s]);

@@ -9,8 +9,14 @@
  * number g}) and changes 0-3 ranges of a few shared blocks, taking g while it
  * holds all its blocks' locks, so that per block, g order is commit order.
  * Some transactions free a shared block (buffer cancel) or allocate a freed
- * one again (a full-block write). Some are forced, synchronously or not;
- * every force that returned is recorded as a mark on the crash device.
+ * one again (a full-block write). A freed block is first reused as file data:
+ * once the freeing checkpoint is durable, the thread writes a pattern to the
+ * block's home directly (not logged) and flushes, as an engine writing file
+ * data into a freed block would; only then may a transaction allocate it
+ * again. Recovery must never put stale metadata over that data (buffer
+ * cancel). Some transactions are forced, synchronously or not; every force
+ * that returned, and every data write whose flush returned, is recorded as a
+ * mark on the crash device (data marks have WL_DATA_MARK set).
  *
  * Verification of an image after recovery: the counter blocks say how many
  * of each thread's transactions are present; the checkpoint N of the newest
@@ -61,11 +67,22 @@ struct wl_txn {
 	struct wl_write w[WL_MAXWRITES];
 };
 
+enum wl_block_state { WL_LIVE, WL_FREED, WL_DATA };
+
 struct wl_block {
 	struct buf_item bi;
-	bool freed; /* guarded by bi.bi_lock */
+	enum wl_block_state state; /* guarded by bi.bi_lock */
 	uint8_t *data;
 };
+
+/* File data written into a freed block (one per free). */
+struct wl_data {
+	uint16_t block;
+	uint8_t val;
+	uint64_t free_csn; /* the checkpoint that freed the block */
+};
+
+#define WL_DATA_MARK (1ull << 63)
 
 struct wl {
 	struct wl_params p;
@@ -75,6 +92,10 @@ struct wl {
 	_Atomic uint64_t gseq;
 	_Atomic uint64_t acked; /* highest CSN whose force returned */
 	_Atomic int stop_err;
+	struct wl_data *data; /* by id; a data write's mark is WL_DATA_MARK | id */
+	_Atomic uint64_t ndata;
+	bool *data_flushed;   /* by id: its flush returned */
+	struct dev *dev;
 	struct wl_txn **tx; /* per thread, in commit order */
 	unsigned *ntx;
 	uint8_t *base; /* home region before the workload */
@@ -106,12 +127,13 @@ void wl_expected(struct wl *w, uint64_t n, uint8_t *img, uint8_t *def);
 
 /*
  * Check the home region of dev after recovery. acked: every CSN up to it
- * was acknowledged durable. Returns 0 if the image is a valid outcome;
- * otherwise prints why (prefixed by what) and returns -1. *n_out gets the
- * checkpoint the image corresponds to.
+ * was acknowledged durable. data_done[id] (may be NULL: none): the data
+ * write id was flushed before the cut. Returns 0 if the image is a valid
+ * outcome; otherwise prints why (prefixed by what) and returns -1. *n_out
+ * gets the checkpoint the image corresponds to.
  */
-int wl_verify(struct wl *w, struct dev *dev, uint64_t acked, const char *what,
-	      uint64_t *n_out);
+int wl_verify(struct wl *w, struct dev *dev, uint64_t acked, const bool *data_done,
+	      const char *what, uint64_t *n_out);
 
 /* The log geometry the tests use: home blocks, then the log. */
 uint64_t wl_home_bytes(unsigned nblocks);
