@@ -448,8 +448,83 @@ static void test_fault_loop(void)
 	TEST_PASS("fault loop");
 }
 
+struct durable_flag {
+	struct log_durable_cb cb;
+	_Atomic int called;
+	int err;
+};
+
+static void durable_cb(struct log_durable_cb *cb, int err)
+{
+	struct durable_flag *f = container_of(cb, struct durable_flag, cb);
+	f->err = err;
+	atomic_store(&f->called, 1);
+}
+
+/*
+ * The background push writes a checkpoint nobody forced (after the push
+ * interval), the durable callback runs when its checkpoint is durable and
+ * not before, and a CIL that outgrows its share of the log is pushed (and
+ * throttles commits) without any force.
+ */
+static void test_background(void)
+{
+	struct dev *d = new_image(256 * 1024);
+	struct log_params p = params(d, 256 * 1024, uuid_a);
+	p.push_interval_ns = 200 * NSEC_PER_MSEC;
+	struct log *log;
+	CHECK_OK(log_mount(&p, &log));
+	uint8_t *data = calloc(NBLOCKS, WL_BLOCK);
+	struct buf_item bi[NBLOCKS];
+	for (int b = 0; b < NBLOCKS; b++)
+		buf_item_init(&bi[b], log, (uint64_t)b * WL_BLOCK, data + b * WL_BLOCK, NULL);
+
+	struct durable_flag f = {0};
+	f.cb.dc_fn = durable_cb;
+	struct trans *tp;
+	CHECK_OK(trans_alloc(log, log_calc_res(log, 1, 64), 0, &tp));
+	buf_item_join(tp, &bi[0]);
+	data[0] = 1;
+	buf_item_log(tp, &bi[0], 0, 1);
+	trans_on_durable(tp, &f.cb);
+	uint64_t csn;
+	CHECK_OK(trans_commit(tp, &csn));
+	CHECK_EQ(atomic_load(&f.called), 0);
+	CHECK(stat_of(log, "log.durable_seq") < csn);
+	/* nobody forces: the timer pushes within a few intervals */
+	for (int i = 0; i < 100 && !atomic_load(&f.called); i++)
+		usleep(20000);
+	CHECK_EQ(atomic_load(&f.called), 1);
+	CHECK_EQ(f.err, 0);
+	CHECK(stat_of(log, "log.durable_seq") >= csn);
+	CHECK_EQ(stat_of(log, "log.forces"), 0);
+
+	/* fill the CIL past its share (a quarter of 256 KiB / 8 = 32 KiB) */
+	uint64_t pushes = stat_of(log, "log.cil_pushes");
+	for (int i = 0; i < 64; i++) {
+		CHECK_OK(trans_alloc(log, log_calc_res(log, 1, WL_BLOCK), 0, &tp));
+		int b = i % NBLOCKS;
+		buf_item_join(tp, &bi[b]);
+		memset(data + b * WL_BLOCK, i, WL_BLOCK);
+		buf_item_log(tp, &bi[b], 0, WL_BLOCK);
+		CHECK_OK(trans_commit(tp, &csn));
+	}
+	CHECK(stat_of(log, "log.cil_pushes") > pushes);
+	CHECK_EQ(stat_of(log, "log.forces"), 0);
+	printf("background: %llu pushes, %llu throttled commits\n",
+	       (unsigned long long)stat_of(log, "log.cil_pushes"),
+	       (unsigned long long)stat_of(log, "log.throttles"));
+	CHECK_OK(log_unmount(log));
+	for (int b = 0; b < NBLOCKS; b++)
+		buf_item_destroy(&bi[b]);
+	free(data);
+	dev_close(d);
+	TEST_PASS("background push, durable callback, CIL share");
+}
+
 int main(void)
 {
+	test_background();
 	test_clean();
 	test_relog();
 	test_log_flushed();
