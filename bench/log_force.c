@@ -124,8 +124,9 @@ int main(int argc, char **argv)
 			csv = true;
 			break;
 		default:
-			fprintf(stderr, "usage: log-force [--threads T] [--flush-latency-us L] "
-					"[--seconds S] [--image PATH | --mem] [--log-mib M] [--csv]\n");
+			fprintf(stderr,
+				"usage: log-force [--threads T] [--flush-latency-us L] "
+				"[--seconds S] [--image PATH | --mem] [--log-mib M] [--csv]\n");
 			return 2;
 		}
 	}

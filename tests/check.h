@@ -23,8 +23,8 @@
 	do {                                                                                       \
 		long long _a = (long long)(a), _b = (long long)(b);                                \
 		if (_a != _b) {                                                                    \
-			fprintf(stderr, "%s:%d: check failed: %s == %s (%lld != %lld)\n", __FILE__, \
-				__LINE__, #a, #b, _a, _b);                                         \
+			fprintf(stderr, "%s:%d: check failed: %s == %s (%lld != %lld)\n",          \
+				__FILE__, __LINE__, #a, #b, _a, _b);                               \
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)

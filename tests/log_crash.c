@@ -60,9 +60,12 @@ static uint64_t stat_of(struct log *log, const char *name)
 
 static struct log_params make_params(const struct round_cfg *c, struct dev *d, unsigned nblocks)
 {
-	struct log_params p = {.ldev = d, .log_offset = wl_home_bytes(nblocks),
-			       .log_size = c->log_size, .buf_size = c->buf_size,
-			       .nbufs = c->nbufs, .push_interval_ns = c->push_ms * 1000000};
+	struct log_params p = {.ldev = d,
+			       .log_offset = wl_home_bytes(nblocks),
+			       .log_size = c->log_size,
+			       .buf_size = c->buf_size,
+			       .nbufs = c->nbufs,
+			       .push_interval_ns = c->push_ms * 1000000};
 	memcpy(p.uuid, uuid, 16);
 	return p;
 }
@@ -72,8 +75,12 @@ static struct log_params make_params(const struct round_cfg *c, struct dev *d, u
 static int check_reuse(const struct round_cfg *c, struct dev *img, unsigned nblocks,
 		       struct log *log, uint64_t seed)
 {
-	struct wl_params wp = {.threads = 1, .txns = 24, .shared = nblocks - 1, .force_pct = 30,
-			       .free_pct = 5, .seed = seed};
+	struct wl_params wp = {.threads = 1,
+			       .txns = 24,
+			       .shared = nblocks - 1,
+			       .force_pct = 30,
+			       .free_pct = 5,
+			       .seed = seed};
 	struct wl *w = wl_create(&wp, log, img);
 	int err = wl_run(w);
 	if (!err)
@@ -213,7 +220,8 @@ static void run_round(const struct round_cfg *c, uint64_t seed, uint64_t budget,
 		for (size_t i = applied; i < pt; i++) {
 			if (ev[i].type == CRASH_EV_FLUSH) {
 				for (size_t j = applied; j < i; j++)
-					if (ev[j].type == CRASH_EV_WRITE || ev[j].type == CRASH_EV_FUA)
+					if (ev[j].type == CRASH_EV_WRITE ||
+					    ev[j].type == CRASH_EV_FUA)
 						memcpy(durable + ev[j].off, ev[j].data, ev[j].len);
 				applied = i + 1;
 				from = i + 1;
@@ -338,11 +346,17 @@ int main(int argc, char **argv)
 	rng_seed(&r, seed);
 	uint64_t round = 0;
 	if (wrap) {
-		struct round_cfg c = {.log_size = 128 << 10, .buf_size = 4096, .nbufs = 4,
-				      .push_ms = 20};
-		c.wp = (struct wl_params){.threads = 4, .txns = 2500, .shared = 28,
-					  .max_touch = 3, .force_pct = 30, .async_pct = 10,
-					  .sync_pct = 5, .free_pct = 4, .seed = seed};
+		struct round_cfg c = {
+			.log_size = 128 << 10, .buf_size = 4096, .nbufs = 4, .push_ms = 20};
+		c.wp = (struct wl_params){.threads = 4,
+					  .txns = 2500,
+					  .shared = 28,
+					  .max_touch = 3,
+					  .force_pct = 30,
+					  .async_pct = 10,
+					  .sync_pct = 5,
+					  .free_pct = 4,
+					  .seed = seed};
 		run_round(&c, seed, points, true, &tot);
 	}
 	while (!wrap && tot.points < points) {
@@ -352,7 +366,8 @@ int main(int argc, char **argv)
 		uint64_t before = tot.points;
 		run_round(&c, rs, MIN(points - tot.points, 2000), false, &tot);
 		if (verbose || tot.points - before == 0)
-			printf("round %llu: %u threads, log %llu KiB, %u x %u B buffers: %llu points\n",
+			printf("round %llu: %u threads, log %llu KiB, %u x %u B buffers: %llu "
+			       "points\n",
 			       (unsigned long long)rs, c.wp.threads,
 			       (unsigned long long)(c.log_size >> 10), c.nbufs, c.buf_size,
 			       (unsigned long long)(tot.points - before));

@@ -170,8 +170,8 @@ static void *wl_thread_fn(void *arg)
 				wr->kind = WL_COUNTER;
 				wr->off = 0;
 				wr->len = 16;
-				apply_write(blk->data - (uint64_t)blocks[i] * WL_BLOCK, NULL, wr, local,
-					    tx->g);
+				apply_write(blk->data - (uint64_t)blocks[i] * WL_BLOCK, NULL, wr,
+					    local, tx->g);
 				buf_item_log(tp, &blk->bi, 0, 16);
 				tx->nw++;
 				continue;
@@ -204,7 +204,8 @@ static void *wl_thread_fn(void *arg)
 				wr->block = blocks[i];
 				wr->kind = WL_RANGE;
 				wr->off = (uint16_t)rng_below(&r, WL_BLOCK);
-				wr->len = (uint16_t)(1 + rng_below(&r, MIN(512u, WL_BLOCK - wr->off)));
+				wr->len = (uint16_t)(1 +
+						     rng_below(&r, MIN(512u, WL_BLOCK - wr->off)));
 				wr->val = (uint8_t)(val + k);
 				memset(blk->data + wr->off, wr->val, wr->len);
 				buf_item_log(tp, &blk->bi, wr->off, wr->len);
@@ -355,9 +356,12 @@ static void wl_history(struct wl *w, unsigned b, unsigned o)
 			bool hit = wr->kind == WL_FREE || wr->kind == WL_FULL ||
 				   (o >= wr->off && o < (unsigned)wr->off + wr->len);
 			if (hit)
-				fprintf(stderr, "  csn %llu g %llu thread %u txn %u: %s [%u, %u) = 0x%02x\n",
-					(unsigned long long)t->csn, (unsigned long long)t->g, t->thread,
-					t->local, kinds[wr->kind], wr->off, wr->off + wr->len, wr->val);
+				fprintf(stderr,
+					"  csn %llu g %llu thread %u txn %u: %s [%u, %u) = "
+					"0x%02x\n",
+					(unsigned long long)t->csn, (unsigned long long)t->g,
+					t->thread, t->local, kinds[wr->kind], wr->off,
+					wr->off + wr->len, wr->val);
 		}
 	}
 }
@@ -385,8 +389,9 @@ int wl_verify(struct wl *w, struct dev *dev, uint64_t acked, const bool *data_do
 			present[t] = (unsigned)local;
 			n = MAX(n, w->tx[t][local - 1].csn);
 		} else if (local != base_local || g != base_g) {
-			fprintf(stderr, "%s: thread %u counter block holds txn %llu/g %llu that "
-					"was never committed\n",
+			fprintf(stderr,
+				"%s: thread %u counter block holds txn %llu/g %llu that "
+				"was never committed\n",
 				what, t, (unsigned long long)local, (unsigned long long)g);
 			free(present);
 			goto out;
@@ -398,8 +403,9 @@ int wl_verify(struct wl *w, struct dev *dev, uint64_t acked, const bool *data_do
 			bool in_ckpt = w->tx[t][i].csn <= n;
 			bool is_present = i < present[t];
 			if (in_ckpt != is_present) {
-				fprintf(stderr, "%s: thread %u txn %u (csn %llu) is %s but the image "
-						"holds checkpoint %llu\n",
+				fprintf(stderr,
+					"%s: thread %u txn %u (csn %llu) is %s but the image "
+					"holds checkpoint %llu\n",
 					what, t, i + 1, (unsigned long long)w->tx[t][i].csn,
 					is_present ? "present" : "missing", (unsigned long long)n);
 				free(present);
@@ -439,8 +445,9 @@ int wl_verify(struct wl *w, struct dev *dev, uint64_t acked, const bool *data_do
 			unsigned o = 0;
 			while (x[o] == y[o])
 				o++;
-			fprintf(stderr, "%s: block %u differs at byte %u (0x%02x, want 0x%02x) "
-					"for checkpoint %llu\n",
+			fprintf(stderr,
+				"%s: block %u differs at byte %u (0x%02x, want 0x%02x) "
+				"for checkpoint %llu\n",
 				what, b, o, x[o], y[o], (unsigned long long)n);
 			wl_history(w, b, o);
 			goto out;

@@ -39,7 +39,7 @@
 
 struct wl_params {
 	unsigned threads;
-	unsigned txns;      /* per thread */
+	unsigned txns;	    /* per thread */
 	unsigned shared;    /* shared blocks */
 	unsigned max_touch; /* shared blocks per transaction, at most */
 	unsigned force_pct; /* forced and waited for after commit */
@@ -94,7 +94,7 @@ struct wl {
 	_Atomic int stop_err;
 	struct wl_data *data; /* by id; a data write's mark is WL_DATA_MARK | id */
 	_Atomic uint64_t ndata;
-	bool *data_flushed;   /* by id: its flush returned */
+	bool *data_flushed; /* by id: its flush returned */
 	struct dev *dev;
 	struct wl_txn **tx; /* per thread, in commit order */
 	unsigned *ntx;

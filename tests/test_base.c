@@ -90,13 +90,15 @@ static void test_list(void)
 	CHECK(list_empty(&b));
 	int want = 0;
 	struct node *p;
-	list_for_each_entry(p, &a, link) CHECK_EQ(p->v, want++);
+	list_for_each_entry (p, &a, link)
+		CHECK_EQ(p->v, want++);
 	CHECK_EQ(want, 5);
 	struct node *t;
-	list_for_each_entry_safe(p, t, &a, link) if (p->v % 2) list_del(&p->link);
+	list_for_each_entry_safe (p, t, &a, link)
+		if (p->v % 2)
+			list_del(&p->link);
 	want = 0;
-	list_for_each_entry(p, &a, link)
-	{
+	list_for_each_entry (p, &a, link) {
 		CHECK_EQ(p->v, want);
 		want += 2;
 	}

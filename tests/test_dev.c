@@ -70,8 +70,8 @@ static void test_file(int direct)
 	close(fd);
 	unlink(path);
 	struct dev *d;
-	int err = dev_file_open(path, DEV_OPEN_CREATE | (direct ? DEV_OPEN_DIRECT : 0), 4 << 20,
-				&d);
+	int err =
+		dev_file_open(path, DEV_OPEN_CREATE | (direct ? DEV_OPEN_DIRECT : 0), 4 << 20, &d);
 	if (err == -EINVAL && direct) {
 		/* filesystem without O_DIRECT (tmpfs): nothing to test */
 		unlink(path);
@@ -188,7 +188,7 @@ static void test_crash(void)
 		CHECK_OK(dev_write(cd, buf, 16384, 0, 0)); /* volatile */
 		fill(buf, sizeof(buf), 0x03);
 		CHECK_OK(dev_write(cd, buf, 4096, 65536, DEV_FUA)); /* durable now */
-		CHECK_OK(dev_write(cd, buf, 4096, 0, 0));           /* volatile over 0x02 */
+		CHECK_OK(dev_write(cd, buf, 4096, 0, 0));	    /* volatile over 0x02 */
 		/* reads see the newest data */
 		check_sectors(cd, 0, 4096, (uint8_t[]){0x03}, 1);
 		check_sectors(cd, 4096, 12288, (uint8_t[]){0x02}, 1);
@@ -258,8 +258,9 @@ static void test_crash_record(void)
 		struct crash_cut_stats st = {0};
 		crash_apply_cut(ev, last_flush + 1, n - 1, img, 512, seed, &st);
 		for (int i = 0; i < 8; i++)
-			check_sectors(img, (uint64_t)i * 4096, 4096, (uint8_t[]){(uint8_t)(i + 1)}, 1);
-		check_sectors(img, 8 * 4096, 4096, (uint8_t[]){9}, 1);     /* FUA: durable */
+			check_sectors(img, (uint64_t)i * 4096, 4096, (uint8_t[]){(uint8_t)(i + 1)},
+				      1);
+		check_sectors(img, 8 * 4096, 4096, (uint8_t[]){9}, 1);	   /* FUA: durable */
 		check_sectors(img, 9 * 4096, 4096, (uint8_t[]){0, 10}, 2); /* unflushed */
 		dev_close(img);
 	}

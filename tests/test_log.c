@@ -18,15 +18,15 @@
 #include "logwl.h"
 
 #define NBLOCKS 24
-#define HOME    (NBLOCKS * WL_BLOCK)
+#define HOME	(NBLOCKS * WL_BLOCK)
 
 static const uint8_t uuid_a[16] = {0xa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 static const uint8_t uuid_b[16] = {0xb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
 static struct log_params params(struct dev *d, uint64_t log_size, const uint8_t *uuid)
 {
-	struct log_params p = {.ldev = d, .log_offset = HOME, .log_size = log_size,
-			       .buf_size = 16384, .nbufs = 4};
+	struct log_params p = {
+		.ldev = d, .log_offset = HOME, .log_size = log_size, .buf_size = 16384, .nbufs = 4};
 	memcpy(p.uuid, uuid, 16);
 	return p;
 }
@@ -63,8 +63,12 @@ static void test_clean(void)
 	struct log *log;
 	CHECK_OK(log_mount(&p, &log));
 	CHECK_EQ(stat_of(log, "log.recovered_clean"), 1);
-	struct wl *w = wl_create(&(struct wl_params){.threads = 2, .txns = 200, .shared = 10,
-						      .force_pct = 10, .free_pct = 5, .seed = 1},
+	struct wl *w = wl_create(&(struct wl_params){.threads = 2,
+						     .txns = 200,
+						     .shared = 10,
+						     .force_pct = 10,
+						     .free_pct = 5,
+						     .seed = 1},
 				 log, d);
 	CHECK_OK(wl_run(w));
 	CHECK_OK(log_unmount(log));
@@ -90,10 +94,14 @@ static void test_powercut(void)
 		struct log_params p = params(cd, 512 * 1024, uuid_a);
 		struct log *log;
 		CHECK_OK(log_mount(&p, &log));
-		struct wl *w = wl_create(&(struct wl_params){.threads = 4, .txns = 150,
-							      .shared = 20, .force_pct = 15,
-							      .async_pct = 10, .sync_pct = 5,
-							      .free_pct = 5, .seed = seed},
+		struct wl *w = wl_create(&(struct wl_params){.threads = 4,
+							     .txns = 150,
+							     .shared = 20,
+							     .force_pct = 15,
+							     .async_pct = 10,
+							     .sync_pct = 5,
+							     .free_pct = 5,
+							     .seed = seed},
 					 log, cd);
 		CHECK_OK(wl_run(w));
 		uint64_t acked = atomic_load(&w->acked);
@@ -319,9 +327,10 @@ static void test_bad_input(void)
 	p = params(d, LS, uuid_a);
 	struct log *log;
 	CHECK_OK(log_mount(&p, &log));
-	struct wl *w = wl_create(&(struct wl_params){.threads = 1, .txns = 30, .shared = 4,
-						      .force_pct = 100, .seed = 9},
-				 log, d);
+	struct wl *w = wl_create(
+		&(struct wl_params){
+			.threads = 1, .txns = 30, .shared = 4, .force_pct = 100, .seed = 9},
+		log, d);
 	CHECK_OK(wl_run(w));
 	/* flip bytes in the live part of the log, between tail and head */
 	uint64_t lbbs = LS / 512;
@@ -371,8 +380,8 @@ static void test_bad_input(void)
 static void test_fault_loop(void)
 {
 	const uint64_t LS = 128 * 1024;
-	struct wl_params wp = {.threads = 1, .txns = 60, .shared = 6, .force_pct = 40,
-			       .free_pct = 5, .seed = 5};
+	struct wl_params wp = {
+		.threads = 1, .txns = 60, .shared = 6, .force_pct = 40, .free_pct = 5, .seed = 5};
 	/* how many I/Os the workload does without faults */
 	uint64_t total;
 	{

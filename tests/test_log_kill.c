@@ -28,17 +28,20 @@
 #include "log/buf_item.h"
 #include "log/log.h"
 
-#define THREADS  6
-#define BLK      4096u
+#define THREADS	 6
+#define BLK	 4096u
 #define LOG_SIZE (1u << 20)
-#define CYCLES   12
+#define CYCLES	 12
 
 static const uint8_t uuid[16] = "kill-and-verify";
 
 static struct log_params params(struct dev *d)
 {
-	struct log_params p = {.ldev = d, .log_offset = THREADS * BLK, .log_size = LOG_SIZE,
-			       .buf_size = 8192, .nbufs = 4,
+	struct log_params p = {.ldev = d,
+			       .log_offset = THREADS * BLK,
+			       .log_size = LOG_SIZE,
+			       .buf_size = 8192,
+			       .nbufs = 4,
 			       .push_interval_ns = 50 * NSEC_PER_MSEC};
 	memcpy(p.uuid, uuid, 16);
 	return p;

@@ -59,7 +59,7 @@ static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t len)
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p,
-							     size_t len)
+							    size_t len)
 {
 	uint64_t c = crc;
 	while (len && ((uintptr_t)p & 7)) {

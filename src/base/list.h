@@ -15,7 +15,10 @@ struct list {
 	struct list *next, *prev;
 };
 
-#define LIST_INIT(name) {&(name), &(name)}
+#define LIST_INIT(name)                                                                            \
+	{                                                                                          \
+		&(name), &(name)                                                                   \
+	}
 
 static inline void list_init(struct list *l)
 {
@@ -75,17 +78,17 @@ static inline void list_splice_tail(struct list *from, struct list *to)
 	list_init(from);
 }
 
-#define list_entry(ptr, type, member) container_of(ptr, type, member)
+#define list_entry(ptr, type, member)	     container_of(ptr, type, member)
 #define list_first_entry(head, type, member) list_entry((head)->next, type, member)
-#define list_last_entry(head, type, member) list_entry((head)->prev, type, member)
+#define list_last_entry(head, type, member)  list_entry((head)->prev, type, member)
 
 #define list_for_each_entry(pos, head, member)                                                     \
-	for (pos = list_entry((head)->next, __typeof__(*pos), member); &pos->member != (head);    \
+	for (pos = list_entry((head)->next, __typeof__(*pos), member); &pos->member != (head);     \
 	     pos = list_entry(pos->member.next, __typeof__(*pos), member))
 
 /* Safe against removal of pos. */
 #define list_for_each_entry_safe(pos, tmp, head, member)                                           \
-	for (pos = list_entry((head)->next, __typeof__(*pos), member),                            \
+	for (pos = list_entry((head)->next, __typeof__(*pos), member),                             \
 	    tmp = list_entry(pos->member.next, __typeof__(*pos), member);                          \
 	     &pos->member != (head);                                                               \
 	     pos = tmp, tmp = list_entry(tmp->member.next, __typeof__(*tmp), member))

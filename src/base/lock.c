@@ -69,7 +69,7 @@ static void lockdep_pop(const void *lock)
 #else
 #define lockdep_check(l, c, s) ((void)0)
 #define lockdep_push(l, c, s)  ((void)0)
-#define lockdep_pop(l)         ((void)0)
+#define lockdep_pop(l)	       ((void)0)
 #endif
 
 void mutex_init(struct mutex *m, const struct lock_class *cls)

@@ -32,8 +32,14 @@ struct lock_class {
 	bool multi;
 };
 
-#define LOCK_CLASS_INIT(n, r)       {.name = (n), .rank = (r)}
-#define LOCK_CLASS_INIT_MULTI(n, r) {.name = (n), .rank = (r), .multi = true}
+#define LOCK_CLASS_INIT(n, r)                                                                      \
+	{                                                                                          \
+		.name = (n), .rank = (r)                                                           \
+	}
+#define LOCK_CLASS_INIT_MULTI(n, r)                                                                \
+	{                                                                                          \
+		.name = (n), .rank = (r), .multi = true                                            \
+	}
 
 struct mutex {
 	pthread_mutex_t m;

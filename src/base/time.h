@@ -39,7 +39,8 @@ static inline void sleep_ns(uint64_t ns)
 static inline struct timespec deadline_after_ns(uint64_t ns)
 {
 	uint64_t t = now_ns() + ns;
-	struct timespec ts = {.tv_sec = (time_t)(t / NSEC_PER_SEC), .tv_nsec = (long)(t % NSEC_PER_SEC)};
+	struct timespec ts = {.tv_sec = (time_t)(t / NSEC_PER_SEC),
+			      .tv_nsec = (long)(t % NSEC_PER_SEC)};
 	return ts;
 }
 

@@ -262,8 +262,8 @@ void crashdev_mark(struct dev *d, uint64_t tag)
  * Decide the fate of one unflushed write and apply what survives to img:
  * kept whole (40%), dropped (30%) or torn: each sector kept with even odds.
  */
-static void cut_one(struct rng *r, const uint8_t *data, uint32_t len, uint64_t off,
-		    struct dev *img, uint32_t sector, struct crash_cut_stats *st)
+static void cut_one(struct rng *r, const uint8_t *data, uint32_t len, uint64_t off, struct dev *img,
+		    uint32_t sector, struct crash_cut_stats *st)
 {
 	uint64_t x = rng_below(r, 100);
 	if (x < 40) {

@@ -57,7 +57,7 @@ struct dev {
 	_Atomic bool d_fail_sticky;
 
 	/* flush elision */
-	_Atomic uint64_t d_write_gen;   /* completed writes without FUA */
+	_Atomic uint64_t d_write_gen;	/* completed writes without FUA */
 	_Atomic uint64_t d_flushed_gen; /* d_write_gen covered by a completed flush */
 
 	counter_t d_reads, d_writes, d_read_bytes, d_write_bytes, d_fua_writes, d_flushes,

@@ -71,8 +71,9 @@ static struct log_item *ail_first(struct log *log)
 
 static struct log_item *ail_next(struct log *log, struct log_item *lip)
 {
-	return lip->li_ail.next == &log->l_ail ? NULL
-					       : list_entry(lip->li_ail.next, struct log_item, li_ail);
+	return lip->li_ail.next == &log->l_ail
+		       ? NULL
+		       : list_entry(lip->li_ail.next, struct log_item, li_ail);
 }
 
 /*

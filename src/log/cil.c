@@ -101,8 +101,7 @@ void cil_commit(struct log *log, struct trans *tp, uint64_t *csnp)
 
 	rwlock_rdlock(&log->l_ctx_lock);
 	struct cil_ctx *ctx = log->l_ctx;
-	list_for_each_entry(lip, &tp->t_items, li_trans)
-	{
+	list_for_each_entry (lip, &tp->t_items, li_trans) {
 		if (lip->li_dirty)
 			cil_format_item(log, ctx, lip);
 	}
@@ -121,8 +120,7 @@ void cil_commit(struct log *log, struct trans *tp, uint64_t *csnp)
 	}
 	mutex_unlock(&log->l_cil_lock);
 
-	list_for_each_entry(lip, &tp->t_items, li_trans)
-	{
+	list_for_each_entry (lip, &tp->t_items, li_trans) {
 		if (lip->li_dirty && lip->li_ops->committing)
 			lip->li_ops->committing(lip, csn);
 	}
@@ -158,8 +156,7 @@ void cil_throttle(struct log *log, uint64_t csn)
 static void cil_ctx_abort(struct log *log, struct cil_ctx *ctx)
 {
 	struct log_vec *lv, *ltmp;
-	list_for_each_entry_safe(lv, ltmp, &ctx->c_lvs, lv_link)
-	{
+	list_for_each_entry_safe (lv, ltmp, &ctx->c_lvs, lv_link) {
 		list_del(&lv->lv_link);
 		if (lv->lv_item->li_lv == lv)
 			lv->lv_item->li_lv = NULL;
@@ -167,8 +164,7 @@ static void cil_ctx_abort(struct log *log, struct cil_ctx *ctx)
 		free(lv);
 	}
 	struct log_durable_cb *cb, *ctmp;
-	list_for_each_entry_safe(cb, ctmp, &ctx->c_cbs, dc_link)
-	{
+	list_for_each_entry_safe (cb, ctmp, &ctx->c_cbs, dc_link) {
 		list_del(&cb->dc_link);
 		cb->dc_fn(cb, -EIO);
 	}
@@ -254,8 +250,7 @@ static int cil_write(struct log *log, struct cil_ctx *ctx)
 
 	struct cil_writer w = {.log = log, .ctx = ctx, .b = logbuf_get(log)};
 	struct log_vec *lv;
-	list_for_each_entry(lv, &ctx->c_lvs, lv_link)
-	{
+	list_for_each_entry (lv, &ctx->c_lvs, lv_link) {
 		struct log_op_hdr oh = {
 			.o_type = htole16(lv->lv_item->li_ops->type),
 			.o_len = htole32(lv->lv_len),
@@ -313,8 +308,7 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 	/* I4: into the AIL at the checkpoint's start, and only then unpinned */
 	uint64_t lsn = log_pos_to_lsn(log, ctx->c_start_pos);
 	struct log_vec *lv, *ltmp;
-	list_for_each_entry_safe(lv, ltmp, &ctx->c_lvs, lv_link)
-	{
+	list_for_each_entry_safe (lv, ltmp, &ctx->c_lvs, lv_link) {
 		struct log_item *lip = lv->lv_item;
 		if (lip->li_ops->committed)
 			lip->li_ops->committed(lip, lsn);
@@ -324,8 +318,7 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 	}
 
 	struct log_durable_cb *cb, *ctmp;
-	list_for_each_entry_safe(cb, ctmp, &ctx->c_cbs, dc_link)
-	{
+	list_for_each_entry_safe (cb, ctmp, &ctx->c_cbs, dc_link) {
 		list_del(&cb->dc_link);
 		cb->dc_fn(cb, 0);
 	}
@@ -344,7 +337,8 @@ static void cil_push(struct log *log)
 	struct cil_ctx *ctx = log->l_ctx;
 	fresh->c_seq = ctx->c_seq + 1;
 	struct log_vec *lv;
-	list_for_each_entry(lv, &ctx->c_lvs, lv_link) lv->lv_item->li_lv = NULL;
+	list_for_each_entry (lv, &ctx->c_lvs, lv_link)
+		lv->lv_item->li_lv = NULL;
 	log->l_ctx = fresh;
 	mutex_lock(&log->l_push_lock);
 	log->l_cur_seq = fresh->c_seq;

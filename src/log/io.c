@@ -92,7 +92,8 @@ struct logbuf *logbuf_get(struct log *log)
 			struct logbuf *b = &log->l_bufs[(log->l_io_next_fill + i) % log->l_nbufs];
 			if (b->b_state == LB_FREE) {
 				b->b_state = LB_WRITING; /* owned by the caller until put back */
-				log->l_io_next_fill = (uint32_t)(b - log->l_bufs + 1) % log->l_nbufs;
+				log->l_io_next_fill =
+					(uint32_t)(b - log->l_bufs + 1) % log->l_nbufs;
 				mutex_unlock(&log->l_io_lock);
 				return b;
 			}
@@ -182,7 +183,8 @@ int log_place_record(struct log *log, struct logbuf *b, uint32_t len)
 	}
 	mutex_unlock(&log->l_space_lock);
 	if (err)
-		msg_err("log: no room for a record of %u bytes at the head (space accounting error)",
+		msg_err("log: no room for a record of %u bytes at the head (space accounting "
+			"error)",
 			len);
 	return err;
 }

@@ -96,7 +96,9 @@ int log_format(const struct log_params *in)
 		return err;
 
 	/* a clean unmount record at cycle 1, block 0: the log is empty */
-	struct log fake = {.l_p = p, .l_ldev = p.ldev, .l_off = p.log_offset,
+	struct log fake = {.l_p = p,
+			   .l_ldev = p.ldev,
+			   .l_off = p.log_offset,
 			   .l_bbs = p.log_size / LOG_BB_SIZE};
 	struct logbuf b = {.b_data = xcalloc(1, LOG_BB_SIZE), .b_pos = fake.l_bbs};
 	log_fill_header(&fake, &b, LOG_REC_UNMOUNT, 0, 0, b.b_pos, 0);
@@ -242,8 +244,7 @@ int log_unmount(struct log *log)
 	/* drop what can no longer be written (only after a shutdown) */
 	cil_abandon(log);
 	struct log_item *lip, *tmp;
-	list_for_each_entry_safe(lip, tmp, &log->l_ail, li_ail)
-	{
+	list_for_each_entry_safe (lip, tmp, &log->l_ail, li_ail) {
 		list_del(&lip->li_ail);
 		lip->li_ail_pos = 0;
 	}

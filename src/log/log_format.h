@@ -36,12 +36,12 @@
 #define LOG_BB_SHIFT 9
 #define LOG_BB_SIZE  (1u << LOG_BB_SHIFT)
 
-#define LOG_REC_MAGIC   0x524c4e4au /* "JNLR" */
+#define LOG_REC_MAGIC	0x524c4e4au /* "JNLR" */
 #define LOG_REC_VERSION 1
 
 /* h_flags */
-#define LOG_REC_START   0x1u /* first record of a checkpoint */
-#define LOG_REC_COMMIT  0x2u /* last record of a checkpoint: its commit record */
+#define LOG_REC_START	0x1u /* first record of a checkpoint */
+#define LOG_REC_COMMIT	0x2u /* last record of a checkpoint: its commit record */
 #define LOG_REC_UNMOUNT 0x4u /* clean unmount: everything before is written back */
 
 /* Largest payload of one record; log buffers are at most this plus a header. */
@@ -52,11 +52,11 @@ struct log_rec_hdr {
 	uint32_t h_magic;
 	uint16_t h_version;
 	uint16_t h_flags;
-	uint32_t h_crc;  /* crc32c of this BB with h_crc = 0, then the payload */
-	uint32_t h_len;  /* payload bytes after the header BB */
-	uint64_t h_lsn;  /* LSN of this header */
+	uint32_t h_crc;	 /* crc32c of this BB with h_crc = 0, then the payload */
+	uint32_t h_len;	 /* payload bytes after the header BB */
+	uint64_t h_lsn;	 /* LSN of this header */
 	uint64_t h_tail; /* log tail when written */
-	uint64_t h_csn;  /* checkpoint sequence; 0 for an unmount record */
+	uint64_t h_csn;	 /* checkpoint sequence; 0 for an unmount record */
 	uint32_t h_prev_crc;
 	uint32_t h_index;   /* record number within the checkpoint, from 0 */
 	uint8_t h_uuid[16]; /* filesystem UUID */

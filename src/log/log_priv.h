@@ -59,11 +59,11 @@ struct log_vec {
 
 struct cil_ctx {
 	uint64_t c_seq;
-	struct list c_lvs;   /* one log vector per item, in first-commit order */
-	uint64_t c_payload;  /* bytes of the op stream */
-	uint64_t c_space;    /* log space charged: bounds what the records take */
+	struct list c_lvs;  /* one log vector per item, in first-commit order */
+	uint64_t c_payload; /* bytes of the op stream */
+	uint64_t c_space;   /* log space charged: bounds what the records take */
 	uint64_t c_ntrans;
-	struct list c_cbs;   /* struct log_durable_cb */
+	struct list c_cbs; /* struct log_durable_cb */
 	uint64_t c_start_pos;
 	uint64_t c_tail_pos; /* tail carried by its records */
 };
@@ -80,7 +80,7 @@ enum logbuf_state { LB_FREE, LB_QUEUED, LB_WRITING };
 
 struct logbuf {
 	uint8_t *b_data; /* l_buf_size bytes */
-	uint64_t b_pos;  /* linear position of the record */
+	uint64_t b_pos;	 /* linear position of the record */
 	uint32_t b_bytes;
 	enum logbuf_state b_state;
 };
@@ -97,13 +97,13 @@ static inline uint64_t log_ckpt_space(uint32_t buf_size, uint64_t payload)
 struct log {
 	struct log_params l_p;
 	struct dev *l_ldev, *l_ddev;
-	uint64_t l_off;   /* byte offset of the region */
-	uint64_t l_bbs;   /* size in BBs */
+	uint64_t l_off;	  /* byte offset of the region */
+	uint64_t l_bbs;	  /* size in BBs */
 	uint64_t l_bytes; /* size in bytes */
 	uint32_t l_buf_size;
 	uint32_t l_nbufs;
 	uint64_t l_push_threshold; /* push the CIL past this much charged space */
-	uint64_t l_slack;          /* space kept for empty checkpoints and unmount */
+	uint64_t l_slack;	   /* space kept for empty checkpoints and unmount */
 	const struct log_item_ops *l_types[LOG_ITEM_MAX];
 
 	_Atomic bool l_shutdown;
@@ -118,29 +118,29 @@ struct log {
 	struct cond l_push_cond;    /* the push thread waits for work */
 	struct cond l_durable_cond; /* forces wait for l_durable_seq */
 	struct cond l_swap_cond;    /* throttled commits wait for a swap */
-	uint64_t l_cur_seq;         /* sequence of the current context */
-	bool l_cur_dirty;           /* the current context holds items */
-	uint64_t l_push_seq;        /* highest sequence asked to be pushed */
-	uint64_t l_durable_seq;     /* every checkpoint up to here is durable */
-	uint64_t l_pushing_seq;     /* the PUSHING context, 0 if none */
-	bool l_pushing_flushed;     /* ... and its data-device flush has started */
-	bool l_want_cover;          /* write an empty checkpoint to move the tail */
+	uint64_t l_cur_seq;	    /* sequence of the current context */
+	bool l_cur_dirty;	    /* the current context holds items */
+	uint64_t l_push_seq;	    /* highest sequence asked to be pushed */
+	uint64_t l_durable_seq;	    /* every checkpoint up to here is durable */
+	uint64_t l_pushing_seq;	    /* the PUSHING context, 0 if none */
+	bool l_pushing_flushed;	    /* ... and its data-device flush has started */
+	bool l_want_cover;	    /* write an empty checkpoint to move the tail */
 	bool l_stop;
 
 	/* head, tail and space */
 	struct mutex l_space_lock;
 	struct cond l_space_cond;
-	uint64_t l_head_pos;     /* where the next record goes */
-	uint32_t l_prev_crc;     /* CRC of the last record written */
+	uint64_t l_head_pos;	 /* where the next record goes */
+	uint32_t l_prev_crc;	 /* CRC of the last record written */
 	uint64_t l_durable_tail; /* tail in the newest durable record (I2) */
-	uint64_t l_reserved;     /* open transactions' reservations */
-	uint64_t l_cil_space;    /* charged by contexts not yet durable */
-	uint64_t l_space_next;   /* FIFO tickets for reservations */
+	uint64_t l_reserved;	 /* open transactions' reservations */
+	uint64_t l_cil_space;	 /* charged by contexts not yet durable */
+	uint64_t l_space_next;	 /* FIFO tickets for reservations */
 	uint64_t l_space_serving;
 
 	/* AIL */
 	struct mutex l_ail_lock;
-	struct cond l_ail_cond;       /* the AIL thread waits for work */
+	struct cond l_ail_cond;	      /* the AIL thread waits for work */
 	struct cond l_ail_empty_cond; /* log_ail_push_all() waits */
 	struct list l_ail;
 	uint64_t l_ail_target; /* push items below this position; UINT64_MAX: all */
@@ -152,10 +152,10 @@ struct log {
 	struct mutex l_io_lock;
 	struct cond l_io_cond;
 	struct logbuf *l_bufs;
-	uint32_t *l_io_queue;    /* indices of queued buffers, FIFO from l_io_next_io */
+	uint32_t *l_io_queue;	 /* indices of queued buffers, FIFO from l_io_next_io */
 	uint32_t l_io_next_fill; /* where the search for a free buffer starts */
-	uint32_t l_io_next_io;   /* head of the queue */
-	uint32_t l_io_busy;      /* buffers queued or being written */
+	uint32_t l_io_next_io;	 /* head of the queue */
+	uint32_t l_io_busy;	 /* buffers queued or being written */
 	int l_io_error;
 	bool l_io_stop;
 

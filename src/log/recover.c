@@ -128,7 +128,8 @@ static int find_newest(struct log *log, uint8_t *rbuf, uint64_t *newest, uint64_
 
 	for (uint64_t start = 0; start < log->l_bbs && !err; start += chunk_bbs) {
 		uint64_t n = MIN(chunk_bbs, log->l_bbs - start);
-		err = dev_read(log->l_ldev, chunk, n * LOG_BB_SIZE, log->l_off + start * LOG_BB_SIZE);
+		err = dev_read(log->l_ldev, chunk, n * LOG_BB_SIZE,
+			       log->l_off + start * LOG_BB_SIZE);
 		for (uint64_t i = 0; i < n && !err; i++) {
 			const struct log_rec_hdr *h =
 				(const struct log_rec_hdr *)(chunk + i * LOG_BB_SIZE);
@@ -285,8 +286,8 @@ void **log_recovery_private(struct log_recovery *rc, uint16_t type)
 }
 
 /* Run pass (1 or 2) over one checkpoint's op stream. */
-static int replay_ckpt(struct log *log, struct log_recovery *rc, const struct rc_ckpt *c,
-		       int pass, uint64_t *nitems)
+static int replay_ckpt(struct log *log, struct log_recovery *rc, const struct rc_ckpt *c, int pass,
+		       uint64_t *nitems)
 {
 	size_t off = 0;
 	while (off < c->len) {

@@ -91,8 +91,7 @@ struct log *trans_log(struct trans *tp)
 static void trans_release_items(struct trans *tp)
 {
 	struct log_item *lip, *tmp;
-	list_for_each_entry_safe(lip, tmp, &tp->t_items, li_trans)
-	{
+	list_for_each_entry_safe (lip, tmp, &tp->t_items, li_trans) {
 		list_del(&lip->li_trans);
 		lip->li_dirty = false;
 		atomic_store(&lip->li_tp, NULL);
@@ -103,8 +102,7 @@ static void trans_release_items(struct trans *tp)
 static void trans_run_cbs(struct trans *tp, int err)
 {
 	struct log_durable_cb *cb, *tmp;
-	list_for_each_entry_safe(cb, tmp, &tp->t_cbs, dc_link)
-	{
+	list_for_each_entry_safe (cb, tmp, &tp->t_cbs, dc_link) {
 		list_del(&cb->dc_link);
 		cb->dc_fn(cb, err);
 	}
@@ -118,7 +116,8 @@ int trans_commit(struct trans *tp, uint64_t *csnp)
 	bool dirty = false;
 	struct log_item *lip;
 
-	list_for_each_entry(lip, &tp->t_items, li_trans) dirty |= lip->li_dirty;
+	list_for_each_entry (lip, &tp->t_items, li_trans)
+		dirty |= lip->li_dirty;
 
 	if (log_is_shutdown(log)) {
 		err = -EIO;
@@ -153,7 +152,8 @@ void trans_cancel(struct trans *tp)
 	struct log *log = tp->t_log;
 	struct log_item *lip;
 	bool dirty = false;
-	list_for_each_entry(lip, &tp->t_items, li_trans) dirty |= lip->li_dirty;
+	list_for_each_entry (lip, &tp->t_items, li_trans)
+		dirty |= lip->li_dirty;
 	if (dirty)
 		log_shutdown(log, "cancelled a transaction that changed items");
 	counter_inc(&log->l_stats.trans_cancelled);
