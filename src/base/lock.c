@@ -36,6 +36,8 @@ static void lockdep_check(const void *lock, const struct lock_class *cls, unsign
 	for (int i = 0; i < nheld; i++) {
 		if (held[i].lock == lock)
 			panic("lockdep: recursive acquisition of %s", cls->name);
+		if (cls->unordered || held[i].cls->unordered)
+			continue;
 		if (cls->multi && held[i].cls == cls)
 			continue;
 		if (held[i].key >= key)
@@ -158,6 +160,13 @@ void rwlock_wrlock(struct rwlock *l)
 	lockdep_check(l, l->cls, 0);
 	pthread_rwlock_wrlock(&l->rw);
 	lockdep_push(l, l->cls, 0);
+}
+
+void rwlock_wrlock_nested(struct rwlock *l, unsigned subclass)
+{
+	lockdep_check(l, l->cls, subclass);
+	pthread_rwlock_wrlock(&l->rw);
+	lockdep_push(l, l->cls, subclass);
 }
 
 void rwlock_unlock(struct rwlock *l)

@@ -30,6 +30,9 @@ struct lock_class {
 	 * them (e.g. metadata buffers by disk address). Only the order against
 	 * other classes is checked. */
 	bool multi;
+	/* Not checked against any class: for locks only ever taken under
+	 * another lock that carries the ordering (the definition says which). */
+	bool unordered;
 };
 
 #define LOCK_CLASS_INIT(n, r)                                                                      \
@@ -39,6 +42,10 @@ struct lock_class {
 #define LOCK_CLASS_INIT_MULTI(n, r)                                                                \
 	{                                                                                          \
 		.name = (n), .rank = (r), .multi = true                                            \
+	}
+#define LOCK_CLASS_INIT_UNORDERED(n)                                                              \
+	{                                                                                          \
+		.name = (n), .rank = 0, .unordered = true                                          \
 	}
 
 struct mutex {
@@ -83,6 +90,8 @@ void rwlock_init(struct rwlock *l, const struct lock_class *cls);
 void rwlock_destroy(struct rwlock *l);
 void rwlock_rdlock(struct rwlock *l);
 void rwlock_wrlock(struct rwlock *l);
+/* Further locks of the same class, in the caller's order (subclass 1, 2...). */
+void rwlock_wrlock_nested(struct rwlock *l, unsigned subclass);
 void rwlock_unlock(struct rwlock *l);
 
 /* Condition variables on CLOCK_MONOTONIC. */

@@ -190,6 +190,11 @@ void buf_item_init(struct buf_item *bip, struct log *log, uint64_t daddr, uint8_
 	bip->bi_ops = ops;
 }
 
+void buf_item_set_lock_class(struct buf_item *bip, const struct lock_class *cls)
+{
+	bip->bi_lock.cls = cls;
+}
+
 void buf_item_destroy(struct buf_item *bip)
 {
 	BUG_ON(buf_item_busy(bip));

@@ -51,6 +51,8 @@ struct buf_item {
 void buf_item_init(struct buf_item *bip, struct log *log, uint64_t daddr, uint8_t *data,
 		   const struct buf_item_ops *ops);
 void buf_item_destroy(struct buf_item *bip);
+/* The owner's lock class for bi_lock (only while nobody holds it). */
+void buf_item_set_lock_class(struct buf_item *bip, const struct lock_class *cls);
 bool buf_item_busy(struct buf_item *bip);
 
 /* Lock the block and join it to tp (the transaction unlocks it). Joining a

@@ -130,6 +130,10 @@ struct log_params {
 	/* Item types the caller logs, for recovery; the buffer item is built in. */
 	const struct log_item_ops *const *item_ops;
 	unsigned nitem_ops;
+	/* Called for every block replay changed, before it is written home:
+	 * the owner stamps checksums the replayed ranges left stale. Optional. */
+	void (*restamp)(void *arg, uint64_t daddr, void *blk, uint32_t len, uint64_t lsn);
+	void *restamp_arg;
 };
 
 /* Write an empty log: zeroes the region and writes a clean unmount record. */

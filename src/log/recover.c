@@ -327,7 +327,8 @@ bad:
 	return -EUCLEAN;
 }
 
-static int replay(struct log *log, struct rc_ckpt *ck, size_t nck, uint64_t *nitems)
+static int replay(struct log *log, struct rc_ckpt *ck, size_t nck, uint64_t *nitems,
+		  uint64_t head_lsn)
 {
 	struct log_recovery rc = {.rc_log = log};
 	hashmap_init(&rc.rc_blocks);
@@ -344,6 +345,8 @@ static int replay(struct log *log, struct rc_ckpt *ck, size_t nck, uint64_t *nit
 	void *v;
 	while (hashmap_next(&rc.rc_blocks, &it, &daddr, &v)) {
 		struct rc_block *b = v;
+		if (!err && log->l_p.restamp)
+			log->l_p.restamp(log->l_p.restamp_arg, daddr, b->data, b->len, head_lsn);
 		if (!err) {
 			err = dev_write(log->l_ddev, b->data, b->len, daddr, 0);
 			if (err)
@@ -439,7 +442,7 @@ int log_recover(struct log *log)
 	/* step 4: replay */
 	uint64_t nitems = 0;
 	if (nck) {
-		err = replay(log, ck, nck, &nitems);
+		err = replay(log, ck, nck, &nitems, log_pos_to_lsn(log, pos));
 		if (err)
 			goto out;
 		msg_info("log: recovered %zu checkpoints (%llu items), lsn %llu/%llu to %llu/%llu",

@@ -1,0 +1,514 @@
+/*
+ * io.c - `jnfs io`: an xfs_io-like shell over the engine, one command per -c.
+ *
+ *   open PATH [create]        make PATH the current file (create: if missing)
+ *   pwrite OFF LEN [PATTERN]  write LEN bytes of PATTERN (a byte, default 0xcd)
+ *   pread OFF LEN [PATTERN]   read, and with PATTERN check every byte
+ *   fsync | fdatasync         of the current file
+ *   truncate SIZE
+ *   falloc OFF LEN [keep] | punch OFF LEN | zero OFF LEN
+ *   seek OFF data|hole
+ *   mkdir PATH | rmdir PATH | unlink PATH | rename OLD NEW | link OLD NEW
+ *   symlink TARGET PATH | readlink PATH
+ *   readdir [PATH]            one "name ino type" line per entry
+ *   stat [PATH]               attributes of PATH or the current file
+ *   sleep MS
+ *   map_blocks OFF LEN [rw]   print the block map (rw: allocate, durably)
+ *   commit_blocks OFF LEN [NEWSIZE]   layout commit of [OFF, OFF+LEN)
+ *   write_direct OFF LEN PATTERN      write to the device blocks the last
+ *                             map_blocks returned, as a pNFS client does
+ *   counters                  every counter as "name value"
+ *   sync                      force the log and flush
+ *   powerfail [SEED]          (--crash) cut power now: keep a random part of
+ *                             the unflushed writes, exit without unmounting
+ *
+ * Paths are relative to the root. At the end the filesystem is unmounted
+ * cleanly (unless power failed).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/mem.h"
+#include "base/msg.h"
+#include "base/time.h"
+#include "cli/cli.h"
+#include "dev/crash.h"
+#include "fs/fs.h"
+
+#define MAX_ARGS 8
+#define MAX_MAPS 256
+
+struct io_state {
+	struct fs *fs;
+	struct dev *dev;  /* what the engine uses (the crash device with --crash) */
+	struct dev *file; /* the image */
+	struct dev *ldev;
+	bool crash;
+	struct fs_inode *cur;
+	struct fs_map maps[MAX_MAPS];
+	unsigned nmaps;
+	bool powered_off;
+};
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	return cli_parse_size(s, v) ? -EINVAL : 0;
+}
+
+static int parse_byte(const char *s, uint8_t *b)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 0);
+	if (*end || v > 255)
+		return -EINVAL;
+	*b = (uint8_t)v;
+	return 0;
+}
+
+/* Resolve PATH to its parent directory and last name. */
+static int walk_parent(struct io_state *s, const char *path, struct fs_inode **dirp,
+		       const char **name, size_t *len)
+{
+	struct fs_inode *dir;
+	int err = fs_root(s->fs, &dir);
+	if (err)
+		return err;
+	const char *p = path;
+	while (*p == '/')
+		p++;
+	for (;;) {
+		const char *slash = strchr(p, '/');
+		if (!slash)
+			break;
+		struct fs_inode *next;
+		err = fs_lookup(dir, p, (size_t)(slash - p), &next);
+		fs_iput(dir);
+		if (err)
+			return err;
+		dir = next;
+		p = slash + 1;
+		while (*p == '/')
+			p++;
+	}
+	*dirp = dir;
+	*name = p;
+	*len = strlen(p);
+	return 0;
+}
+
+static int walk_path(struct io_state *s, const char *path, struct fs_inode **ipp)
+{
+	struct fs_inode *dir;
+	const char *name;
+	size_t len;
+	int err = walk_parent(s, path, &dir, &name, &len);
+	if (err)
+		return err;
+	if (!len) {
+		*ipp = dir;
+		return 0;
+	}
+	err = fs_lookup(dir, name, len, ipp);
+	fs_iput(dir);
+	return err;
+}
+
+static int need_file(struct io_state *s)
+{
+	if (!s->cur) {
+		fprintf(stderr, "jnfs io: no file is open\n");
+		return -EBADF;
+	}
+	return 0;
+}
+
+static const char *type_name(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "file";
+	case S_IFDIR: return "dir";
+	case S_IFLNK: return "symlink";
+	case S_IFCHR: return "chardev";
+	case S_IFBLK: return "blockdev";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	}
+	return "unknown";
+}
+
+static int print_entry(void *arg, const char *name, size_t len, uint64_t ino, unsigned type,
+		       uint64_t cookie)
+{
+	printf("%.*s %llu %u\n", (int)len, name, (unsigned long long)ino, type);
+	return 0;
+}
+
+static int do_cmd(struct io_state *s, int argc, char **a)
+{
+	const char *c = a[0];
+	uint64_t x = 0, y = 0, z = 0;
+	uint8_t pat = 0xcd;
+	int err = 0;
+
+	if (!strcmp(c, "open") && (argc == 2 || argc == 3)) {
+		if (s->cur)
+			fs_iput(s->cur);
+		s->cur = NULL;
+		err = walk_path(s, a[1], &s->cur);
+		if (err == -ENOENT && argc == 3 && !strcmp(a[2], "create")) {
+			struct fs_inode *dir;
+			const char *name;
+			size_t len;
+			err = walk_parent(s, a[1], &dir, &name, &len);
+			if (!err) {
+				struct fs_create_args ca = {.mode = S_IFREG | 0644};
+				err = fs_create(dir, name, len, &ca, &s->cur, NULL);
+				fs_iput(dir);
+			}
+		}
+		return err;
+	}
+	if (!strcmp(c, "pwrite") && (argc == 3 || argc == 4)) {
+		if ((err = need_file(s)) || parse_u64(a[1], &x) || parse_u64(a[2], &y) ||
+		    (argc == 4 && parse_byte(a[3], &pat)))
+			return err ? err : -EINVAL;
+		uint8_t *buf = xmalloc(y ? y : 1);
+		memset(buf, pat, y);
+		err = fs_write(s->cur, x, buf, y, NULL);
+		free(buf);
+		if (!err)
+			printf("wrote %llu bytes at %llu\n", (unsigned long long)y,
+			       (unsigned long long)x);
+		return err;
+	}
+	if (!strcmp(c, "pread") && (argc == 3 || argc == 4)) {
+		if ((err = need_file(s)) || parse_u64(a[1], &x) || parse_u64(a[2], &y) ||
+		    (argc == 4 && parse_byte(a[3], &pat)))
+			return err ? err : -EINVAL;
+		uint8_t *buf = xmalloc(y ? y : 1);
+		size_t n;
+		bool eof;
+		err = fs_read(s->cur, x, buf, y, &n, &eof);
+		if (!err && argc == 4) {
+			if (n != y) {
+				fprintf(stderr, "jnfs io: pread: %zu of %llu bytes (end of file)\n", n,
+					(unsigned long long)y);
+				err = -EIO;
+			}
+			for (size_t i = 0; i < n && !err; i++) {
+				if (buf[i] != pat) {
+					fprintf(stderr,
+						"jnfs io: pread: byte %llu is 0x%02x, expected 0x%02x\n",
+						(unsigned long long)(x + i), buf[i], pat);
+					err = -EILSEQ;
+				}
+			}
+		}
+		if (!err)
+			printf("read %zu bytes at %llu\n", n, (unsigned long long)x);
+		free(buf);
+		return err;
+	}
+	if ((!strcmp(c, "fsync") || !strcmp(c, "fdatasync")) && argc == 1) {
+		if ((err = need_file(s)))
+			return err;
+		return fs_fsync(s->cur, c[1] == 'd', NULL);
+	}
+	if (!strcmp(c, "truncate") && argc == 2) {
+		if ((err = need_file(s)) || parse_u64(a[1], &x))
+			return err ? err : -EINVAL;
+		return fs_setattr(s->cur, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = x}, NULL);
+	}
+	if ((!strcmp(c, "falloc") || !strcmp(c, "punch") || !strcmp(c, "zero")) &&
+	    (argc == 3 || argc == 4)) {
+		if ((err = need_file(s)) || parse_u64(a[1], &x) || parse_u64(a[2], &y))
+			return err ? err : -EINVAL;
+		int mode = c[0] == 'f' ? FS_FALLOC_ALLOC
+				       : (c[0] == 'p' ? FS_FALLOC_PUNCH : FS_FALLOC_ZERO);
+		if (argc == 4 && !strcmp(a[3], "keep"))
+			mode |= FS_FALLOC_KEEP_SIZE;
+		return fs_fallocate(s->cur, mode, x, y, NULL);
+	}
+	if (!strcmp(c, "seek") && argc == 3) {
+		if ((err = need_file(s)) || parse_u64(a[1], &x))
+			return err ? err : -EINVAL;
+		uint64_t out;
+		err = fs_seek(s->cur, x, !strcmp(a[2], "hole") ? FS_SEEK_HOLE : FS_SEEK_DATA, &out);
+		if (!err)
+			printf("%s at %llu\n", a[2], (unsigned long long)out);
+		return err;
+	}
+	if (!strcmp(c, "mkdir") || !strcmp(c, "symlink")) {
+		bool sym = c[0] == 's';
+		if (argc != (sym ? 3 : 2))
+			return -EINVAL;
+		struct fs_inode *dir, *ip;
+		const char *name;
+		size_t len;
+		err = walk_parent(s, a[sym ? 2 : 1], &dir, &name, &len);
+		if (err)
+			return err;
+		struct fs_create_args ca = {.mode = sym ? S_IFLNK | 0777 : S_IFDIR | 0755};
+		if (sym) {
+			ca.target = a[1];
+			ca.target_len = strlen(a[1]);
+		}
+		err = fs_create(dir, name, len, &ca, &ip, NULL);
+		if (!err)
+			fs_iput(ip);
+		fs_iput(dir);
+		return err;
+	}
+	if ((!strcmp(c, "unlink") || !strcmp(c, "rmdir")) && argc == 2) {
+		struct fs_inode *dir;
+		const char *name;
+		size_t len;
+		err = walk_parent(s, a[1], &dir, &name, &len);
+		if (err)
+			return err;
+		err = c[0] == 'u' ? fs_unlink(dir, name, len, NULL) : fs_rmdir(dir, name, len, NULL);
+		fs_iput(dir);
+		return err;
+	}
+	if ((!strcmp(c, "rename") || !strcmp(c, "link")) && argc == 3) {
+		struct fs_inode *sd, *dd, *ip = NULL;
+		const char *sn, *dn;
+		size_t sl, dl;
+		err = walk_parent(s, a[1], &sd, &sn, &sl);
+		if (err)
+			return err;
+		err = walk_parent(s, a[2], &dd, &dn, &dl);
+		if (err) {
+			fs_iput(sd);
+			return err;
+		}
+		if (c[0] == 'r') {
+			err = fs_rename(sd, sn, sl, dd, dn, dl, NULL);
+		} else {
+			err = fs_lookup(sd, sn, sl, &ip);
+			if (!err) {
+				err = fs_link(ip, dd, dn, dl, NULL);
+				fs_iput(ip);
+			}
+		}
+		fs_iput(sd);
+		fs_iput(dd);
+		return err;
+	}
+	if (!strcmp(c, "readlink") && argc == 2) {
+		struct fs_inode *ip;
+		err = walk_path(s, a[1], &ip);
+		if (err)
+			return err;
+		char buf[4096];
+		size_t n;
+		err = fs_readlink(ip, buf, sizeof(buf), &n);
+		if (!err)
+			printf("%.*s\n", (int)n, buf);
+		fs_iput(ip);
+		return err;
+	}
+	if (!strcmp(c, "readdir") && argc <= 2) {
+		struct fs_inode *ip;
+		err = walk_path(s, argc == 2 ? a[1] : "", &ip);
+		if (err)
+			return err;
+		err = fs_readdir(ip, 0, print_entry, NULL);
+		fs_iput(ip);
+		return err;
+	}
+	if (!strcmp(c, "stat") && argc <= 2) {
+		struct fs_inode *ip = s->cur;
+		if (argc == 2) {
+			err = walk_path(s, a[1], &ip);
+			if (err)
+				return err;
+		} else if ((err = need_file(s))) {
+			return err;
+		}
+		struct fs_attr at;
+		fs_getattr(ip, &at);
+		printf("ino %llu\ntype %s\nmode 0%o\nnlink %u\nuid %u\ngid %u\nsize %llu\n"
+		       "used %llu\nchange %llu\nmtime %lld.%09ld\nctime %lld.%09ld\n",
+		       (unsigned long long)at.ino, type_name(at.mode), at.mode & 07777, at.nlink,
+		       at.uid, at.gid, (unsigned long long)at.size, (unsigned long long)at.used,
+		       (unsigned long long)at.change, (long long)at.mtime.tv_sec, at.mtime.tv_nsec,
+		       (long long)at.ctime.tv_sec, at.ctime.tv_nsec);
+		if (ip != s->cur)
+			fs_iput(ip);
+		return 0;
+	}
+	if (!strcmp(c, "sleep") && argc == 2) {
+		if (parse_u64(a[1], &x))
+			return -EINVAL;
+		sleep_ns(x * NSEC_PER_MSEC);
+		return 0;
+	}
+	if (!strcmp(c, "map_blocks") && (argc == 3 || argc == 4)) {
+		if ((err = need_file(s)) || parse_u64(a[1], &x) || parse_u64(a[2], &y))
+			return err ? err : -EINVAL;
+		bool rw = argc == 4 && !strcmp(a[3], "rw");
+		err = fs_map_blocks(s->cur, x, y, rw, s->maps, MAX_MAPS, &s->nmaps);
+		static const char *const st[] = {"hole", "written", "unwritten"};
+		for (unsigned i = 0; !err && i < s->nmaps; i++)
+			printf("map %llu+%llu %s at %llu\n", (unsigned long long)s->maps[i].off,
+			       (unsigned long long)s->maps[i].len, st[s->maps[i].state],
+			       (unsigned long long)s->maps[i].addr);
+		return err;
+	}
+	if (!strcmp(c, "write_direct") && argc == 4) {
+		if ((err = need_file(s)) || parse_u64(a[1], &x) || parse_u64(a[2], &y) ||
+		    parse_byte(a[3], &pat))
+			return err ? err : -EINVAL;
+		if (x % 4096 || y % 4096)
+			return -EINVAL;
+		uint8_t *buf = xmalloc_aligned(4096, 4096);
+		memset(buf, pat, 4096);
+		for (uint64_t o = x; o < x + y && !err; o += 4096) {
+			const struct fs_map *m = NULL;
+			for (unsigned i = 0; i < s->nmaps; i++)
+				if (o >= s->maps[i].off && o < s->maps[i].off + s->maps[i].len)
+					m = &s->maps[i];
+			if (!m || m->state == FS_MAP_HOLE) {
+				fprintf(stderr, "jnfs io: write_direct: %llu is not mapped\n",
+					(unsigned long long)o);
+				err = -ENXIO;
+				break;
+			}
+			err = dev_write(s->dev, buf, 4096, m->addr + (o - m->off), 0);
+		}
+		free(buf);
+		if (!err)
+			printf("wrote %llu bytes directly at %llu\n", (unsigned long long)y,
+			       (unsigned long long)x);
+		return err;
+	}
+	if (!strcmp(c, "commit_blocks") && (argc == 3 || argc == 4)) {
+		if ((err = need_file(s)) || parse_u64(a[1], &x) || parse_u64(a[2], &y) ||
+		    (argc == 4 && parse_u64(a[3], &z)))
+			return err ? err : -EINVAL;
+		struct fs_range r = {x, y};
+		bool logged;
+		err = fs_commit_blocks(s->cur, &r, 1, z, NULL, &logged);
+		if (!err)
+			printf("committed %llu+%llu%s\n", (unsigned long long)x, (unsigned long long)y,
+			       logged ? " (log written)" : "");
+		return err;
+	}
+	if (!strcmp(c, "counters") && argc == 1) {
+		struct stat_sink sink = stat_sink_file(stdout);
+		fs_stats(s->fs, &sink);
+		if (s->crash)
+			dev_stats(s->file, "image", &sink);
+		fflush(stdout);
+		return 0;
+	}
+	if (!strcmp(c, "sync") && argc == 1)
+		return fs_sync(s->fs);
+	if (!strcmp(c, "powerfail") && argc <= 2) {
+		if (!s->crash) {
+			fprintf(stderr, "jnfs io: powerfail needs --crash\n");
+			return -EINVAL;
+		}
+		if (argc == 2 && parse_u64(a[1], &x))
+			return -EINVAL;
+		struct crash_cut_stats st;
+		err = crashdev_powerfail(s->dev, x, &st);
+		if (!err)
+			printf("power failed: %llu unflushed writes kept, %llu dropped, %llu torn\n",
+			       (unsigned long long)st.kept, (unsigned long long)st.dropped,
+			       (unsigned long long)st.torn);
+		s->powered_off = true;
+		return err;
+	}
+	fprintf(stderr, "jnfs io: unknown command or wrong arguments: %s\n", c);
+	return -EINVAL;
+}
+
+int cli_io(int argc, char **argv)
+{
+	struct io_state s = {0};
+	uint64_t lat_us = 0;
+	const char *logdev = NULL;
+	char **cmds = xcalloc((size_t)argc, sizeof(*cmds));
+	int ncmds = 0;
+	static const struct option opts[] = {{"crash", no_argument, NULL, 'C'},
+					     {"flush-latency-us", required_argument, NULL, 'l'},
+					     {"log-device", required_argument, NULL, 'L'},
+					     {NULL, 0, NULL, 0}};
+	int o;
+	while ((o = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+		if (o == 'c')
+			cmds[ncmds++] = optarg;
+		else if (o == 'C')
+			s.crash = true;
+		else if (o == 'l')
+			lat_us = strtoull(optarg, NULL, 0);
+		else if (o == 'L')
+			logdev = optarg;
+		else
+			return 2;
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "usage: jnfs io IMAGE [--crash] [--flush-latency-us N] "
+				"[--log-device PATH] -c CMD ...\n");
+		free(cmds);
+		return 2;
+	}
+	if (cli_open_devices(argv[optind], logdev, false, 0, &s.file, &s.ldev)) {
+		free(cmds);
+		return 1;
+	}
+	s.dev = s.file;
+	if (s.crash && crashdev_create(s.file, 0, &s.dev)) {
+		free(cmds);
+		return 1;
+	}
+	dev_set_latency(s.dev, lat_us * NSEC_PER_USEC, lat_us * NSEC_PER_USEC);
+	int err = fs_mount(&(struct fs_mount_opts){.ddev = s.dev, .ldev = s.ldev}, &s.fs);
+	if (err) {
+		fprintf(stderr, "jnfs io: cannot mount %s: %s\n", argv[optind], cli_errname(err));
+		free(cmds);
+		return 1;
+	}
+	int status = 0;
+	for (int i = 0; i < ncmds && !s.powered_off; i++) {
+		char *copy = xstrdup(cmds[i]), *args[MAX_ARGS], *save = NULL;
+		int n = 0;
+		for (char *t = strtok_r(copy, " \t", &save); t && n < MAX_ARGS;
+		     t = strtok_r(NULL, " \t", &save))
+			args[n++] = t;
+		if (n) {
+			err = do_cmd(&s, n, args);
+			if (err) {
+				printf("%s: %s\n", args[0], cli_errname(err));
+				fflush(stdout);
+				status = 1;
+			}
+		}
+		free(copy);
+	}
+	if (s.powered_off) {
+		/* the machine is off: nothing more reaches the image */
+		fflush(stdout);
+		_exit(status);
+	}
+	if (s.cur)
+		fs_iput(s.cur);
+	err = fs_unmount(s.fs);
+	if (err) {
+		fprintf(stderr, "jnfs io: unmount: %s\n", cli_errname(err));
+		status = 1;
+	}
+	if (s.crash)
+		dev_close(s.dev);
+	dev_close(s.ldev);
+	dev_close(s.file);
+	free(cmds);
+	return status;
+}

@@ -1,0 +1,625 @@
+/*
+ * file.c - file data: read, write, fsync, truncate, fallocate, seek, copy.
+ *
+ * Data is written in place, straight to the device; there is no engine
+ * page cache. What a write must log:
+ *   - an overwrite of written blocks inside the file: only timestamps and
+ *     the change attribute (TIMESTAMP|CHANGE: fdatasync does not force them,
+ *     rule 4). Aligned overwrites run under the shared I/O lock, so writers
+ *     of different ranges of one file proceed in parallel;
+ *   - a write into holes or past EOF: (1) allocate unwritten blocks in a
+ *     transaction, (2) write the data, (3) convert what was written and set
+ *     the size in a second transaction. A crash between (2) and (3) leaves
+ *     unwritten blocks (reads as zeros), never blocks with someone's old
+ *     data; the journal's data-device flush before every checkpoint orders
+ *     (2) before (3) on stable storage. Appending writers get unwritten
+ *     blocks preallocated beyond EOF, so their later writes only convert.
+ *
+ * fsync(datasync) (rules 3-5): read the inode item's commit or datasync
+ * sequence under its small lock, force the log to it with no inode lock
+ * held, and flush the data device when the force wrote nothing.
+ */
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "base/mem.h"
+#include "fs/fs_priv.h"
+
+#define SECTOR 512u
+
+/* Read bytes at any device address, through an aligned bounce. */
+static int dev_read_any(struct dev *d, void *buf, size_t len, uint64_t addr)
+{
+	uint64_t a = ALIGN_DOWN(addr, (uint64_t)SECTOR), b = ALIGN_UP(addr + len, (uint64_t)SECTOR);
+	if (a == addr && b == addr + len && !((uintptr_t)buf & 7))
+		return dev_read(d, buf, len, addr);
+	uint8_t *tmp = xmalloc_aligned(4096, b - a);
+	int err = dev_read(d, tmp, b - a, a);
+	if (!err)
+		memcpy(buf, tmp + (addr - a), len);
+	free(tmp);
+	return err;
+}
+
+static int check_reg(struct fs_inode *ip)
+{
+	if (S_ISDIR(ip->i_d.mode))
+		return -EISDIR;
+	if (!S_ISREG(ip->i_d.mode))
+		return -EINVAL;
+	return 0;
+}
+
+int fs_read(struct fs_inode *ip, uint64_t off, void *buf, size_t len, size_t *nread, bool *eof)
+{
+	struct fs *fs = ip->i_fs;
+	*nread = 0;
+	if (eof)
+		*eof = false;
+	rwlock_rdlock(&ip->i_iolock);
+	mutex_lock(&ip->i_ilock);
+	int err = check_reg(ip);
+	uint64_t size = ip->i_d.size;
+	mutex_unlock(&ip->i_ilock);
+	if (err)
+		goto out;
+	if (off >= size) {
+		if (eof)
+			*eof = true;
+		goto out;
+	}
+	if (len > size - off)
+		len = (size_t)(size - off);
+	uint8_t *out = buf;
+	uint64_t cur = off, end = off + len;
+	while (cur < end) {
+		uint64_t blk = cur / FS_BLOCK_SIZE;
+		struct bmap_ext e;
+		bool hole;
+		err = bmap_lookup(ip, blk, &e, &hole);
+		if (err)
+			goto out;
+		uint64_t ext_end = (e.len > (UINT64_MAX / FS_BLOCK_SIZE) - e.off)
+					   ? UINT64_MAX
+					   : (e.off + e.len) * FS_BLOCK_SIZE;
+		uint64_t n = MIN(end, ext_end) - cur;
+		if (hole || e.unwritten) {
+			memset(out + (cur - off), 0, n);
+		} else {
+			uint64_t addr = fs_daddr(e.start) + (cur - e.off * FS_BLOCK_SIZE);
+			err = dev_read_any(fs->f_ddev, out + (cur - off), n, addr);
+			if (err)
+				goto out;
+		}
+		cur += n;
+	}
+	*nread = len;
+	if (eof)
+		*eof = off + len >= size;
+	counter_inc(&fs->f_stats.reads);
+	counter_add(&fs->f_stats.read_bytes, len);
+out:
+	rwlock_unlock(&ip->i_iolock);
+	return err;
+}
+
+/* A small transaction logging only the inode: timestamps and change. */
+static int touch_txn(struct fs_inode *ip, bool mtime, uint64_t *csn)
+{
+	struct fstx *tx;
+	int err = fstx_begin(ip->i_fs, 0, log_calc_res(ip->i_fs->f_log, 1, FS_INODE_SIZE + 32),
+			     &tx);
+	if (err)
+		return err;
+	ino_join(tx, ip);
+	ino_touch(ip, mtime);
+	ino_log(tx, ip, FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE);
+	counter_inc(&ip->i_fs->f_stats.timestamp_txns);
+	return fstx_commit(tx, csn);
+}
+
+/* Is [first, last] all written blocks? (I/O lock held) */
+static int all_written(struct fs_inode *ip, uint64_t first, uint64_t last, bool *yes)
+{
+	*yes = true;
+	for (uint64_t b = first; b <= last;) {
+		struct bmap_ext e;
+		bool hole;
+		int err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			return err;
+		if (hole || e.unwritten) {
+			*yes = false;
+			return 0;
+		}
+		b = e.off + e.len;
+	}
+	return 0;
+}
+
+/*
+ * Write data to [first, last] blocks of the file that are all mapped:
+ * written blocks keep what the write does not cover, unwritten ones get
+ * zeros there. One device write per extent.
+ */
+static int write_mapped(struct fs_inode *ip, uint64_t off, const uint8_t *buf, size_t len)
+{
+	struct fs *fs = ip->i_fs;
+	uint64_t first = off / FS_BLOCK_SIZE, last = (off + len - 1) / FS_BLOCK_SIZE;
+	for (uint64_t b = first; b <= last;) {
+		struct bmap_ext e;
+		bool hole;
+		int err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			return err;
+		BUG_ON(hole);
+		uint64_t eb = MIN(last + 1, e.off + e.len);
+		uint64_t span_lo = b * FS_BLOCK_SIZE, span_hi = eb * FS_BLOCK_SIZE;
+		uint64_t lo = MAX(span_lo, off), hi = MIN(span_hi, off + len);
+		uint64_t addr = fs_daddr(e.start + (b - e.off));
+		if (!e.unwritten) {
+			/* written blocks: only the sectors the write touches */
+			uint64_t slo = ALIGN_DOWN(lo, (uint64_t)SECTOR);
+			uint64_t shi = ALIGN_UP(hi, (uint64_t)SECTOR);
+			uint8_t *tmp = xmalloc_aligned(4096, shi - slo);
+			if (slo != lo) {
+				err = dev_read(fs->f_ddev, tmp, SECTOR, addr + (slo - span_lo));
+			}
+			if (!err && shi != hi && (shi - SECTOR != slo || slo == lo))
+				err = dev_read(fs->f_ddev, tmp + (shi - SECTOR - slo), SECTOR,
+					       addr + (shi - SECTOR - span_lo));
+			if (!err) {
+				memcpy(tmp + (lo - slo), buf + (lo - off), hi - lo);
+				err = dev_write(fs->f_ddev, tmp, shi - slo, addr + (slo - span_lo), 0);
+			}
+			free(tmp);
+		} else {
+			/* unwritten: whole blocks, zeros where the write does not reach */
+			uint8_t *tmp = xmalloc_aligned(4096, span_hi - span_lo);
+			memset(tmp, 0, lo - span_lo);
+			memcpy(tmp + (lo - span_lo), buf + (lo - off), hi - lo);
+			memset(tmp + (hi - span_lo), 0, span_hi - hi);
+			err = dev_write(fs->f_ddev, tmp, span_hi - span_lo, addr, 0);
+			free(tmp);
+		}
+		if (err)
+			return err;
+		b = eb;
+	}
+	return 0;
+}
+
+/*
+ * Zero [from, to) of the file on the device where blocks are written (the
+ * tail of an old EOF block before the file grows past it, the edges of a
+ * punched range). I/O lock held exclusively.
+ */
+static int zero_written(struct fs_inode *ip, uint64_t from, uint64_t to)
+{
+	if (from >= to)
+		return 0;
+	uint64_t first = from / FS_BLOCK_SIZE, last = (to - 1) / FS_BLOCK_SIZE;
+	for (uint64_t b = first; b <= last;) {
+		struct bmap_ext e;
+		bool hole;
+		int err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			return err;
+		uint64_t eb = hole ? MIN(last + 1, b + e.len) : MIN(last + 1, e.off + e.len);
+		if (!hole && !e.unwritten) {
+			uint64_t lo = MAX(b * FS_BLOCK_SIZE, from), hi = MIN(eb * FS_BLOCK_SIZE, to);
+			uint8_t *z = xcalloc(1, hi - lo);
+			err = write_mapped(ip, lo, z, hi - lo);
+			free(z);
+			if (err)
+				return err;
+		}
+		b = eb;
+	}
+	return 0;
+}
+
+/*
+ * Allocate unwritten blocks for every hole in [first, last]; with
+ * `prealloc` more past last when the write appends. One transaction.
+ */
+static int alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint64_t prealloc,
+		       uint64_t *csn)
+{
+	struct fs *fs = ip->i_fs;
+	/* count the hole blocks first, to reserve them */
+	uint64_t need = 0;
+	for (uint64_t b = first; b <= last;) {
+		struct bmap_ext e;
+		bool hole;
+		int err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			return err;
+		uint64_t n = hole ? MIN(e.len, last + 1 - b) : MIN(e.off + e.len, last + 1) - b;
+		if (hole)
+			need += n;
+		b += n;
+	}
+	if (!need)
+		return 0;
+	struct fstx *tx;
+	uint64_t res = need + prealloc + 4 * bmap_res(ip);
+	int err = fstx_begin(fs, res, 0, &tx);
+	if (err == -ENOSPC && prealloc) {
+		prealloc = 0;
+		res = need + 4 * bmap_res(ip);
+		err = fstx_begin(fs, res, 0, &tx);
+	}
+	if (err)
+		return err;
+	ino_join(tx, ip);
+	for (uint64_t b = first; b <= last + prealloc && !err;) {
+		struct bmap_ext e;
+		bool hole;
+		err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			break;
+		uint64_t stop = last + 1 + prealloc;
+		if (!hole) {
+			b = e.off + e.len;
+			continue;
+		}
+		uint64_t n = MIN(e.len, stop - b);
+		/* near the block before, for contiguous files */
+		uint64_t hint = fs_ino_block(ip->i_ino);
+		struct bmap_ext pe;
+		bool phole = true;
+		if (b > 0 && !bmap_lookup(ip, b - 1, &pe, &phole) && !phole)
+			hint = pe.start + (b - 1 - pe.off) + 1;
+		while (n && !err) {
+			uint64_t start, got;
+			err = alloc_extent(tx, hint, MIN(n, (uint64_t)FS_EXT_MAXLEN), 1, &start, &got);
+			if (err)
+				break;
+			err = bmap_add(tx, ip, b, start, got, true);
+			b += got;
+			n -= got;
+			hint = start + got;
+		}
+	}
+	ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_CORE);
+	int cerr = fstx_commit(tx, csn);
+	return err ? err : cerr;
+}
+
+int file_alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint64_t *csn)
+{
+	return alloc_holes(ip, first, last, 0, csn);
+}
+
+int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uint64_t *csn)
+{
+	struct fs *fs = ip->i_fs;
+	if (csn)
+		*csn = 0;
+	if (!len)
+		return 0;
+	if (off + len < off || off + len > (1ull << 50))
+		return -EFBIG;
+	uint64_t first = off / FS_BLOCK_SIZE, last = (off + len - 1) / FS_BLOCK_SIZE;
+	bool aligned = !(off % SECTOR) && !(len % SECTOR);
+	int err;
+
+	/* the common case first: an aligned overwrite inside the file */
+	if (aligned) {
+		rwlock_rdlock(&ip->i_iolock);
+		mutex_lock(&ip->i_ilock);
+		err = check_reg(ip);
+		bool inside = off + len <= ip->i_d.size;
+		mutex_unlock(&ip->i_ilock);
+		bool written = false;
+		if (!err && inside)
+			err = all_written(ip, first, last, &written);
+		if (!err && inside && written) {
+			err = write_mapped(ip, off, buf, len);
+			if (!err)
+				err = touch_txn(ip, true, csn);
+			rwlock_unlock(&ip->i_iolock);
+			goto out;
+		}
+		rwlock_unlock(&ip->i_iolock);
+		if (err)
+			return err;
+	}
+
+	rwlock_wrlock(&ip->i_iolock);
+	mutex_lock(&ip->i_ilock);
+	err = check_reg(ip);
+	uint64_t size = ip->i_d.size;
+	mutex_unlock(&ip->i_ilock);
+	if (err)
+		goto out_unlock;
+	bool written = false;
+	if (off + len <= size) {
+		err = all_written(ip, first, last, &written);
+		if (err)
+			goto out_unlock;
+	}
+	if (written) {
+		/* unaligned overwrite: exclusive so that sector updates do not race */
+		err = write_mapped(ip, off, buf, len);
+		if (!err)
+			err = touch_txn(ip, true, csn);
+		goto out_unlock;
+	}
+
+	/* the old EOF block's tail becomes part of the file: zero it */
+	if (off > size && size % FS_BLOCK_SIZE) {
+		err = zero_written(ip, size, MIN(off, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)));
+		if (err)
+			goto out_unlock;
+	}
+	/* speculative preallocation for appending writers, up to 4 MiB */
+	uint64_t prealloc = 0;
+	if (off + len > size && off <= ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)) {
+		uint64_t nb = last - first + 1;
+		prealloc = MIN(MAX(ip->i_prealloc * 2, nb), (uint64_t)1024);
+		ip->i_prealloc = prealloc;
+	}
+	err = alloc_holes(ip, first, last, prealloc, NULL);
+	if (err)
+		goto out_unlock;
+	err = write_mapped(ip, off, buf, len);
+	if (err)
+		goto out_unlock;
+	/* convert and grow */
+	struct fstx *tx;
+	err = fstx_begin(fs, 4 * bmap_res(ip), 0, &tx);
+	if (err)
+		goto out_unlock;
+	ino_join(tx, ip);
+	err = bmap_set_written(tx, ip, first, last - first + 1, true);
+	unsigned fields = FS_ILOG_EXTENTS;
+	if (off + len > ip->i_d.size) {
+		ip->i_d.size = off + len;
+		fields |= FS_ILOG_CORE;
+	}
+	ino_touch(ip, true);
+	ino_log(tx, ip, fields | FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE);
+	int cerr = fstx_commit(tx, csn);
+	if (!err)
+		err = cerr;
+out_unlock:
+	rwlock_unlock(&ip->i_iolock);
+out:
+	if (!err) {
+		counter_inc(&fs->f_stats.writes);
+		counter_add(&fs->f_stats.write_bytes, len);
+	}
+	return err;
+}
+
+int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written)
+{
+	struct fs *fs = ip->i_fs;
+	counter_inc(datasync ? &fs->f_stats.fdatasyncs : &fs->f_stats.fsyncs);
+	if (log_written)
+		*log_written = false;
+	/* rule 3: the sequence, read under the item's own lock; no inode lock
+	 * is held across the force */
+	mutex_lock(&ip->i_item.ii_lock);
+	uint64_t seq = datasync ? ip->i_item.ii_datasync_seq : ip->i_item.ii_commit_seq;
+	mutex_unlock(&ip->i_item.ii_lock);
+	bool flushed = false;
+	int err = 0;
+	if (seq) {
+		err = log_force_seq(fs->f_log, seq, true, &flushed);
+		if (err)
+			return err;
+		if (flushed)
+			counter_inc(&fs->f_stats.fsync_log_writes);
+	}
+	/* rule 5: no log write that flushed the data device: flush it */
+	if (!flushed) {
+		err = dev_flush(fs->f_ddev);
+		counter_inc(&fs->f_stats.fsync_flushes);
+	}
+	if (log_written)
+		*log_written = flushed;
+	return err;
+}
+
+/* Set the size (I/O lock held exclusively): zero the new EOF block's tail,
+ * log the size, then free the blocks past it a batch per transaction. */
+int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx_in, uint64_t *csn)
+{
+	struct fs *fs = ip->i_fs;
+	uint64_t old = ip->i_d.size;
+	int err = 0;
+	if (size < old && size % FS_BLOCK_SIZE)
+		err = zero_written(ip, size, MIN(old, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)));
+	else if (size > old && old % FS_BLOCK_SIZE)
+		err = zero_written(ip, old, MIN(size, ALIGN_UP(old, (uint64_t)FS_BLOCK_SIZE)));
+	if (err) {
+		if (tx_in)
+			fstx_cancel(tx_in);
+		return err;
+	}
+	struct fstx *tx = tx_in;
+	if (!tx) {
+		err = fstx_begin(fs, 0, 0, &tx);
+		if (err)
+			return err;
+		ino_join(tx, ip);
+	}
+	ip->i_d.size = size;
+	ino_touch(ip, true);
+	ino_log(tx, ip, FS_ILOG_CORE);
+	uint64_t from = ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE) / FS_BLOCK_SIZE, next = from;
+	if (size < old)
+		err = bmap_punch(tx, ip, from, UINT64_MAX - from, &next);
+	int cerr = fstx_commit(tx, csn);
+	if (!err)
+		err = cerr;
+	/* the rest of the blocks past EOF, in more transactions */
+	while (!err && size < old && next != UINT64_MAX) {
+		err = fstx_begin(fs, 0, 0, &tx);
+		if (err)
+			break;
+		ino_join(tx, ip);
+		err = bmap_punch(tx, ip, next, UINT64_MAX - next, &next);
+		ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_CORE);
+		cerr = fstx_commit(tx, csn);
+		if (!err)
+			err = cerr;
+	}
+	return err;
+}
+
+int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint64_t *csn)
+{
+	struct fs *fs = ip->i_fs;
+	bool keep = mode & FS_FALLOC_KEEP_SIZE;
+	mode &= ~FS_FALLOC_KEEP_SIZE;
+	if (csn)
+		*csn = 0;
+	if (!len || off + len < off || off + len > (1ull << 50))
+		return -EINVAL;
+	rwlock_wrlock(&ip->i_iolock);
+	mutex_lock(&ip->i_ilock);
+	int err = check_reg(ip);
+	uint64_t size = ip->i_d.size;
+	mutex_unlock(&ip->i_ilock);
+	if (err)
+		goto out;
+	uint64_t end = off + len;
+	uint64_t bfirst = ALIGN_UP(off, (uint64_t)FS_BLOCK_SIZE) / FS_BLOCK_SIZE;
+	uint64_t blast = end / FS_BLOCK_SIZE; /* exclusive */
+
+	if (mode == FS_FALLOC_ALLOC) {
+		if (off > size && size % FS_BLOCK_SIZE)
+			err = zero_written(ip, size, MIN(off, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)));
+		if (!err)
+			err = alloc_holes(ip, off / FS_BLOCK_SIZE, (end - 1) / FS_BLOCK_SIZE, 0, csn);
+	} else if (mode == FS_FALLOC_PUNCH || mode == FS_FALLOC_ZERO) {
+		uint64_t pend = MIN(end, MAX(size, end));
+		/* partial blocks at the edges: zeros written in place */
+		err = zero_written(ip, off, MIN(pend, bfirst * FS_BLOCK_SIZE));
+		if (!err && blast * FS_BLOCK_SIZE > off && blast >= bfirst)
+			err = zero_written(ip, MAX(blast * FS_BLOCK_SIZE, off), pend);
+		uint64_t next = bfirst;
+		while (!err && mode == FS_FALLOC_PUNCH && next < blast) {
+			struct fstx *tx;
+			err = fstx_begin(fs, 0, 0, &tx);
+			if (err)
+				break;
+			ino_join(tx, ip);
+			err = bmap_punch(tx, ip, next, blast - next, &next);
+			ino_touch(ip, true);
+			ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_CORE);
+			int cerr = fstx_commit(tx, csn);
+			if (!err)
+				err = cerr;
+		}
+		if (!err && mode == FS_FALLOC_ZERO && blast > bfirst) {
+			/* whole blocks become unwritten; holes get unwritten blocks */
+			err = alloc_holes(ip, bfirst, blast - 1, 0, NULL);
+			if (!err) {
+				struct fstx *tx;
+				err = fstx_begin(fs, 4 * bmap_res(ip), 0, &tx);
+				if (!err) {
+					ino_join(tx, ip);
+					err = bmap_set_written(tx, ip, bfirst, blast - bfirst, false);
+					ino_touch(ip, true);
+					ino_log(tx, ip, FS_ILOG_EXTENTS);
+					int cerr = fstx_commit(tx, csn);
+					if (!err)
+						err = cerr;
+				}
+			}
+		}
+		if (!err && mode == FS_FALLOC_ZERO && end > size && bfirst > off / FS_BLOCK_SIZE) {
+			/* the partial first block past EOF must exist for the size */
+			err = alloc_holes(ip, off / FS_BLOCK_SIZE, off / FS_BLOCK_SIZE, 0, NULL);
+		}
+		if (mode == FS_FALLOC_PUNCH)
+			keep = true;
+	} else {
+		err = -EOPNOTSUPP;
+	}
+	if (!err && !keep && end > size) {
+		struct fstx *tx;
+		err = fstx_begin(fs, 0, 0, &tx);
+		if (!err) {
+			ino_join(tx, ip);
+			ip->i_d.size = end;
+			ino_touch(ip, true);
+			ino_log(tx, ip, FS_ILOG_CORE);
+			err = fstx_commit(tx, csn);
+		}
+	} else if (!err && mode == FS_FALLOC_ALLOC) {
+		err = touch_txn(ip, false, csn);
+	}
+out:
+	rwlock_unlock(&ip->i_iolock);
+	return err;
+}
+
+int fs_seek(struct fs_inode *ip, uint64_t off, int what, uint64_t *out)
+{
+	rwlock_rdlock(&ip->i_iolock);
+	mutex_lock(&ip->i_ilock);
+	int err = check_reg(ip);
+	uint64_t size = ip->i_d.size;
+	mutex_unlock(&ip->i_ilock);
+	if (err)
+		goto out;
+	if (off >= size) {
+		err = -ENXIO;
+		goto out;
+	}
+	/* unwritten extents read as zeros: they count as holes */
+	for (uint64_t b = off / FS_BLOCK_SIZE; b * FS_BLOCK_SIZE < size;) {
+		struct bmap_ext e;
+		bool hole;
+		err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			goto out;
+		bool data = !hole && !e.unwritten;
+		if (data == (what == FS_SEEK_DATA)) {
+			*out = MAX(off, b * FS_BLOCK_SIZE);
+			goto out;
+		}
+		uint64_t nb = hole ? b + e.len : e.off + e.len;
+		if (nb <= b || nb > UINT64_MAX / FS_BLOCK_SIZE)
+			break;
+		b = nb;
+	}
+	if (what == FS_SEEK_HOLE)
+		*out = size; /* the virtual hole at EOF */
+	else
+		err = -ENXIO;
+out:
+	rwlock_unlock(&ip->i_iolock);
+	return err;
+}
+
+int fs_copy_range(struct fs_inode *src, uint64_t soff, struct fs_inode *dst, uint64_t doff,
+		  uint64_t len, uint64_t *copied, uint64_t *csn)
+{
+	*copied = 0;
+	size_t chunk = 1 << 20;
+	uint8_t *buf = xmalloc(chunk);
+	int err = 0;
+	while (len) {
+		size_t n = (size_t)MIN(len, (uint64_t)chunk), got;
+		bool eof;
+		err = fs_read(src, soff, buf, n, &got, &eof);
+		if (err || !got)
+			break;
+		err = fs_write(dst, doff, buf, got, csn);
+		if (err)
+			break;
+		*copied += got;
+		soff += got;
+		doff += got;
+		len -= got;
+	}
+	free(buf);
+	return err;
+}

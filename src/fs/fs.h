@@ -1,0 +1,276 @@
+/*
+ * fs.h - the filesystem engine's API: what the protocol layers, the jnfs
+ * tool and the tests call. Nothing here knows about NFS.
+ *
+ * Conventions:
+ *   - Every function returns 0 or -errno.
+ *   - struct fs_inode is an opaque, counted reference. Functions that return
+ *     one (fs_root, fs_iget, fs_lookup, fs_create) give the caller a
+ *     reference, released with fs_iput(). Functions taking one borrow it.
+ *   - Names are (pointer, length), 1..FS_NAME_MAX bytes, no '/' and no NUL;
+ *     "." and ".." are refused where an entry is created or removed.
+ *   - Modifying operations take `uint64_t *csn` (may be NULL): the commit
+ *     sequence of their transaction, 0 if nothing was logged. The change is
+ *     durable once fs_force(fs, csn) returned; that is how a sync export
+ *     makes a metadata operation stable (DESIGN.md rule 7), forcing only as
+ *     far as its own transaction.
+ *   - Permission checks are the caller's (fs_access() helps); the engine
+ *     checks structure: ENOTDIR, EISDIR, ENOTEMPTY, EEXIST, ENOENT, EXDEV...
+ *
+ * Durability of data (DESIGN.md rules 3-6): fs_write() writes in place and
+ * logs what it must; fs_fsync(datasync) forces the log to the inode's
+ * datasync or commit sequence, without holding an inode lock, and flushes
+ * the data device if that wrote nothing. fs_commit_blocks() is the pNFS
+ * LAYOUTCOMMIT and behaves as fdatasync.
+ */
+#ifndef JNFS_FS_FS_H
+#define JNFS_FS_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "base/stats.h"
+#include "dev/dev.h"
+
+struct fs;
+struct fs_inode;
+
+/* ---- making, mounting ---- */
+
+struct fs_mkfs_opts {
+	struct dev *ddev;        /* data device */
+	struct dev *ldev;        /* external log device, or NULL for an internal log */
+	uint64_t log_size;       /* bytes; 0: chosen from the device size */
+	const uint8_t *uuid;     /* 16 bytes, or NULL for a random one */
+	const char *label;
+};
+int fs_mkfs(const struct fs_mkfs_opts *o);
+
+struct fs_mount_opts {
+	struct dev *ddev;
+	struct dev *ldev;           /* external log device, or NULL */
+	uint64_t push_interval_ns;  /* background log push (0: 30 s) */
+	unsigned log_bufs, log_buf_size; /* 0: journal defaults */
+	bool readonly_check;        /* used by check: no orphan processing */
+};
+int fs_mount(const struct fs_mount_opts *o, struct fs **out);
+/* Clean unmount: every inode released, the log written back and closed.
+ * Returns -EIO if the filesystem was shut down. */
+int fs_unmount(struct fs *fs);
+/* Stop everything after a fatal error; later calls fail with -EIO. */
+void fs_shutdown(struct fs *fs, const char *why);
+
+struct dev *fs_data_dev(struct fs *fs);
+const uint8_t *fs_uuid(struct fs *fs);
+/* The file-handle secret kept in the superblock (32 bytes). */
+const uint8_t *fs_handle_secret(struct fs *fs);
+
+/* ---- inodes ---- */
+
+int fs_root(struct fs *fs, struct fs_inode **ip);
+/* By number; with gen != 0 the generation must match, else -ESTALE. A number
+ * that is not an allocated inode is -ESTALE too. */
+int fs_iget(struct fs *fs, uint64_t ino, uint32_t gen, struct fs_inode **ip);
+void fs_iput(struct fs_inode *ip);
+uint64_t fs_ino(const struct fs_inode *ip);
+struct fs *fs_of(const struct fs_inode *ip);
+
+struct fs_attr {
+	uint64_t ino;
+	uint32_t gen;
+	uint32_t mode; /* S_IFMT | permissions */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size;
+	uint64_t used; /* bytes allocated */
+	uint64_t rdev;
+	struct timespec atime, mtime, ctime, btime;
+	uint64_t change; /* grows on every data or metadata change */
+};
+int fs_getattr(struct fs_inode *ip, struct fs_attr *a);
+
+#define FS_SET_MODE      0x01u
+#define FS_SET_UID       0x02u
+#define FS_SET_GID       0x04u
+#define FS_SET_SIZE      0x08u
+#define FS_SET_ATIME     0x10u /* to .atime */
+#define FS_SET_MTIME     0x20u /* to .mtime */
+#define FS_SET_ATIME_NOW 0x40u
+#define FS_SET_MTIME_NOW 0x80u
+#define FS_SET_CTIME     0x100u /* to .ctime (restores, e.g. exclusive-create verifiers) */
+
+struct fs_setattr {
+	unsigned mask;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	struct timespec atime, mtime, ctime;
+};
+int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, uint64_t *csn);
+
+/* POSIX permission check of mask (4 read, 2 write, 1 execute) for a caller. */
+int fs_access(struct fs_inode *ip, uint32_t uid, uint32_t gid, const uint32_t *groups,
+	      unsigned ngroups, unsigned mask);
+
+/* ---- namespace ---- */
+
+int fs_lookup(struct fs_inode *dir, const char *name, size_t len, struct fs_inode **ip);
+
+struct fs_create_args {
+	uint32_t mode; /* S_IFMT type and permissions */
+	uint32_t uid, gid;
+	uint64_t rdev;          /* devices */
+	const char *target;     /* symlinks */
+	size_t target_len;
+};
+int fs_create(struct fs_inode *dir, const char *name, size_t len, const struct fs_create_args *a,
+	      struct fs_inode **ip, uint64_t *csn);
+int fs_link(struct fs_inode *ip, struct fs_inode *dir, const char *name, size_t len,
+	    uint64_t *csn);
+/* Remove a non-directory (unlink) or an empty directory (rmdir). */
+int fs_unlink(struct fs_inode *dir, const char *name, size_t len, uint64_t *csn);
+int fs_rmdir(struct fs_inode *dir, const char *name, size_t len, uint64_t *csn);
+/* Replaces an existing target (file over file, empty dir over dir). */
+int fs_rename(struct fs_inode *sdir, const char *sname, size_t slen, struct fs_inode *ddir,
+	      const char *dname, size_t dlen, uint64_t *csn);
+
+/*
+ * Entries after cookie (0: from the start; "." and ".." come first with
+ * cookies 1 and 2). fn returns nonzero to stop; the cookie it is given
+ * resumes after that entry. Cookies stay valid while entries come and go.
+ */
+typedef int (*fs_filldir_t)(void *arg, const char *name, size_t len, uint64_t ino,
+			    unsigned type, uint64_t cookie);
+int fs_readdir(struct fs_inode *dir, uint64_t cookie, fs_filldir_t fn, void *arg);
+int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len);
+
+/* ---- data ---- */
+
+int fs_read(struct fs_inode *ip, uint64_t off, void *buf, size_t len, size_t *nread, bool *eof);
+int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uint64_t *csn);
+/* DESIGN.md rules 3-5. *log_written (may be NULL): the force wrote the log. */
+int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written);
+
+#define FS_FALLOC_ALLOC     0 /* unwritten extents over holes */
+#define FS_FALLOC_PUNCH     1 /* deallocate; reads return zeros */
+#define FS_FALLOC_ZERO      2 /* reads return zeros; space stays allocated */
+#define FS_FALLOC_KEEP_SIZE 0x100
+int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint64_t *csn);
+
+#define FS_SEEK_DATA 0
+#define FS_SEEK_HOLE 1
+/* -ENXIO when there is no data (or hole) at or after off before EOF. */
+int fs_seek(struct fs_inode *ip, uint64_t off, int what, uint64_t *out);
+int fs_copy_range(struct fs_inode *src, uint64_t soff, struct fs_inode *dst, uint64_t doff,
+		  uint64_t len, uint64_t *copied, uint64_t *csn);
+
+struct fs_statfs {
+	uint64_t blocks, bfree; /* in FS_BLOCK_SIZE units */
+	uint64_t files, ffree;
+	uint32_t bsize, namemax;
+};
+int fs_statfs(struct fs *fs, struct fs_statfs *st);
+
+/* ---- durability ---- */
+
+/* Force the journal to csn (see above). */
+int fs_force(struct fs *fs, uint64_t csn, bool *log_written);
+/* Everything committed so far: log forced, data device flushed. */
+int fs_sync(struct fs *fs);
+
+/* ---- pNFS block layouts ---- */
+
+enum fs_map_state {
+	FS_MAP_HOLE = 0,      /* no blocks */
+	FS_MAP_WRITTEN = 1,   /* blocks with data */
+	FS_MAP_UNWRITTEN = 2, /* blocks allocated, reads as zeros */
+};
+
+struct fs_map {
+	uint64_t off, len; /* file range, bytes */
+	uint64_t addr;     /* device byte address (not for holes) */
+	enum fs_map_state state;
+};
+
+/*
+ * Map [off, off+len) (block-aligned). For writing, holes get unwritten
+ * blocks first, and that allocation is durable before the call returns: the
+ * client will write to those blocks. Returns up to max maps in order.
+ */
+int fs_map_blocks(struct fs_inode *ip, uint64_t off, uint64_t len, bool for_write,
+		  struct fs_map *maps, unsigned max, unsigned *n);
+
+struct fs_range {
+	uint64_t off, len; /* bytes, block-aligned */
+};
+
+/*
+ * LAYOUTCOMMIT (DESIGN.md rule 6): the client wrote the ranges directly.
+ * Convert what is unwritten there, grow the size to new_size if larger,
+ * set mtime (NULL: now), in a transaction that is not synchronous; then
+ * force to the inode's datasync sequence and flush the data device if that
+ * wrote nothing. A range with no blocks is refused with -EINVAL.
+ */
+int fs_commit_blocks(struct fs_inode *ip, const struct fs_range *ranges, unsigned n,
+		     uint64_t new_size, const struct timespec *mtime, bool *log_written);
+
+/*
+ * Layout leases (DESIGN.md rule 9). A holder is an opaque id (a client);
+ * recall_fn is called, without locks held, to start the recall of a
+ * holder's layouts on an inode.
+ */
+struct fs_layout_ops {
+	void (*recall)(void *arg, struct fs_inode *ip, uint64_t holder);
+	void *arg;
+};
+void fs_set_layout_ops(struct fs *fs, const struct fs_layout_ops *ops);
+int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len,
+		  bool rw);
+/* Return the holder's layouts in the range (len UINT64_MAX: all). */
+void fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len);
+bool fs_layout_recalling(struct fs_inode *ip);
+
+/*
+ * Break conflicting layouts of holders other than requester on ip (and ip2
+ * if not NULL). Returns 0 when there are none. Otherwise starts the recall
+ * of idle ones and returns:
+ *   -EINPROGRESS  this call started the recall of another holder's idle
+ *                 layout: the caller may wait up to 30 ms (fs_layout_wait);
+ *   -EWOULDBLOCK  a recall was already under way, or the layout is the
+ *                 requester's own: answer "delay" at once.
+ */
+int fs_break_layouts(struct fs_inode *ip, struct fs_inode *ip2, uint64_t requester);
+/* Wait up to timeout_ns for the layouts of ip to be returned (0 if they
+ * were, -ETIMEDOUT if not). Blocks the caller: protocol layers park the
+ * request instead and use fs_layout_on_return(). */
+int fs_layout_wait(struct fs_inode *ip, uint64_t timeout_ns);
+struct fs_layout_waiter {
+	void (*fn)(struct fs_layout_waiter *w);
+	struct fs_layout_waiter *next;
+};
+/* Call w->fn once the inode's conflicting layouts are all returned (at
+ * once, returning 0, if they already are). Returns -EINPROGRESS if queued. */
+int fs_layout_on_return(struct fs_inode *ip, struct fs_layout_waiter *w);
+/* Forget a queued waiter (its timer fired first). */
+void fs_layout_cancel_wait(struct fs_inode *ip, struct fs_layout_waiter *w);
+
+/* ---- checking ---- */
+
+/*
+ * Verify every invariant of a filesystem mounted with readonly_check (log
+ * recovered, nothing else changed): superblock and log geometry, CRCs and
+ * order of every tree, every block owned exactly once (no block owned twice,
+ * none leaked), inodes, link counts, directory entries against inodes,
+ * orphans. Problems are printed to out, one per line; *problems gets their
+ * number. Returns 0 unless the check itself could not run.
+ */
+int fs_check(struct fs *fs, FILE *out, uint64_t *problems);
+
+/* ---- counters ---- */
+
+/* fs.*, log.* and dev.* counters as "name value" lines. */
+void fs_stats(struct fs *fs, const struct stat_sink *sink);
+
+#endif

@@ -1,0 +1,441 @@
+/*
+ * fs_priv.h - the engine's internal state, shared by its source files.
+ *
+ * Lock order, lowest first (ranks in base/lock.h's ranges):
+ *   100  inode I/O lock (i_iolock; rwlock: shared for reads and overwrites,
+ *        exclusive for truncate, allocation, extent removal, namespace
+ *        changes of a directory)
+ *   110  inode metadata lock (i_ilock; held while a transaction changes the
+ *        inode, released by the inode item at commit). Two inodes: lower
+ *        number first.
+ *   150  inode allocation lock (inode index and orphan trees)
+ *   160  block allocation lock (free-space tree, free list)
+ *   250  buffers of the global trees, the superblock and inode chunks
+ *        (several at once; a tree's buffers only under its lock)
+ *   270  busy extents
+ *   275  block reservations
+ *   280  buffer cache
+ *   285  inode cache
+ *   300+ journal
+ *   390  inode item lock (ii_lock: pin count, commit_seq, datasync_seq; taken
+ *        under the journal's context lock by committing(), so ranked after it;
+ *        nothing is taken while it is held)
+ *   395  layout lock
+ * Buffers of an inode's own trees (directory, extent map) are only reached
+ * under that inode's locks, which come before everything above; their lock
+ * class is unordered, because a transaction may join them before or after
+ * it takes the allocation locks.
+ * A transaction joins (locks) every existing inode it changes first, then
+ * takes the global allocation locks when it first allocates (fstx_lock; the
+ * inode lock first, the block lock second) and holds them until it commits,
+ * so it never waits for one while holding buffers another transaction
+ * needs. A newly allocated inode is locked without waiting (nobody else can
+ * see it yet).
+ * No inode lock is held across a log force, a device flush or a wait for a
+ * client (DESIGN.md §5).
+ */
+#ifndef JNFS_FS_FS_PRIV_H
+#define JNFS_FS_FS_PRIV_H
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "base/compiler.h"
+#include "base/hashmap.h"
+#include "base/list.h"
+#include "base/lock.h"
+#include "base/msg.h"
+#include "fs/fs.h"
+#include "fs/fs_format.h"
+#include "log/buf_item.h"
+#include "log/log.h"
+
+struct fstx;
+
+/* ---- metadata buffers (buf.c) ---- */
+
+struct fs_verifier {
+	const char *name;
+	uint32_t magic;
+	/* on read from disk: 0 or -EUCLEAN (with a message) */
+	int (*verify)(struct fs *fs, const void *blk, uint64_t blkno, uint64_t owner);
+	/* before a write in place or after log replay: CRC and LSN */
+	void (*stamp)(void *blk, uint64_t lsn);
+};
+
+struct fsbuf {
+	struct buf_item b_bi; /* the log item; bi_lock guards the data */
+	struct fs *b_fs;
+	uint64_t b_blkno;
+	uint8_t *b_data;
+	_Atomic int b_ref;
+	const struct fs_verifier *b_ops;
+	struct list b_lru;    /* unreferenced buffers, oldest first */
+	struct list b_txlink; /* in the joining transaction's list */
+};
+
+int fsbuf_read(struct fs *fs, uint64_t blkno, const struct fs_verifier *v, uint64_t owner,
+	       struct fsbuf **bpp);
+/* A newly allocated block: zeroed in memory, never read. */
+struct fsbuf *fsbuf_get_new(struct fs *fs, uint64_t blkno, const struct fs_verifier *v);
+void fsbuf_hold(struct fsbuf *bp);
+void fsbuf_rele(struct fsbuf *bp);
+/* Lock the buffer and join it to the transaction (which keeps a reference
+ * until it ends). */
+void fsbuf_join(struct fstx *tx, struct fsbuf *bp);
+void fsbuf_log(struct fstx *tx, struct fsbuf *bp, uint32_t off, uint32_t len);
+/* The block is freed in this transaction. */
+void fsbuf_cancel(struct fstx *tx, struct fsbuf *bp);
+void fsbuf_cache_init(struct fs *fs);
+void fsbuf_cache_destroy(struct fs *fs);
+
+extern const struct fs_verifier fs_sb_verifier, fs_bt_verifiers[], fs_ichunk_verifier;
+const struct fs_verifier *fs_bt_verifier(uint32_t magic);
+void fs_restamp(void *arg, uint64_t daddr, void *blk, uint32_t len, uint64_t lsn);
+int fs_verify_sb(const struct fs_dsb *sb, uint64_t dev_blocks);
+
+/* ---- transactions (trans.c) ---- */
+
+#define FSTX_IALLOC 0x1u /* holds the inode allocation lock */
+#define FSTX_ALLOC  0x2u /* holds the block allocation lock */
+
+struct fs_busy {
+	uint64_t start, len;
+	struct list link;   /* fs->f_busy, sorted by start */
+	struct list txlink; /* the freeing transaction's list */
+};
+
+struct fstx {
+	struct fs *fs;
+	struct trans *tp;
+	unsigned locks;
+	int64_t blk_res;   /* blocks reserved and not yet used */
+	struct list bufs;  /* joined buffers, each holding a reference */
+	struct list busy;  /* extents freed here (fs_busy.txlink): busy until durable */
+	struct list orphans_done;
+	int nalloc_ops;    /* recursion guard for the allocator */
+};
+
+/* Begin: reserve log space for log_bytes (0: a default) and blk_res blocks
+ * of free space (-ENOSPC if there are not that many). */
+int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx **txp);
+int fstx_commit(struct fstx *tx, uint64_t *csn);
+void fstx_cancel(struct fstx *tx);
+/* Take the global locks in `locks` that the transaction does not hold yet,
+ * in order (inode allocation before block allocation). */
+void fstx_lock(struct fstx *tx, unsigned locks);
+/* Blocks: take back part of a reservation / reserve more (-ENOSPC). */
+int fs_reserve_blocks(struct fs *fs, uint64_t n);
+void fs_unreserve_blocks(struct fs *fs, uint64_t n);
+
+/* ---- B+trees (btree.c) ---- */
+
+struct bt;
+
+struct bt_ops {
+	/* persist a new root (logs the superblock or the owning inode) */
+	void (*set_root)(struct bt *bt, struct fstx *tx, uint64_t root, uint16_t level);
+	int (*alloc_block)(struct bt *bt, struct fstx *tx, uint64_t *blkno);
+	void (*free_block)(struct bt *bt, struct fstx *tx, uint64_t blkno);
+};
+
+struct bt {
+	struct fs *fs;
+	const struct fs_verifier *v;
+	uint64_t owner;
+	uint64_t root;
+	uint16_t level;
+	const struct bt_ops *ops;
+	void *priv;
+};
+
+struct bt_cursor {
+	struct bt *bt;
+	int depth; /* levels in the path */
+	struct {
+		struct fsbuf *bp;
+		int idx;
+	} path[FS_BT_MAXLEVELS];
+};
+
+enum bt_dir { BT_EQ, BT_LE, BT_GE };
+
+static inline int bt_keycmp(const struct fs_btkey *a, const struct fs_btkey *b)
+{
+	if (a->k0 != b->k0)
+		return a->k0 < b->k0 ? -1 : 1;
+	if (a->k1 != b->k1)
+		return a->k1 < b->k1 ? -1 : 1;
+	return 0;
+}
+
+/* Position c at the record equal to / last <= / first >= key. Returns 1 if
+ * positioned, 0 if there is no such record, -errno. The cursor holds buffer
+ * references until bt_cursor_done(). */
+int bt_lookup(struct bt *bt, const struct fs_btkey *key, enum bt_dir dir, struct bt_cursor *c);
+/* Move to the next / previous record: 1, 0 at the end, -errno. */
+int bt_next(struct bt_cursor *c);
+int bt_prev(struct bt_cursor *c);
+/* The current record: its key, and its value copied to val (up to max;
+ * *len gets the real length). */
+void bt_get(struct bt_cursor *c, struct fs_btkey *key, void *val, size_t max, size_t *len);
+void bt_cursor_done(struct bt_cursor *c);
+
+int bt_insert(struct fstx *tx, struct bt *bt, const struct fs_btkey *key, const void *val,
+	      size_t len);
+/* Replace the value of an existing key (the size may change). */
+int bt_update(struct fstx *tx, struct bt *bt, const struct fs_btkey *key, const void *val,
+	      size_t len);
+int bt_delete(struct fstx *tx, struct bt *bt, const struct fs_btkey *key);
+/* A new tree: one empty leaf. */
+int bt_create(struct fstx *tx, struct bt *bt);
+/* Free every block of the tree (the tree is gone). */
+int bt_destroy(struct fstx *tx, struct bt *bt);
+/* Blocks a modification may need, worst case. */
+static inline unsigned bt_max_new_blocks(const struct bt *bt)
+{
+	return (unsigned)bt->level + 2;
+}
+
+/* ---- block allocation (alloc.c) ---- */
+
+int alloc_mount(struct fs *fs);
+/* Allocate up to want (at least min) contiguous blocks near hint; counts
+ * against the transaction's reservation. */
+int alloc_extent(struct fstx *tx, uint64_t hint, uint64_t want, uint64_t min, uint64_t *start,
+		 uint64_t *len);
+/* Free blocks; they stay busy (not reused) until the transaction is durable. */
+int alloc_free(struct fstx *tx, uint64_t start, uint64_t len);
+/* The bt_ops for trees whose blocks come from the allocator. */
+extern const struct bt_ops alloc_bt_ops;
+void alloc_busy_done(struct fs *fs, struct list *busy);
+int64_t alloc_free_blocks(struct fs *fs);
+
+/* ---- inodes (inode.c, ino_item.c, ialloc.c) ---- */
+
+/* Fields changed in a transaction, for fdatasync. */
+#define FS_ILOG_CORE      0x01u /* size, mode, nlink, owner... */
+#define FS_ILOG_TIMESTAMP 0x02u /* atime/mtime/ctime only */
+#define FS_ILOG_CHANGE    0x04u /* change attribute only */
+#define FS_ILOG_EXTENTS   0x08u /* extent map, allocation, conversion */
+#define FS_ILOG_DATA      0x10u /* directory contents, symlink target */
+#define FS_ILOG_NOSYNC    (FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE)
+
+struct ino_item {
+	struct log_item ii_item;
+	struct mutex ii_lock; /* rank 390 */
+	int ii_pin;
+	unsigned ii_fields;         /* changed in the current transaction */
+	uint64_t ii_commit_seq;     /* last commit touching the inode */
+	uint64_t ii_datasync_seq;   /* last commit that matters for reading data */
+	bool ii_logged;             /* the inode has been logged since it was written back */
+};
+
+/* The in-core inode (fields native-endian); guarded by i_ilock. */
+struct fs_icore {
+	uint32_t mode, uid, gid, nlink;
+	uint64_t size, nblocks;
+	struct timespec atime, mtime, ctime, btime;
+	uint64_t change;
+	uint32_t gen, flags;
+	uint64_t rdev, parent, root;
+	uint16_t root_level;
+	uint16_t nextents; /* inline extents (0 with an extent tree) */
+	struct fs_dext ext[FS_INLINE_EXTENTS];
+	char symlink[FS_INLINE_SYMLINK];
+};
+
+struct fs_layout {
+	uint64_t holder;
+	uint64_t off, len;
+	bool rw;
+	bool recalling;
+	struct fs_layout *next;
+};
+
+struct fs_inode {
+	struct fs *i_fs;
+	uint64_t i_ino;
+	_Atomic int i_ref;
+	struct rwlock i_iolock;
+	struct mutex i_ilock;
+	struct fs_icore i_d;
+	struct ino_item i_item;
+	bool i_new;        /* allocated, not yet written back once */
+	bool i_freed;      /* the inode was freed; the number may be reused */
+	bool i_evictable;
+	struct list i_lru;
+	uint64_t i_prealloc; /* speculative preallocation hint (blocks) */
+	/* layouts (guarded by the fs layout lock) */
+	struct fs_layout *i_layouts;
+	struct fs_layout_waiter *i_layout_waiters;
+};
+
+int ino_cache_init(struct fs *fs);
+void ino_cache_destroy(struct fs *fs);
+/* Lock an inode's metadata and join it to the transaction; the item's
+ * release at commit unlocks it. Two inodes: ino_join2 orders them. */
+void ino_join(struct fstx *tx, struct fs_inode *ip);
+void ino_join2(struct fstx *tx, struct fs_inode *a, struct fs_inode *b);
+/* Mark fields changed (the inode must be joined). */
+void ino_log(struct fstx *tx, struct fs_inode *ip, unsigned fields);
+/* Update ctime (and mtime) to now and bump the change attribute. */
+void ino_touch(struct fs_inode *ip, bool mtime);
+void ino_to_disk(const struct fs_inode *ip, struct fs_dinode *d);
+int ino_from_disk(struct fs_inode *ip, const struct fs_dinode *d);
+void ino_stamp(struct fs_dinode *d, uint64_t lsn);
+int ino_verify(const struct fs_dinode *d, uint64_t ino);
+struct fs_inode *ino_alloc_incore(struct fs *fs, uint64_t ino);
+/* Insert a new inode into the cache (after ialloc). */
+void ino_cache_insert(struct fs *fs, struct fs_inode *ip);
+/* The in-core inode for a number just allocated, referenced, i_ilock held. */
+struct fs_inode *ino_get_new(struct fs *fs, uint64_t ino);
+void ino_join_locked(struct fstx *tx, struct fs_inode *ip);
+unsigned ino_ftype(uint32_t mode);
+
+extern const struct log_item_ops ino_item_ops;
+void ino_item_init(struct fs_inode *ip);
+bool ino_item_busy(struct fs_inode *ip);
+
+int ialloc_mount(struct fs *fs);
+/* Allocate an inode number (creating a chunk if needed). */
+int ialloc_alloc(struct fstx *tx, uint64_t near, uint64_t *ino);
+int ialloc_free(struct fstx *tx, uint64_t ino);
+/* Is ino an allocated inode? */
+int ialloc_is_allocated(struct fs *fs, uint64_t ino, bool *allocated);
+int orphan_add(struct fstx *tx, uint64_t ino);
+int orphan_remove(struct fstx *tx, uint64_t ino);
+int orphan_recover(struct fs *fs);
+/* iget that also returns an unlinked inode (orphan processing). */
+int fs_iget_orphan(struct fs *fs, uint64_t ino, struct fs_inode **ipp);
+/* Free an unlinked inode whose last reference went: truncate, free. */
+int ino_inactive(struct fs_inode *ip);
+
+/* ---- extent maps (bmap.c) ---- */
+
+struct bmap_ext {
+	uint64_t off;   /* file block */
+	uint64_t start; /* device block */
+	uint64_t len;
+	bool unwritten;
+};
+
+/* The extent containing file block off, or the hole up to the next extent
+ * (start 0, len to the next extent or UINT64_MAX - off). ilock held. */
+int bmap_lookup(struct fs_inode *ip, uint64_t off, struct bmap_ext *e, bool *hole);
+/* Map a hole [off, off+len) to blocks from start (the range must be a hole). */
+int bmap_add(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t start, uint64_t len,
+	     bool unwritten);
+/* Remove [off, off+len) from the map and free the blocks, a batch of extents
+ * at a time: *next gets the file block to continue from (off + len when
+ * done), so that callers can spread a big punch over transactions. */
+int bmap_punch(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t len, uint64_t *next);
+/* Mark [off, off+len) written (or unwritten). Holes are skipped. */
+int bmap_set_written(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t len,
+		     bool written);
+/* Blocks a bmap change may need (tree splits, conversion to a tree). */
+unsigned bmap_res(struct fs_inode *ip);
+/* Visit every extent (for check and truncate). fn returns nonzero to stop. */
+int bmap_walk(struct fs_inode *ip, int (*fn)(void *arg, const struct bmap_ext *e), void *arg);
+/* The tree of an inode with FS_DIF_EXT_BTREE. */
+void bmap_bt(struct fs_inode *ip, struct bt *bt);
+
+/* ---- file data (file.c) ---- */
+
+/* Set the size with the I/O lock held exclusively; tx (may be NULL) is an
+ * open transaction the inode is joined to, which this commits. */
+int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx, uint64_t *csn);
+/* Unwritten blocks over every hole of [first, last] (I/O lock exclusive). */
+int file_alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint64_t *csn);
+
+/* ---- directories (dir.c) ---- */
+
+void dir_bt(struct fs_inode *dp, struct bt *bt);
+int dir_create_tree(struct fstx *tx, struct fs_inode *dp);
+int dir_lookup(struct fs_inode *dp, const char *name, size_t len, uint64_t *ino, unsigned *type);
+int dir_add(struct fstx *tx, struct fs_inode *dp, const char *name, size_t len, uint64_t ino,
+	    unsigned type);
+int dir_remove(struct fstx *tx, struct fs_inode *dp, const char *name, size_t len);
+/* Point an existing entry at another inode (rename over a target). */
+int dir_replace(struct fstx *tx, struct fs_inode *dp, const char *name, size_t len,
+		uint64_t ino, unsigned type);
+int dir_is_empty(struct fs_inode *dp, bool *empty);
+uint64_t dir_hash(const char *name, size_t len);
+
+/* ---- the filesystem ---- */
+
+struct fs {
+	struct dev *f_ddev, *f_ldev;
+	struct log *f_log;
+	struct fsbuf *f_sbp; /* the superblock buffer, referenced while mounted */
+	struct fs_dsb *f_sb; /* its data */
+	uint64_t f_blocks;
+	uint8_t f_uuid[16];
+	uint8_t f_secret[FS_SECRET_SIZE];
+	bool f_readonly_check;
+	_Atomic bool f_shutdown;
+
+	/* buffer cache */
+	struct mutex f_bcache_lock;
+	struct hashmap f_bufs;
+	struct list f_buf_lru;
+	uint64_t f_nbufs, f_nbufs_max;
+
+	/* inode cache */
+	struct mutex f_icache_lock;
+	struct hashmap f_inodes;
+	struct list f_ilru;
+	uint64_t f_ninodes, f_ninodes_max;
+	struct cond f_icache_cond;
+
+	/* allocation */
+	struct mutex f_ialloc_lock;
+	struct mutex f_alloc_lock;
+	struct mutex f_busy_lock;
+	struct mutex f_resv_lock;
+	struct cond f_busy_cond;
+	struct list f_busy; /* struct fs_busy, freed and not yet durable */
+	int64_t f_free;     /* free blocks in the free-space tree (f_resv_lock) */
+	int64_t f_resv;     /* reserved by open transactions (f_resv_lock) */
+	int64_t f_reserve;  /* kept back for metadata of any transaction */
+	uint64_t f_alloc_hint;
+	_Atomic uint64_t f_icount, f_ifree; /* inodes in chunks: used, free */
+	uint64_t f_ialloc_hint;
+
+	struct mutex f_rename_lock; /* rank 90: cross-directory renames */
+
+	/* layouts */
+	struct mutex f_layout_lock;
+	struct cond f_layout_cond;
+	struct fs_layout_ops f_layout_ops;
+
+	struct {
+		counter_t writes, write_bytes, reads, read_bytes;
+		counter_t fsyncs, fdatasyncs, fsync_log_writes, fsync_flushes;
+		counter_t allocs, alloc_blocks, frees, free_blocks, busy_forces;
+		counter_t inode_writebacks, inode_allocs, inode_frees;
+		counter_t timestamp_txns, commit_blocks, map_blocks;
+		counter_t layout_recalls, layout_delays, layout_waits;
+		counter_t buf_reads, buf_hits, buf_evictions;
+	} f_stats;
+};
+
+static inline bool fs_is_shutdown(struct fs *fs)
+{
+	return atomic_load(&fs->f_shutdown);
+}
+
+static inline uint64_t fs_daddr(uint64_t blkno)
+{
+	return blkno << FS_BLOCK_SHIFT;
+}
+
+void fs_now(struct timespec *ts);
+/* The superblock: join and log a byte range of it. */
+void fs_log_sb(struct fstx *tx, uint32_t off, uint32_t len);
+#define FS_LOG_SB_FIELD(tx, field)                                                                 \
+	fs_log_sb((tx), (uint32_t)offsetof(struct fs_dsb, field),                                  \
+		  (uint32_t)sizeof(((struct fs_dsb *)0)->field))
+
+#endif

@@ -1,0 +1,517 @@
+/*
+ * inode.c - in-core inodes and the inode cache.
+ *
+ * An in-core inode is found by number in the cache. References: fs_iget /
+ * fs_iput count users; an unreferenced inode stays cached (LRU) and is
+ * evicted only when its log item is idle (not pinned, not in the AIL), so
+ * what is on disk is its latest state. An inode whose link count reached
+ * zero is freed when its last reference goes (ino_inactive), in as many
+ * transactions as its blocks need, under the protection of the orphan tree.
+ * A freed inode stays cached as a "zombie" until its item is idle; if its
+ * number is allocated again meanwhile, the zombie is reused.
+ *
+ * The in-core copy (i_d) is guarded by i_ilock. Readers that only need a
+ * consistent snapshot (getattr) take i_ilock briefly.
+ */
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "base/mem.h"
+#include "base/rand.h"
+#include "base/time.h"
+#include "fs/fs_priv.h"
+
+static struct lock_class iolock_class = LOCK_CLASS_INIT("fs.iolock", 100);
+static struct lock_class ilock_class = LOCK_CLASS_INIT_MULTI("fs.ilock", 110);
+static struct lock_class icache_lock_class = LOCK_CLASS_INIT("fs.icache", 285);
+
+int ino_cache_init(struct fs *fs)
+{
+	mutex_init(&fs->f_icache_lock, &icache_lock_class);
+	hashmap_init(&fs->f_inodes);
+	list_init(&fs->f_ilru);
+	cond_init(&fs->f_icache_cond);
+	fs->f_ninodes = 0;
+	fs->f_ninodes_max = 65536;
+	return 0;
+}
+
+static void ino_destroy(struct fs_inode *ip)
+{
+	rwlock_destroy(&ip->i_iolock);
+	mutex_destroy(&ip->i_ilock);
+	mutex_destroy(&ip->i_item.ii_lock);
+	free(ip);
+}
+
+void ino_cache_destroy(struct fs *fs)
+{
+	size_t it = 0;
+	uint64_t k;
+	void *v;
+	while (hashmap_next(&fs->f_inodes, &it, &k, &v))
+		ino_destroy(v);
+	hashmap_destroy(&fs->f_inodes);
+	mutex_destroy(&fs->f_icache_lock);
+	cond_destroy(&fs->f_icache_cond);
+}
+
+struct fs_inode *ino_alloc_incore(struct fs *fs, uint64_t ino)
+{
+	struct fs_inode *ip = xcalloc(1, sizeof(*ip));
+	ip->i_fs = fs;
+	ip->i_ino = ino;
+	atomic_store(&ip->i_ref, 1);
+	rwlock_init(&ip->i_iolock, &iolock_class);
+	mutex_init(&ip->i_ilock, &ilock_class);
+	list_init(&ip->i_lru);
+	ino_item_init(ip);
+	return ip;
+}
+
+unsigned ino_ftype(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return FS_FT_REG;
+	case S_IFDIR:
+		return FS_FT_DIR;
+	case S_IFCHR:
+		return FS_FT_CHR;
+	case S_IFBLK:
+		return FS_FT_BLK;
+	case S_IFIFO:
+		return FS_FT_FIFO;
+	case S_IFSOCK:
+		return FS_FT_SOCK;
+	case S_IFLNK:
+		return FS_FT_LNK;
+	}
+	return FS_FT_UNKNOWN;
+}
+
+static void ts_to_disk(struct fs_dts *d, const struct timespec *t)
+{
+	d->sec = (int64_t)htole64((uint64_t)t->tv_sec);
+	d->nsec = htole32((uint32_t)t->tv_nsec);
+	d->pad = 0;
+}
+
+static void ts_from_disk(struct timespec *t, const struct fs_dts *d)
+{
+	t->tv_sec = (time_t)le64toh((uint64_t)d->sec);
+	t->tv_nsec = (long)le32toh(d->nsec);
+}
+
+void ino_to_disk(const struct fs_inode *ip, struct fs_dinode *d)
+{
+	const struct fs_icore *c = &ip->i_d;
+	memset(d, 0, sizeof(*d));
+	d->di_magic = htole32(FS_INODE_MAGIC);
+	d->di_ino = htole64(ip->i_ino);
+	d->di_mode = htole32(c->mode);
+	d->di_uid = htole32(c->uid);
+	d->di_gid = htole32(c->gid);
+	d->di_nlink = htole32(c->nlink);
+	d->di_size = htole64(c->size);
+	d->di_nblocks = htole64(c->nblocks);
+	ts_to_disk(&d->di_atime, &c->atime);
+	ts_to_disk(&d->di_mtime, &c->mtime);
+	ts_to_disk(&d->di_ctime, &c->ctime);
+	ts_to_disk(&d->di_btime, &c->btime);
+	d->di_change = htole64(c->change);
+	d->di_gen = htole32(c->gen);
+	d->di_flags = htole32(c->flags);
+	d->di_rdev = htole64(c->rdev);
+	d->di_parent = htole64(c->parent);
+	d->di_root = htole64(c->root);
+	d->di_root_level = htole16(c->root_level);
+	d->di_nextents = htole16(c->nextents);
+	if (S_ISLNK(c->mode) && !(c->flags & FS_DIF_SYMLINK_EXT)) {
+		memcpy(d->di_u.di_symlink, c->symlink, sizeof(d->di_u.di_symlink));
+	} else {
+		for (unsigned i = 0; i < c->nextents && i < FS_INLINE_EXTENTS; i++) {
+			d->di_u.di_ext[i].e_off = htole64(c->ext[i].e_off);
+			d->di_u.di_ext[i].e_start = htole64(c->ext[i].e_start);
+			d->di_u.di_ext[i].e_len = htole32(c->ext[i].e_len);
+			d->di_u.di_ext[i].e_flags = htole32(c->ext[i].e_flags);
+		}
+	}
+	ino_stamp(d, 0);
+}
+
+int ino_from_disk(struct fs_inode *ip, const struct fs_dinode *d)
+{
+	int err = ino_verify(d, ip->i_ino);
+	if (err)
+		return err;
+	struct fs_icore *c = &ip->i_d;
+	memset(c, 0, sizeof(*c));
+	c->mode = le32toh(d->di_mode);
+	c->uid = le32toh(d->di_uid);
+	c->gid = le32toh(d->di_gid);
+	c->nlink = le32toh(d->di_nlink);
+	c->size = le64toh(d->di_size);
+	c->nblocks = le64toh(d->di_nblocks);
+	ts_from_disk(&c->atime, &d->di_atime);
+	ts_from_disk(&c->mtime, &d->di_mtime);
+	ts_from_disk(&c->ctime, &d->di_ctime);
+	ts_from_disk(&c->btime, &d->di_btime);
+	c->change = le64toh(d->di_change);
+	c->gen = le32toh(d->di_gen);
+	c->flags = le32toh(d->di_flags);
+	c->rdev = le64toh(d->di_rdev);
+	c->parent = le64toh(d->di_parent);
+	c->root = le64toh(d->di_root);
+	c->root_level = le16toh(d->di_root_level);
+	c->nextents = le16toh(d->di_nextents);
+	if (S_ISLNK(c->mode) && !(c->flags & FS_DIF_SYMLINK_EXT)) {
+		memcpy(c->symlink, d->di_u.di_symlink, sizeof(c->symlink));
+		c->nextents = 0;
+	} else {
+		for (unsigned i = 0; i < c->nextents; i++) {
+			c->ext[i].e_off = le64toh(d->di_u.di_ext[i].e_off);
+			c->ext[i].e_start = le64toh(d->di_u.di_ext[i].e_start);
+			c->ext[i].e_len = le32toh(d->di_u.di_ext[i].e_len);
+			c->ext[i].e_flags = le32toh(d->di_u.di_ext[i].e_flags);
+		}
+	}
+	if (!ino_ftype(c->mode)) {
+		msg_err("fs: inode %llu has an impossible mode 0%o", (unsigned long long)ip->i_ino,
+			c->mode);
+		return -EUCLEAN;
+	}
+	if ((c->flags & FS_DIF_EXT_BTREE) || S_ISDIR(c->mode)) {
+		if (c->root == 0 || c->root >= ip->i_fs->f_blocks) {
+			msg_err("fs: inode %llu names a tree root outside the device",
+				(unsigned long long)ip->i_ino);
+			return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
+/* Read inode ino from its chunk block. */
+static int ino_read(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
+{
+	struct fsbuf *bp;
+	int err = fsbuf_read(fs, fs_ino_block(ino), &fs_ichunk_verifier, 0, &bp);
+	if (err)
+		return err;
+	struct fs_dinode d;
+	memcpy(&d, bp->b_data + fs_ino_slot(ino) * FS_INODE_SIZE, sizeof(d));
+	fsbuf_rele(bp);
+	struct fs_inode *ip = ino_alloc_incore(fs, ino);
+	err = ino_from_disk(ip, &d);
+	if (err) {
+		ino_destroy(ip);
+		return err;
+	}
+	*ipp = ip;
+	return 0;
+}
+
+/* Evict idle unreferenced inodes while over the limit. icache lock held. */
+static void ino_shrink(struct fs *fs)
+{
+	struct fs_inode *ip, *tmp;
+	list_for_each_entry_safe (ip, tmp, &fs->f_ilru, i_lru) {
+		if (fs->f_ninodes <= fs->f_ninodes_max)
+			break;
+		if (ino_item_busy(ip))
+			continue;
+		list_del(&ip->i_lru);
+		hashmap_remove(&fs->f_inodes, ip->i_ino);
+		fs->f_ninodes--;
+		ino_destroy(ip);
+	}
+}
+
+static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_inode **ipp)
+{
+	*ipp = NULL;
+	if (fs_is_shutdown(fs))
+		return -EIO;
+	if (fs_ino_block(ino) == 0 || fs_ino_block(ino) >= fs->f_blocks)
+		return -ESTALE;
+	mutex_lock(&fs->f_icache_lock);
+	struct fs_inode *ip = hashmap_get(&fs->f_inodes, ino);
+	if (ip) {
+		if (ip->i_freed) {
+			mutex_unlock(&fs->f_icache_lock);
+			return -ESTALE;
+		}
+		if (atomic_fetch_add(&ip->i_ref, 1) == 0)
+			list_del(&ip->i_lru);
+		mutex_unlock(&fs->f_icache_lock);
+		goto found;
+	}
+	mutex_unlock(&fs->f_icache_lock);
+
+	bool allocated;
+	int err = ialloc_is_allocated(fs, ino, &allocated);
+	if (err)
+		return err;
+	if (!allocated)
+		return -ESTALE;
+	struct fs_inode *nip;
+	err = ino_read(fs, ino, &nip);
+	if (err)
+		return err;
+	mutex_lock(&fs->f_icache_lock);
+	ip = hashmap_get(&fs->f_inodes, ino);
+	if (ip) {
+		/* loaded by someone else meanwhile */
+		bool freed = ip->i_freed;
+		if (!freed && atomic_fetch_add(&ip->i_ref, 1) == 0)
+			list_del(&ip->i_lru);
+		mutex_unlock(&fs->f_icache_lock);
+		ino_destroy(nip);
+		if (freed)
+			return -ESTALE;
+		goto found;
+	}
+	ip = nip;
+	hashmap_put(&fs->f_inodes, ino, ip);
+	fs->f_ninodes++;
+	mutex_unlock(&fs->f_icache_lock);
+found:
+	if (!allow_unlinked) {
+		mutex_lock(&ip->i_ilock);
+		bool unlinked = ip->i_d.nlink == 0;
+		mutex_unlock(&ip->i_ilock);
+		if (unlinked) {
+			fs_iput(ip);
+			return -ESTALE;
+		}
+	}
+	*ipp = ip;
+	return 0;
+}
+
+int fs_iget(struct fs *fs, uint64_t ino, uint32_t gen, struct fs_inode **ipp)
+{
+	int err = ino_get(fs, ino, false, ipp);
+	if (err)
+		return err;
+	if (gen && (*ipp)->i_d.gen != gen) {
+		fs_iput(*ipp);
+		*ipp = NULL;
+		return -ESTALE;
+	}
+	return 0;
+}
+
+int fs_iget_orphan(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
+{
+	return ino_get(fs, ino, true, ipp);
+}
+
+int fs_root(struct fs *fs, struct fs_inode **ipp)
+{
+	return fs_iget(fs, le64toh(fs->f_sb->sb_root_ino), 0, ipp);
+}
+
+void fs_iput(struct fs_inode *ip)
+{
+	struct fs *fs = ip->i_fs;
+	mutex_lock(&fs->f_icache_lock);
+	int old = atomic_fetch_sub(&ip->i_ref, 1);
+	BUG_ON(old <= 0);
+	if (old > 1) {
+		mutex_unlock(&fs->f_icache_lock);
+		return;
+	}
+	bool inactive = ip->i_d.nlink == 0 && !ip->i_freed && !fs_is_shutdown(fs);
+	if (inactive) {
+		/* keep it referenced while it is freed */
+		atomic_store(&ip->i_ref, 1);
+		mutex_unlock(&fs->f_icache_lock);
+		int err = ino_inactive(ip);
+		if (err && err != -EIO)
+			msg_err("fs: freeing unlinked inode %llu failed: %s",
+				(unsigned long long)ip->i_ino, strerror(-err));
+		mutex_lock(&fs->f_icache_lock);
+		atomic_store(&ip->i_ref, 0);
+	}
+	list_add_tail(&ip->i_lru, &fs->f_ilru);
+	if (fs->f_ninodes > fs->f_ninodes_max)
+		ino_shrink(fs);
+	mutex_unlock(&fs->f_icache_lock);
+}
+
+void ino_cache_insert(struct fs *fs, struct fs_inode *ip)
+{
+	mutex_lock(&fs->f_icache_lock);
+	struct fs_inode *old = hashmap_get(&fs->f_inodes, ip->i_ino);
+	BUG_ON(old);
+	hashmap_put(&fs->f_inodes, ip->i_ino, ip);
+	fs->f_ninodes++;
+	mutex_unlock(&fs->f_icache_lock);
+}
+
+/*
+ * The in-core inode for a number just allocated: a new one, or a cached
+ * zombie of the inode that had the number before (its log item may still
+ * be in the AIL; the new content is simply logged over it). Returned
+ * referenced, with i_ilock held (taken without waiting: nobody else can
+ * see the number yet).
+ */
+struct fs_inode *ino_get_new(struct fs *fs, uint64_t ino)
+{
+	mutex_lock(&fs->f_icache_lock);
+	struct fs_inode *ip = hashmap_get(&fs->f_inodes, ino);
+	if (ip) {
+		BUG_ON(!ip->i_freed || atomic_load(&ip->i_ref));
+		list_del(&ip->i_lru);
+		atomic_store(&ip->i_ref, 1);
+		ip->i_freed = false;
+	} else {
+		ip = ino_alloc_incore(fs, ino);
+		hashmap_put(&fs->f_inodes, ino, ip);
+		fs->f_ninodes++;
+	}
+	mutex_unlock(&fs->f_icache_lock);
+	bool locked = mutex_trylock(&ip->i_ilock);
+	BUG_ON(!locked);
+	uint32_t old_gen = ip->i_d.gen;
+	memset(&ip->i_d, 0, sizeof(ip->i_d));
+	/* a generation that differs from the number's previous life */
+	uint64_t seed = now_ns() ^ (ino * 0x9e3779b97f4a7c15ull);
+	uint32_t gen;
+	do {
+		gen = (uint32_t)splitmix64(&seed);
+	} while (gen == 0 || gen == old_gen);
+	ip->i_d.gen = gen;
+	ip->i_prealloc = 0;
+	return ip;
+}
+
+void ino_join(struct fstx *tx, struct fs_inode *ip)
+{
+	if (trans_has_item(tx->tp, &ip->i_item.ii_item))
+		return;
+	mutex_lock(&ip->i_ilock);
+	trans_join(tx->tp, &ip->i_item.ii_item);
+}
+
+/* Join a new inode whose i_ilock is already held (ino_get_new). */
+void ino_join_locked(struct fstx *tx, struct fs_inode *ip)
+{
+	assert_locked(&ip->i_ilock);
+	trans_join(tx->tp, &ip->i_item.ii_item);
+}
+
+void ino_join2(struct fstx *tx, struct fs_inode *a, struct fs_inode *b)
+{
+	if (a == b || !b) {
+		ino_join(tx, a);
+		return;
+	}
+	if (a->i_ino > b->i_ino) {
+		struct fs_inode *t = a;
+		a = b;
+		b = t;
+	}
+	ino_join(tx, a);
+	ino_join(tx, b);
+}
+
+void ino_log(struct fstx *tx, struct fs_inode *ip, unsigned fields)
+{
+	assert_locked(&ip->i_ilock);
+	ip->i_item.ii_fields |= fields;
+	trans_dirty(tx->tp, &ip->i_item.ii_item);
+}
+
+void fs_now(struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+}
+
+void ino_touch(struct fs_inode *ip, bool mtime)
+{
+	struct timespec now;
+	fs_now(&now);
+	ip->i_d.ctime = now;
+	if (mtime)
+		ip->i_d.mtime = now;
+	ip->i_d.change++;
+}
+
+uint64_t fs_ino(const struct fs_inode *ip)
+{
+	return ip->i_ino;
+}
+
+struct fs *fs_of(const struct fs_inode *ip)
+{
+	return ip->i_fs;
+}
+
+/*
+ * The last reference to an unlinked inode went: free its blocks (a batch of
+ * extents per transaction), its tree, then the inode and its orphan record.
+ * Every step leaves a consistent filesystem; the orphan record makes a
+ * crash in between harmless (mount finishes the job).
+ */
+int ino_inactive(struct fs_inode *ip)
+{
+	struct fs *fs = ip->i_fs;
+	int err = 0;
+	rwlock_wrlock(&ip->i_iolock);
+	/* data blocks, a batch at a time */
+	for (;;) {
+		mutex_lock(&ip->i_ilock);
+		bool more = ip->i_d.nblocks > 0 && !S_ISDIR(ip->i_d.mode);
+		mutex_unlock(&ip->i_ilock);
+		if (!more)
+			break;
+		struct fstx *tx;
+		err = fstx_begin(fs, 0, 0, &tx);
+		if (err)
+			goto out;
+		ino_join(tx, ip);
+		/* punching also frees an extent tree that becomes empty */
+		uint64_t next;
+		err = bmap_punch(tx, ip, 0, UINT64_MAX, &next);
+		ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_CORE);
+		int cerr = fstx_commit(tx, NULL);
+		if (!err)
+			err = cerr;
+		if (err)
+			goto out;
+	}
+	struct fstx *tx;
+	err = fstx_begin(fs, 0, 0, &tx);
+	if (err)
+		goto out;
+	ino_join(tx, ip);
+	fstx_lock(tx, FSTX_IALLOC);
+	if (S_ISDIR(ip->i_d.mode)) {
+		struct bt bt;
+		dir_bt(ip, &bt);
+		err = bt_destroy(tx, &bt);
+	}
+	if (!err)
+		err = ialloc_free(tx, ip->i_ino);
+	if (!err)
+		err = orphan_remove(tx, ip->i_ino);
+	ip->i_d.mode = 0;
+	ip->i_d.nblocks = 0;
+	ip->i_d.size = 0;
+	ip->i_d.nextents = 0;
+	ip->i_d.flags = 0;
+	ino_log(tx, ip, FS_ILOG_CORE);
+	int cerr = fstx_commit(tx, NULL);
+	if (!err)
+		err = cerr;
+	if (!err) {
+		mutex_lock(&fs->f_icache_lock);
+		ip->i_freed = true;
+		mutex_unlock(&fs->f_icache_lock);
+	}
+out:
+	rwlock_unlock(&ip->i_iolock);
+	return err;
+}

@@ -1,0 +1,673 @@
+/*
+ * ops.c - namespace and attribute operations of the fs API (fs.h).
+ *
+ * Every change is one transaction: the inodes it touches are joined (their
+ * metadata locks taken in inode-number order) before anything is allocated;
+ * directories being changed are held by their I/O lock, exclusively.
+ * Renames that move between directories also take the filesystem's rename
+ * lock first, so that the loop check (a directory may not move under
+ * itself) sees a tree nobody else is rearranging.
+ *
+ * A name's last link going does not free the inode: it goes into the
+ * orphan tree in the same transaction, and is freed when its last
+ * reference is released (fs_iput), possibly over several transactions.
+ */
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "base/mem.h"
+#include "fs/fs_priv.h"
+
+static int check_name(const char *name, size_t len)
+{
+	if (len == 0)
+		return -EINVAL;
+	if (len > FS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (memchr(name, '/', len) || memchr(name, '\0', len))
+		return -EINVAL;
+	return 0;
+}
+
+static bool is_dot(const char *name, size_t len)
+{
+	return (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.');
+}
+
+/* A directory that may get entries: a directory, still linked. */
+static int check_live_dir(struct fs_inode *dp)
+{
+	if (!S_ISDIR(dp->i_d.mode))
+		return -ENOTDIR;
+	if (dp->i_d.nlink == 0)
+		return -ENOENT;
+	return 0;
+}
+
+int fs_getattr(struct fs_inode *ip, struct fs_attr *a)
+{
+	mutex_lock(&ip->i_ilock);
+	const struct fs_icore *c = &ip->i_d;
+	a->ino = ip->i_ino;
+	a->gen = c->gen;
+	a->mode = c->mode;
+	a->nlink = c->nlink;
+	a->uid = c->uid;
+	a->gid = c->gid;
+	a->size = c->size;
+	a->used = c->nblocks * FS_BLOCK_SIZE;
+	a->rdev = c->rdev;
+	a->atime = c->atime;
+	a->mtime = c->mtime;
+	a->ctime = c->ctime;
+	a->btime = c->btime;
+	a->change = c->change;
+	mutex_unlock(&ip->i_ilock);
+	return 0;
+}
+
+int fs_access(struct fs_inode *ip, uint32_t uid, uint32_t gid, const uint32_t *groups,
+	      unsigned ngroups, unsigned mask)
+{
+	mutex_lock(&ip->i_ilock);
+	uint32_t mode = ip->i_d.mode, ouid = ip->i_d.uid, ogid = ip->i_d.gid;
+	mutex_unlock(&ip->i_ilock);
+	if (uid == 0) {
+		/* root: everything, but execute needs some execute bit (or a dir) */
+		if ((mask & 1) && !S_ISDIR(mode) && !(mode & 0111))
+			return -EACCES;
+		return 0;
+	}
+	unsigned perm;
+	if (uid == ouid) {
+		perm = (mode >> 6) & 7;
+	} else {
+		bool in_group = gid == ogid;
+		for (unsigned i = 0; i < ngroups && !in_group; i++)
+			in_group = groups[i] == ogid;
+		perm = in_group ? (mode >> 3) & 7 : mode & 7;
+	}
+	return (perm & mask) == mask ? 0 : -EACCES;
+}
+
+int fs_lookup(struct fs_inode *dp, const char *name, size_t len, struct fs_inode **ipp)
+{
+	*ipp = NULL;
+	if (len == 1 && name[0] == '.') {
+		if (!S_ISDIR(dp->i_d.mode))
+			return -ENOTDIR;
+		atomic_fetch_add(&dp->i_ref, 1);
+		*ipp = dp;
+		return 0;
+	}
+	int err = (len == 2 && name[0] == '.' && name[1] == '.') ? 0 : check_name(name, len);
+	if (err)
+		return err;
+	rwlock_rdlock(&dp->i_iolock);
+	mutex_lock(&dp->i_ilock);
+	err = S_ISDIR(dp->i_d.mode) ? 0 : -ENOTDIR;
+	uint64_t parent = dp->i_d.parent;
+	mutex_unlock(&dp->i_ilock);
+	uint64_t ino = 0;
+	if (!err) {
+		if (len == 2 && name[0] == '.')
+			ino = parent;
+		else
+			err = dir_lookup(dp, name, len, &ino, NULL);
+	}
+	rwlock_unlock(&dp->i_iolock);
+	if (err)
+		return err;
+	err = fs_iget(dp->i_fs, ino, 0, ipp);
+	if (err == -ESTALE) {
+		msg_err("fs: directory %llu names inode %llu that does not exist",
+			(unsigned long long)dp->i_ino, (unsigned long long)ino);
+		err = -EUCLEAN;
+	}
+	return err;
+}
+
+int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len)
+{
+	rwlock_rdlock(&ip->i_iolock);
+	mutex_lock(&ip->i_ilock);
+	int err = 0;
+	uint64_t n = ip->i_d.size;
+	if (!S_ISLNK(ip->i_d.mode)) {
+		err = -EINVAL;
+	} else if (n > size) {
+		err = -ERANGE;
+	} else if (!(ip->i_d.flags & FS_DIF_SYMLINK_EXT)) {
+		memcpy(buf, ip->i_d.symlink, n);
+	} else {
+		struct bmap_ext e;
+		bool hole;
+		err = bmap_lookup(ip, 0, &e, &hole);
+		if (!err && (hole || e.unwritten || n > FS_BLOCK_SIZE))
+			err = -EUCLEAN;
+		uint8_t *blk = NULL;
+		if (!err) {
+			blk = xmalloc_aligned(4096, FS_BLOCK_SIZE);
+			err = dev_read(ip->i_fs->f_ddev, blk, FS_BLOCK_SIZE, fs_daddr(e.start));
+		}
+		if (!err)
+			memcpy(buf, blk, n);
+		free(blk);
+	}
+	mutex_unlock(&ip->i_ilock);
+	rwlock_unlock(&ip->i_iolock);
+	if (!err)
+		*len = (size_t)n;
+	return err;
+}
+
+int fs_create(struct fs_inode *dp, const char *name, size_t len, const struct fs_create_args *a,
+	      struct fs_inode **ipp, uint64_t *csn)
+{
+	struct fs *fs = dp->i_fs;
+	*ipp = NULL;
+	if (csn)
+		*csn = 0;
+	int err = check_name(name, len);
+	if (err)
+		return err;
+	if (is_dot(name, len))
+		return -EEXIST;
+	uint32_t type = a->mode & S_IFMT;
+	if (!ino_ftype(a->mode))
+		return -EINVAL;
+	if (type == S_IFLNK && (!a->target || !a->target_len || a->target_len > FS_SYMLINK_MAX))
+		return a->target_len > FS_SYMLINK_MAX ? -ENAMETOOLONG : -EINVAL;
+
+	rwlock_wrlock(&dp->i_iolock);
+	mutex_lock(&dp->i_ilock);
+	err = check_live_dir(dp);
+	mutex_unlock(&dp->i_ilock);
+	uint64_t existing;
+	if (!err) {
+		err = dir_lookup(dp, name, len, &existing, NULL);
+		err = err == 0 ? -EEXIST : (err == -ENOENT ? 0 : err);
+	}
+	if (err)
+		goto out_unlock;
+
+	struct fstx *tx;
+	uint64_t res = FS_CHUNK_BLOCKS + dp->i_d.root_level + 4 + 2;
+	err = fstx_begin(fs, res, 0, &tx);
+	if (err)
+		goto out_unlock;
+	ino_join(tx, dp);
+	uint64_t ino;
+	err = ialloc_alloc(tx, dp->i_ino, &ino);
+	if (err) {
+		fstx_cancel(tx);
+		goto out_unlock;
+	}
+	struct fs_inode *ip = ino_get_new(fs, ino);
+	struct fs_icore *c = &ip->i_d;
+	c->mode = a->mode;
+	c->uid = a->uid;
+	c->gid = a->gid;
+	c->nlink = type == S_IFDIR ? 2 : 1;
+	fs_now(&c->btime);
+	c->atime = c->mtime = c->ctime = c->btime;
+	c->change = 1;
+	c->rdev = (type == S_IFCHR || type == S_IFBLK) ? a->rdev : 0;
+	c->parent = type == S_IFDIR ? dp->i_ino : 0;
+	ino_join_locked(tx, ip);
+	ino_log(tx, ip, FS_ILOG_CORE);
+	if (type == S_IFDIR) {
+		err = dir_create_tree(tx, ip);
+		dp->i_d.nlink++;
+	} else if (type == S_IFLNK) {
+		c->size = a->target_len;
+		if (a->target_len <= FS_INLINE_SYMLINK) {
+			memcpy(c->symlink, a->target, a->target_len);
+		} else {
+			uint64_t start, got;
+			err = alloc_extent(tx, fs_ino_block(ino), 1, 1, &start, &got);
+			if (!err) {
+				uint8_t *blk = xmalloc_aligned(4096, FS_BLOCK_SIZE);
+				memset(blk, 0, FS_BLOCK_SIZE);
+				memcpy(blk, a->target, a->target_len);
+				/* written before the commit that points at it: the
+				 * journal's data flush orders them */
+				err = dev_write(fs->f_ddev, blk, FS_BLOCK_SIZE, fs_daddr(start), 0);
+				free(blk);
+			}
+			if (!err) {
+				c->flags |= FS_DIF_SYMLINK_EXT;
+				err = bmap_add(tx, ip, 0, start, 1, false);
+			}
+		}
+	}
+	if (!err)
+		err = dir_add(tx, dp, name, len, ino, ino_ftype(a->mode));
+	ino_touch(dp, true);
+	ino_log(tx, dp, FS_ILOG_CORE | FS_ILOG_DATA);
+	if (err) {
+		/* the transaction changed things: cancelling shuts down */
+		fstx_cancel(tx);
+		fs_iput(ip);
+		goto out_unlock;
+	}
+	err = fstx_commit(tx, csn);
+	if (err) {
+		fs_iput(ip);
+		goto out_unlock;
+	}
+	*ipp = ip;
+out_unlock:
+	rwlock_unlock(&dp->i_iolock);
+	return err;
+}
+
+int fs_link(struct fs_inode *ip, struct fs_inode *dp, const char *name, size_t len, uint64_t *csn)
+{
+	struct fs *fs = dp->i_fs;
+	if (csn)
+		*csn = 0;
+	int err = check_name(name, len);
+	if (err)
+		return err;
+	if (is_dot(name, len))
+		return -EEXIST;
+	if (S_ISDIR(ip->i_d.mode))
+		return -EPERM;
+	if (ip->i_fs != fs)
+		return -EXDEV;
+	rwlock_wrlock(&dp->i_iolock);
+	mutex_lock(&dp->i_ilock);
+	err = check_live_dir(dp);
+	mutex_unlock(&dp->i_ilock);
+	uint64_t existing;
+	if (!err) {
+		err = dir_lookup(dp, name, len, &existing, NULL);
+		err = err == 0 ? -EEXIST : (err == -ENOENT ? 0 : err);
+	}
+	if (err)
+		goto out_unlock;
+	struct fstx *tx;
+	err = fstx_begin(fs, dp->i_d.root_level + 4, 0, &tx);
+	if (err)
+		goto out_unlock;
+	ino_join2(tx, dp, ip);
+	if (ip->i_d.nlink == 0) {
+		fstx_cancel(tx);
+		err = -ENOENT;
+		goto out_unlock;
+	}
+	if (ip->i_d.nlink >= UINT32_MAX - 1) {
+		fstx_cancel(tx);
+		err = -EMLINK;
+		goto out_unlock;
+	}
+	err = dir_add(tx, dp, name, len, ip->i_ino, ino_ftype(ip->i_d.mode));
+	if (err) {
+		fstx_cancel(tx);
+		goto out_unlock;
+	}
+	ip->i_d.nlink++;
+	ino_touch(ip, false);
+	ino_log(tx, ip, FS_ILOG_CORE);
+	ino_touch(dp, true);
+	ino_log(tx, dp, FS_ILOG_CORE | FS_ILOG_DATA);
+	err = fstx_commit(tx, csn);
+out_unlock:
+	rwlock_unlock(&dp->i_iolock);
+	return err;
+}
+
+static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool rmdir,
+			 uint64_t *csn)
+{
+	struct fs *fs = dp->i_fs;
+	if (csn)
+		*csn = 0;
+	int err = check_name(name, len);
+	if (err)
+		return err;
+	if (is_dot(name, len))
+		return rmdir ? -EINVAL : -EISDIR;
+	rwlock_wrlock(&dp->i_iolock);
+	struct fs_inode *ip = NULL;
+	mutex_lock(&dp->i_ilock);
+	err = S_ISDIR(dp->i_d.mode) ? 0 : -ENOTDIR;
+	mutex_unlock(&dp->i_ilock);
+	uint64_t ino;
+	if (!err)
+		err = dir_lookup(dp, name, len, &ino, NULL);
+	if (!err)
+		err = fs_iget_orphan(fs, ino, &ip);
+	if (err)
+		goto out_unlock;
+	bool isdir = S_ISDIR(ip->i_d.mode);
+	if (rmdir && !isdir) {
+		err = -ENOTDIR;
+		goto out_unlock;
+	}
+	if (!rmdir && isdir) {
+		err = -EISDIR;
+		goto out_unlock;
+	}
+	if (isdir) {
+		bool empty;
+		rwlock_wrlock_nested(&ip->i_iolock, 1);
+		err = dir_is_empty(ip, &empty);
+		if (!err && !empty)
+			err = -ENOTEMPTY;
+		if (err) {
+			rwlock_unlock(&ip->i_iolock);
+			goto out_unlock;
+		}
+	}
+	struct fstx *tx;
+	err = fstx_begin(fs, dp->i_d.root_level + 4, 0, &tx);
+	if (!err) {
+		ino_join2(tx, dp, ip);
+		fstx_lock(tx, FSTX_IALLOC);
+		err = dir_remove(tx, dp, name, len);
+		if (err) {
+			fstx_cancel(tx);
+		} else {
+			if (isdir) {
+				ip->i_d.nlink = 0;
+				dp->i_d.nlink--;
+			} else {
+				ip->i_d.nlink--;
+			}
+			if (ip->i_d.nlink == 0)
+				err = orphan_add(tx, ip->i_ino);
+			ino_touch(ip, false);
+			ino_log(tx, ip, FS_ILOG_CORE);
+			ino_touch(dp, true);
+			ino_log(tx, dp, FS_ILOG_CORE | FS_ILOG_DATA);
+			int cerr = fstx_commit(tx, csn);
+			if (!err)
+				err = cerr;
+		}
+	}
+	if (isdir)
+		rwlock_unlock(&ip->i_iolock);
+out_unlock:
+	rwlock_unlock(&dp->i_iolock);
+	if (ip)
+		fs_iput(ip); /* the last reference of an unlinked inode frees it */
+	return err;
+}
+
+int fs_unlink(struct fs_inode *dp, const char *name, size_t len, uint64_t *csn)
+{
+	return remove_common(dp, name, len, false, csn);
+}
+
+int fs_rmdir(struct fs_inode *dp, const char *name, size_t len, uint64_t *csn)
+{
+	return remove_common(dp, name, len, true, csn);
+}
+
+/* Is dir `a` an ancestor of (or equal to) dir `d`? Rename lock held. */
+static int is_ancestor(struct fs *fs, struct fs_inode *a, struct fs_inode *d, bool *yes)
+{
+	*yes = false;
+	uint64_t ino = d->i_ino, root = le64toh(fs->f_sb->sb_root_ino);
+	for (int depth = 0; depth < 4096; depth++) {
+		if (ino == a->i_ino) {
+			*yes = true;
+			return 0;
+		}
+		if (ino == root)
+			return 0;
+		struct fs_inode *p;
+		int err = fs_iget(fs, ino, 0, &p);
+		if (err)
+			return err;
+		mutex_lock(&p->i_ilock);
+		ino = p->i_d.parent;
+		mutex_unlock(&p->i_ilock);
+		fs_iput(p);
+	}
+	return -ELOOP;
+}
+
+static void join_sorted(struct fstx *tx, struct fs_inode **v, unsigned n)
+{
+	/* distinct inodes in inode-number order */
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = i + 1; j < n; j++)
+			if (v[j] && (!v[i] || v[j]->i_ino < v[i]->i_ino)) {
+				struct fs_inode *t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+			}
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] && (i == 0 || v[i] != v[i - 1]))
+			ino_join(tx, v[i]);
+}
+
+int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_inode *ddp,
+	      const char *dname, size_t dlen, uint64_t *csn)
+{
+	struct fs *fs = sdp->i_fs;
+	if (csn)
+		*csn = 0;
+	int err = check_name(sname, slen);
+	if (!err)
+		err = check_name(dname, dlen);
+	if (err)
+		return err;
+	if (is_dot(sname, slen) || is_dot(dname, dlen))
+		return -EINVAL;
+	if (ddp->i_fs != fs)
+		return -EXDEV;
+	bool cross = sdp != ddp;
+	if (cross) {
+		mutex_lock(&fs->f_rename_lock);
+		struct fs_inode *first = sdp->i_ino < ddp->i_ino ? sdp : ddp;
+		struct fs_inode *second = first == sdp ? ddp : sdp;
+		rwlock_wrlock(&first->i_iolock);
+		rwlock_wrlock_nested(&second->i_iolock, 1);
+	} else {
+		rwlock_wrlock(&sdp->i_iolock);
+	}
+	struct fs_inode *src = NULL, *tgt = NULL;
+	bool tgt_locked = false;
+	uint64_t sino, tino;
+	mutex_lock(&sdp->i_ilock);
+	err = check_live_dir(sdp);
+	mutex_unlock(&sdp->i_ilock);
+	if (!err) {
+		mutex_lock(&ddp->i_ilock);
+		err = check_live_dir(ddp);
+		mutex_unlock(&ddp->i_ilock);
+	}
+	if (!err)
+		err = dir_lookup(sdp, sname, slen, &sino, NULL);
+	if (!err)
+		err = fs_iget(fs, sino, 0, &src);
+	if (err)
+		goto out_unlock;
+	err = dir_lookup(ddp, dname, dlen, &tino, NULL);
+	if (err == 0)
+		err = fs_iget(fs, tino, 0, &tgt);
+	else if (err == -ENOENT)
+		err = 0;
+	if (err)
+		goto out_unlock;
+	if (tgt == src)
+		goto out_unlock; /* two names of one inode: nothing to do */
+	bool sdir = S_ISDIR(src->i_d.mode);
+	if (tgt) {
+		bool tdir = S_ISDIR(tgt->i_d.mode);
+		if (sdir && !tdir) {
+			err = -ENOTDIR;
+			goto out_unlock;
+		}
+		if (!sdir && tdir) {
+			err = -EISDIR;
+			goto out_unlock;
+		}
+		if (tdir) {
+			/* held until the end, so that nothing is created in it */
+			rwlock_wrlock_nested(&tgt->i_iolock, 2);
+			tgt_locked = true;
+			bool empty;
+			err = dir_is_empty(tgt, &empty);
+			if (!err && !empty)
+				err = -ENOTEMPTY;
+			if (err)
+				goto out_unlock;
+		}
+	}
+	if (sdir && cross) {
+		bool loop;
+		err = is_ancestor(fs, src, ddp, &loop);
+		if (!err && loop)
+			err = -EINVAL;
+		if (err)
+			goto out_unlock;
+	}
+
+	struct fstx *tx;
+	err = fstx_begin(fs, ddp->i_d.root_level + sdp->i_d.root_level + 8, 0, &tx);
+	if (err)
+		goto out_unlock;
+	struct fs_inode *v[4] = {sdp, ddp, src, tgt};
+	join_sorted(tx, v, 4);
+	fstx_lock(tx, FSTX_IALLOC);
+	unsigned stype = ino_ftype(src->i_d.mode);
+	if (tgt) {
+		err = dir_replace(tx, ddp, dname, dlen, src->i_ino, stype);
+		if (!err) {
+			if (S_ISDIR(tgt->i_d.mode)) {
+				tgt->i_d.nlink = 0;
+				ddp->i_d.nlink--;
+			} else {
+				tgt->i_d.nlink--;
+			}
+			if (tgt->i_d.nlink == 0)
+				err = orphan_add(tx, tgt->i_ino);
+			ino_touch(tgt, false);
+			ino_log(tx, tgt, FS_ILOG_CORE);
+		}
+	} else {
+		err = dir_add(tx, ddp, dname, dlen, src->i_ino, stype);
+	}
+	if (!err)
+		err = dir_remove(tx, sdp, sname, slen);
+	if (!err && sdir && cross) {
+		src->i_d.parent = ddp->i_ino;
+		sdp->i_d.nlink--;
+		ddp->i_d.nlink++;
+	}
+	if (err) {
+		fstx_cancel(tx);
+		goto out_unlock;
+	}
+	ino_touch(src, false);
+	ino_log(tx, src, FS_ILOG_CORE);
+	ino_touch(sdp, true);
+	ino_log(tx, sdp, FS_ILOG_CORE | FS_ILOG_DATA);
+	if (cross) {
+		ino_touch(ddp, true);
+		ino_log(tx, ddp, FS_ILOG_CORE | FS_ILOG_DATA);
+	}
+	err = fstx_commit(tx, csn);
+out_unlock:
+	if (tgt_locked)
+		rwlock_unlock(&tgt->i_iolock);
+	if (cross) {
+		rwlock_unlock(&sdp->i_iolock);
+		rwlock_unlock(&ddp->i_iolock);
+		mutex_unlock(&fs->f_rename_lock);
+	} else {
+		rwlock_unlock(&sdp->i_iolock);
+	}
+	if (src)
+		fs_iput(src);
+	if (tgt)
+		fs_iput(tgt);
+	return err;
+}
+
+int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, uint64_t *csn)
+{
+	struct fs *fs = ip->i_fs;
+	if (csn)
+		*csn = 0;
+	if (!sa->mask)
+		return 0;
+	bool size = sa->mask & FS_SET_SIZE;
+	rwlock_wrlock(&ip->i_iolock);
+	int err = 0;
+	if (size) {
+		mutex_lock(&ip->i_ilock);
+		if (S_ISDIR(ip->i_d.mode))
+			err = -EISDIR;
+		else if (!S_ISREG(ip->i_d.mode))
+			err = -EINVAL;
+		mutex_unlock(&ip->i_ilock);
+		if (!err && sa->size > (1ull << 50))
+			err = -EFBIG;
+		if (err)
+			goto out;
+	}
+	struct fstx *tx;
+	err = fstx_begin(fs, 0, 0, &tx);
+	if (err)
+		goto out;
+	ino_join(tx, ip);
+	struct fs_icore *c = &ip->i_d;
+	unsigned fields = 0;
+	if (sa->mask & FS_SET_MODE) {
+		c->mode = (c->mode & S_IFMT) | (sa->mode & 07777);
+		fields |= FS_ILOG_CORE;
+	}
+	if (sa->mask & FS_SET_UID) {
+		c->uid = sa->uid;
+		fields |= FS_ILOG_CORE;
+	}
+	if (sa->mask & FS_SET_GID) {
+		c->gid = sa->gid;
+		fields |= FS_ILOG_CORE;
+	}
+	struct timespec now;
+	fs_now(&now);
+	if (sa->mask & FS_SET_ATIME)
+		c->atime = sa->atime;
+	if (sa->mask & FS_SET_ATIME_NOW)
+		c->atime = now;
+	if (sa->mask & FS_SET_MTIME)
+		c->mtime = sa->mtime;
+	if (sa->mask & FS_SET_MTIME_NOW)
+		c->mtime = now;
+	c->ctime = now;
+	c->change++;
+	if (sa->mask & FS_SET_CTIME)
+		c->ctime = sa->ctime;
+	ino_log(tx, ip, fields | FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE);
+	if (size && sa->size != c->size) {
+		err = file_truncate(ip, sa->size, tx, csn); /* commits tx */
+	} else {
+		err = fstx_commit(tx, csn);
+	}
+out:
+	rwlock_unlock(&ip->i_iolock);
+	return err;
+}
+
+int fs_statfs(struct fs *fs, struct fs_statfs *st)
+{
+	int64_t bfree = alloc_free_blocks(fs);
+	if (bfree < 0)
+		bfree = 0;
+	uint64_t used = atomic_load(&fs->f_icount), ifree = atomic_load(&fs->f_ifree);
+	uint64_t potential = (uint64_t)bfree / FS_CHUNK_BLOCKS * FS_INODES_PER_CHUNK;
+	st->blocks = fs->f_blocks;
+	st->bfree = (uint64_t)bfree;
+	st->files = used + ifree + potential;
+	st->ffree = ifree + potential;
+	st->bsize = FS_BLOCK_SIZE;
+	st->namemax = FS_NAME_MAX;
+	return 0;
+}

@@ -1,0 +1,375 @@
+/*
+ * pnfs.c - what the pNFS block layout needs from the engine: block maps,
+ * LAYOUTCOMMIT, and layout leases.
+ *
+ * map_blocks for writing allocates unwritten blocks over holes and makes
+ * that allocation durable before returning: the client writes to those
+ * blocks directly, and a server crash must not hand them to someone else.
+ *
+ * commit_blocks is LAYOUTCOMMIT made stable the way fdatasync is (rule 6):
+ * convert what the client wrote, grow the size, log the timestamps (only
+ * TIMESTAMP|CHANGE when nothing else changed), commit without forcing, then
+ * fs_fsync(datasync): force to the inode's datasync sequence, or flush the
+ * data device if that wrote nothing. A conversion someone else committed
+ * earlier is still covered: datasync_seq stays set until it is durable.
+ *
+ * Layout leases (rule 9): per inode, the layouts handed out (holder, range,
+ * being recalled or not). fs_break_layouts() starts recalls and never
+ * waits; the caller may wait up to 30 ms only for an idle layout of another
+ * holder whose recall it just started. Returns wake waiters.
+ */
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "base/mem.h"
+#include "base/time.h"
+#include "fs/fs_priv.h"
+
+static bool blk_aligned(uint64_t x)
+{
+	return !(x % FS_BLOCK_SIZE);
+}
+
+int fs_map_blocks(struct fs_inode *ip, uint64_t off, uint64_t len, bool for_write,
+		  struct fs_map *maps, unsigned max, unsigned *n)
+{
+	struct fs *fs = ip->i_fs;
+	*n = 0;
+	if (!len || !blk_aligned(off) || !blk_aligned(len) || off + len < off ||
+	    off + len > (1ull << 50) || !max)
+		return -EINVAL;
+	counter_inc(&fs->f_stats.map_blocks);
+	uint64_t first = off / FS_BLOCK_SIZE, end = (off + len) / FS_BLOCK_SIZE;
+	int err = 0;
+	if (for_write) {
+		rwlock_wrlock(&ip->i_iolock);
+		if (!S_ISREG(ip->i_d.mode)) {
+			err = -EINVAL;
+			goto out;
+		}
+		/* holes get unwritten blocks, durable before the client writes */
+		uint64_t csn = 0;
+		err = file_alloc_holes(ip, first, end - 1, &csn);
+		if (!err && csn)
+			err = log_force_seq(fs->f_log, csn, true, NULL);
+		if (err)
+			goto out;
+	} else {
+		rwlock_rdlock(&ip->i_iolock);
+		if (!S_ISREG(ip->i_d.mode)) {
+			err = -EINVAL;
+			goto out;
+		}
+	}
+	for (uint64_t b = first; b < end && *n < max;) {
+		struct bmap_ext e;
+		bool hole;
+		err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			break;
+		uint64_t stop = hole ? MIN(end, b + e.len) : MIN(end, e.off + e.len);
+		struct fs_map *m = &maps[(*n)++];
+		m->off = b * FS_BLOCK_SIZE;
+		m->len = (stop - b) * FS_BLOCK_SIZE;
+		if (hole) {
+			m->state = FS_MAP_HOLE;
+			m->addr = 0;
+		} else {
+			m->state = e.unwritten ? FS_MAP_UNWRITTEN : FS_MAP_WRITTEN;
+			m->addr = fs_daddr(e.start + (b - e.off));
+		}
+		b = stop;
+	}
+out:
+	rwlock_unlock(&ip->i_iolock);
+	return err;
+}
+
+/* Every block of [first, end) mapped? */
+static int all_mapped(struct fs_inode *ip, uint64_t first, uint64_t end, bool *yes)
+{
+	*yes = true;
+	for (uint64_t b = first; b < end;) {
+		struct bmap_ext e;
+		bool hole;
+		int err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			return err;
+		if (hole) {
+			*yes = false;
+			return 0;
+		}
+		b = e.off + e.len;
+	}
+	return 0;
+}
+
+int fs_commit_blocks(struct fs_inode *ip, const struct fs_range *ranges, unsigned n,
+		     uint64_t new_size, const struct timespec *mtime, bool *log_written)
+{
+	struct fs *fs = ip->i_fs;
+	if (log_written)
+		*log_written = false;
+	counter_inc(&fs->f_stats.commit_blocks);
+	rwlock_wrlock(&ip->i_iolock);
+	int err = S_ISREG(ip->i_d.mode) ? 0 : -EINVAL;
+	for (unsigned i = 0; i < n && !err; i++) {
+		const struct fs_range *r = &ranges[i];
+		if (!r->len || !blk_aligned(r->off) || !blk_aligned(r->len) ||
+		    r->off + r->len < r->off) {
+			err = -EINVAL;
+			break;
+		}
+		bool mapped;
+		err = all_mapped(ip, r->off / FS_BLOCK_SIZE, (r->off + r->len) / FS_BLOCK_SIZE,
+				 &mapped);
+		if (!err && !mapped) {
+			msg_warn("fs: layout commit of inode %llu names [%llu, +%llu) without "
+				 "blocks",
+				 (unsigned long long)ip->i_ino, (unsigned long long)r->off,
+				 (unsigned long long)r->len);
+			err = -EINVAL;
+		}
+	}
+	if (err) {
+		rwlock_unlock(&ip->i_iolock);
+		return err;
+	}
+	struct fstx *tx;
+	uint64_t res = 0;
+	for (unsigned i = 0; i < n; i++)
+		res += 2 * bmap_res(ip);
+	err = fstx_begin(fs, res, 0, &tx);
+	if (err) {
+		rwlock_unlock(&ip->i_iolock);
+		return err;
+	}
+	ino_join(tx, ip);
+	for (unsigned i = 0; i < n && !err; i++)
+		err = bmap_set_written(tx, ip, ranges[i].off / FS_BLOCK_SIZE,
+				       ranges[i].len / FS_BLOCK_SIZE, true);
+	unsigned fields = FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE;
+	if (new_size > ip->i_d.size) {
+		ip->i_d.size = new_size;
+		fields |= FS_ILOG_CORE;
+	}
+	ino_touch(ip, true);
+	if (mtime)
+		ip->i_d.mtime = *mtime;
+	ino_log(tx, ip, fields);
+	/* not synchronous: the force below goes only as far as needed */
+	int cerr = fstx_commit(tx, NULL);
+	rwlock_unlock(&ip->i_iolock);
+	if (!err)
+		err = cerr;
+	if (!err)
+		err = fs_fsync(ip, true, log_written);
+	return err;
+}
+
+/* ---- layout leases ---- */
+
+void fs_set_layout_ops(struct fs *fs, const struct fs_layout_ops *ops)
+{
+	mutex_lock(&fs->f_layout_lock);
+	fs->f_layout_ops = *ops;
+	mutex_unlock(&fs->f_layout_lock);
+}
+
+static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	uint64_t ae = alen > UINT64_MAX - a ? UINT64_MAX : a + alen;
+	uint64_t be = blen > UINT64_MAX - b ? UINT64_MAX : b + blen;
+	return a < be && b < ae;
+}
+
+static bool any_recalling(struct fs_inode *ip)
+{
+	for (struct fs_layout *l = ip->i_layouts; l; l = l->next)
+		if (l->recalling)
+			return true;
+	return false;
+}
+
+/* Mark the holder's layouts recalling; returns how many were idle. */
+static unsigned mark_recall(struct fs_inode *ip, uint64_t holder)
+{
+	unsigned n = 0;
+	for (struct fs_layout *l = ip->i_layouts; l; l = l->next)
+		if (l->holder == holder && !l->recalling) {
+			l->recalling = true;
+			n++;
+		}
+	return n;
+}
+
+int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw)
+{
+	struct fs *fs = ip->i_fs;
+	uint64_t recall[16];
+	unsigned nrecall = 0;
+	int err = 0;
+	mutex_lock(&fs->f_layout_lock);
+	if (any_recalling(ip)) {
+		/* a LAYOUTGET racing a recall: no layout escapes the recall */
+		err = -EAGAIN;
+	} else {
+		for (struct fs_layout *l = ip->i_layouts; l; l = l->next) {
+			if (l->holder != holder && overlap(l->off, l->len, off, len) &&
+			    (rw || l->rw)) {
+				if (mark_recall(ip, l->holder) && nrecall < ARRAY_SIZE(recall))
+					recall[nrecall++] = l->holder;
+				err = -EAGAIN;
+			}
+		}
+	}
+	if (!err) {
+		struct fs_layout *l = xcalloc(1, sizeof(*l));
+		l->holder = holder;
+		l->off = off;
+		l->len = len;
+		l->rw = rw;
+		l->next = ip->i_layouts;
+		ip->i_layouts = l;
+	}
+	struct fs_layout_ops ops = fs->f_layout_ops;
+	mutex_unlock(&fs->f_layout_lock);
+	for (unsigned i = 0; i < nrecall; i++) {
+		counter_inc(&fs->f_stats.layout_recalls);
+		if (ops.recall)
+			ops.recall(ops.arg, ip, recall[i]);
+	}
+	return err;
+}
+
+void fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len)
+{
+	struct fs *fs = ip->i_fs;
+	struct fs_layout_waiter *wake = NULL;
+	mutex_lock(&fs->f_layout_lock);
+	struct fs_layout **pp = &ip->i_layouts;
+	while (*pp) {
+		struct fs_layout *l = *pp;
+		if (l->holder == holder && (len == UINT64_MAX || overlap(l->off, l->len, off, len))) {
+			*pp = l->next;
+			free(l);
+			continue;
+		}
+		pp = &l->next;
+	}
+	if (!any_recalling(ip)) {
+		wake = ip->i_layout_waiters;
+		ip->i_layout_waiters = NULL;
+		cond_broadcast(&fs->f_layout_cond);
+	}
+	mutex_unlock(&fs->f_layout_lock);
+	while (wake) {
+		struct fs_layout_waiter *next = wake->next;
+		wake->fn(wake);
+		wake = next;
+	}
+}
+
+bool fs_layout_recalling(struct fs_inode *ip)
+{
+	mutex_lock(&ip->i_fs->f_layout_lock);
+	bool r = any_recalling(ip);
+	mutex_unlock(&ip->i_fs->f_layout_lock);
+	return r;
+}
+
+/* One inode: 0 no layouts, 1 this call started recalling another holder's
+ * idle layout, 2 a recall was under way or the layout is the requester's. */
+static int break_one(struct fs_inode *ip, uint64_t requester, uint64_t *recall, unsigned *nrecall,
+		     unsigned max)
+{
+	if (!ip->i_layouts)
+		return 0;
+	bool under_way = any_recalling(ip), own = false, started_other = false;
+	for (struct fs_layout *l = ip->i_layouts; l; l = l->next) {
+		if (l->recalling)
+			continue;
+		uint64_t h = l->holder;
+		if (mark_recall(ip, h) && *nrecall < max)
+			recall[(*nrecall)++] = h;
+		if (h == requester)
+			own = true;
+		else
+			started_other = true;
+	}
+	if (under_way || own || !started_other)
+		return 2;
+	return 1;
+}
+
+int fs_break_layouts(struct fs_inode *ip, struct fs_inode *ip2, uint64_t requester)
+{
+	struct fs *fs = ip->i_fs;
+	uint64_t recall[2][16];
+	unsigned nrecall[2] = {0, 0};
+	mutex_lock(&fs->f_layout_lock);
+	int a = break_one(ip, requester, recall[0], &nrecall[0], 16);
+	int b = (ip2 && ip2 != ip) ? break_one(ip2, requester, recall[1], &nrecall[1], 16) : 0;
+	struct fs_layout_ops ops = fs->f_layout_ops;
+	mutex_unlock(&fs->f_layout_lock);
+	for (int k = 0; k < 2; k++) {
+		struct fs_inode *which = k ? ip2 : ip;
+		for (unsigned i = 0; i < nrecall[k]; i++) {
+			counter_inc(&fs->f_stats.layout_recalls);
+			if (ops.recall)
+				ops.recall(ops.arg, which, recall[k][i]);
+		}
+	}
+	int worst = MAX(a, b);
+	if (worst == 0)
+		return 0;
+	if (worst == 2) {
+		counter_inc(&fs->f_stats.layout_delays);
+		return -EWOULDBLOCK;
+	}
+	return -EINPROGRESS;
+}
+
+int fs_layout_wait(struct fs_inode *ip, uint64_t timeout_ns)
+{
+	struct fs *fs = ip->i_fs;
+	counter_inc(&fs->f_stats.layout_waits);
+	uint64_t deadline = now_ns() + timeout_ns;
+	mutex_lock(&fs->f_layout_lock);
+	while (any_recalling(ip)) {
+		uint64_t now = now_ns();
+		if (now >= deadline)
+			break;
+		cond_timedwait_ns(&fs->f_layout_cond, &fs->f_layout_lock, deadline - now);
+	}
+	int err = any_recalling(ip) ? -ETIMEDOUT : 0;
+	mutex_unlock(&fs->f_layout_lock);
+	return err;
+}
+
+int fs_layout_on_return(struct fs_inode *ip, struct fs_layout_waiter *w)
+{
+	struct fs *fs = ip->i_fs;
+	mutex_lock(&fs->f_layout_lock);
+	int err = 0;
+	if (any_recalling(ip)) {
+		w->next = ip->i_layout_waiters;
+		ip->i_layout_waiters = w;
+		err = -EINPROGRESS;
+	}
+	mutex_unlock(&fs->f_layout_lock);
+	return err;
+}
+
+void fs_layout_cancel_wait(struct fs_inode *ip, struct fs_layout_waiter *w)
+{
+	struct fs *fs = ip->i_fs;
+	mutex_lock(&fs->f_layout_lock);
+	for (struct fs_layout_waiter **pp = &ip->i_layout_waiters; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	}
+	mutex_unlock(&fs->f_layout_lock);
+}

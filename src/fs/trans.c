@@ -1,0 +1,167 @@
+/*
+ * trans.c - engine transactions: a journal transaction plus what the engine
+ * keeps alongside it.
+ *
+ *   - Block reservation: fstx_begin() reserves the most blocks the
+ *     operation can allocate, so that it fails with ENOSPC before it changes
+ *     anything (a transaction that changed items cannot be cancelled).
+ *   - Global allocation locks: taken at first use, held until the end.
+ *   - Joined buffers: referenced until the end.
+ *   - Busy extents: blocks freed by the transaction may not be allocated
+ *     again until its checkpoint is durable; a durable callback releases
+ *     them (otherwise a crash could leave the old owner pointing at blocks
+ *     someone else already overwrote).
+ */
+#include <stdlib.h>
+
+#include "base/mem.h"
+#include "fs/fs_priv.h"
+
+int fs_reserve_blocks(struct fs *fs, uint64_t n)
+{
+	int err = 0;
+	mutex_lock(&fs->f_resv_lock);
+	if (fs->f_free - fs->f_resv - fs->f_reserve < (int64_t)n)
+		err = -ENOSPC;
+	else
+		fs->f_resv += (int64_t)n;
+	mutex_unlock(&fs->f_resv_lock);
+	return err;
+}
+
+void fs_unreserve_blocks(struct fs *fs, uint64_t n)
+{
+	mutex_lock(&fs->f_resv_lock);
+	fs->f_resv -= (int64_t)n;
+	BUG_ON(fs->f_resv < 0);
+	mutex_unlock(&fs->f_resv_lock);
+}
+
+int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx **txp)
+{
+	*txp = NULL;
+	if (fs_is_shutdown(fs))
+		return -EIO;
+	if (!log_bytes)
+		log_bytes = log_calc_res(fs->f_log, 24, 16 * FS_BLOCK_SIZE);
+	int err = fs_reserve_blocks(fs, blk_res);
+	if (err)
+		return err;
+	struct trans *tp;
+	err = trans_alloc(fs->f_log, log_bytes, 0, &tp);
+	if (err) {
+		fs_unreserve_blocks(fs, blk_res);
+		return err;
+	}
+	struct fstx *tx = xcalloc(1, sizeof(*tx));
+	tx->fs = fs;
+	tx->tp = tp;
+	tx->blk_res = (int64_t)blk_res;
+	list_init(&tx->bufs);
+	list_init(&tx->busy);
+	*txp = tx;
+	return 0;
+}
+
+/*
+ * The inode allocation lock always comes with the block allocation lock:
+ * both allocators change the superblock (tree roots, free list), so a
+ * transaction holding the superblock buffer under one of them must never
+ * wait for the other.
+ */
+void fstx_lock(struct fstx *tx, unsigned locks)
+{
+	struct fs *fs = tx->fs;
+	if (locks & FSTX_IALLOC)
+		locks |= FSTX_ALLOC;
+	unsigned want = locks & ~tx->locks;
+	/* the inode allocation lock ranks before the block allocation lock */
+	BUG_ON((want & FSTX_IALLOC) && (tx->locks & FSTX_ALLOC));
+	if (want & FSTX_IALLOC)
+		mutex_lock(&fs->f_ialloc_lock);
+	if (want & FSTX_ALLOC)
+		mutex_lock(&fs->f_alloc_lock);
+	tx->locks |= want;
+}
+
+static void fstx_unlock(struct fstx *tx)
+{
+	if (tx->locks & FSTX_ALLOC)
+		mutex_unlock(&tx->fs->f_alloc_lock);
+	if (tx->locks & FSTX_IALLOC)
+		mutex_unlock(&tx->fs->f_ialloc_lock);
+	tx->locks = 0;
+}
+
+struct busy_batch {
+	struct log_durable_cb cb;
+	struct fs *fs;
+	struct list busy;
+};
+
+static void busy_durable(struct log_durable_cb *cb, int err)
+{
+	struct busy_batch *b = container_of(cb, struct busy_batch, cb);
+	alloc_busy_done(b->fs, &b->busy);
+	free(b);
+}
+
+static void fstx_end(struct fstx *tx)
+{
+	fstx_unlock(tx);
+	struct fsbuf *bp, *tmp;
+	list_for_each_entry_safe (bp, tmp, &tx->bufs, b_txlink) {
+		list_del(&bp->b_txlink);
+		fsbuf_rele(bp);
+	}
+	if (tx->blk_res > 0)
+		fs_unreserve_blocks(tx->fs, (uint64_t)tx->blk_res);
+	free(tx);
+}
+
+int fstx_commit(struct fstx *tx, uint64_t *csn)
+{
+	if (!list_empty(&tx->busy)) {
+		struct busy_batch *b = xmalloc(sizeof(*b));
+		b->fs = tx->fs;
+		list_init(&b->busy);
+		list_splice_tail(&tx->busy, &b->busy);
+		b->cb.dc_fn = busy_durable;
+		trans_on_durable(tx->tp, &b->cb);
+	}
+	int err = trans_commit(tx->tp, csn);
+	fstx_end(tx);
+	return err;
+}
+
+void fstx_cancel(struct fstx *tx)
+{
+	trans_cancel(tx->tp);
+	alloc_busy_done(tx->fs, &tx->busy);
+	fstx_end(tx);
+}
+
+void fsbuf_join(struct fstx *tx, struct fsbuf *bp)
+{
+	if (trans_has_item(tx->tp, &bp->b_bi.bi_item))
+		return;
+	fsbuf_hold(bp);
+	buf_item_join(tx->tp, &bp->b_bi);
+	list_add_tail(&bp->b_txlink, &tx->bufs);
+}
+
+void fsbuf_log(struct fstx *tx, struct fsbuf *bp, uint32_t off, uint32_t len)
+{
+	buf_item_log(tx->tp, &bp->b_bi, off, len);
+}
+
+void fsbuf_cancel(struct fstx *tx, struct fsbuf *bp)
+{
+	buf_item_cancel(tx->tp, &bp->b_bi);
+}
+
+void fs_log_sb(struct fstx *tx, uint32_t off, uint32_t len)
+{
+	fsbuf_join(tx, tx->fs->f_sbp);
+	fsbuf_log(tx, tx->fs->f_sbp, off, len);
+}

@@ -1,0 +1,279 @@
+/*
+ * verify.c - verifiers: what every metadata block must look like when read,
+ * and the CRC and LSN stamped on it when it is written in place or replayed.
+ *
+ * A failed verification is corruption: reported with the block number and
+ * returned as -EUCLEAN, never a crash. B+tree blocks are checked down to
+ * every record offset and the order of their keys, because everything the
+ * tree code does with a block trusts those.
+ */
+#include "base/crc32c.h"
+#include "fs/fs_priv.h"
+
+/* CRC of a block (or inode) with its 4-byte CRC field at crc_off zeroed. */
+static uint32_t crc_skip(const void *p, size_t len, size_t crc_off)
+{
+	static const uint8_t zero[4];
+	uint32_t c = crc32c(0, p, crc_off);
+	c = crc32c(c, zero, 4);
+	return crc32c(c, (const uint8_t *)p + crc_off + 4, len - crc_off - 4);
+}
+
+/* ---- superblock ---- */
+
+int fs_verify_sb(const struct fs_dsb *sb, uint64_t dev_blocks)
+{
+	if (le32toh(sb->sb_magic) != FS_SB_MAGIC) {
+		msg_err("fs: block 0 is not a jnfs superblock (magic 0x%08x)",
+			le32toh(sb->sb_magic));
+		return -EUCLEAN;
+	}
+	if (le32toh(sb->sb_version) != FS_VERSION || le32toh(sb->sb_blocksize) != FS_BLOCK_SIZE) {
+		msg_err("fs: superblock version %u / block size %u not supported",
+			le32toh(sb->sb_version), le32toh(sb->sb_blocksize));
+		return -EUCLEAN;
+	}
+	if (crc_skip(sb, FS_BLOCK_SIZE, offsetof(struct fs_dsb, sb_crc)) != le32toh(sb->sb_crc)) {
+		msg_err("fs: superblock CRC mismatch");
+		return -EUCLEAN;
+	}
+	uint64_t blocks = le64toh(sb->sb_blocks);
+	if (blocks > dev_blocks) {
+		msg_err("fs: the filesystem has %llu blocks but the device only %llu: truncated "
+			"image?",
+			(unsigned long long)blocks, (unsigned long long)dev_blocks);
+		return -EUCLEAN;
+	}
+	uint64_t ls = le64toh(sb->sb_log_start), lb = le64toh(sb->sb_log_blocks);
+	bool ext = le32toh(sb->sb_flags) & FS_SB_EXTERNAL_LOG;
+	if (!lb || (!ext && (ls == 0 || ls >= blocks || lb > blocks - ls))) {
+		msg_err("fs: superblock names an impossible log (%llu blocks at %llu)",
+			(unsigned long long)lb, (unsigned long long)ls);
+		return -EUCLEAN;
+	}
+	uint64_t roots[] = {le64toh(sb->sb_free_root), le64toh(sb->sb_ino_root),
+			    le64toh(sb->sb_orphan_root), fs_ino_block(le64toh(sb->sb_root_ino))};
+	for (unsigned i = 0; i < ARRAY_SIZE(roots); i++) {
+		if (roots[i] == 0 || roots[i] >= blocks) {
+			msg_err("fs: superblock names a tree root outside the device");
+			return -EUCLEAN;
+		}
+	}
+	if (le16toh(sb->sb_free_level) >= FS_BT_MAXLEVELS ||
+	    le16toh(sb->sb_ino_level) >= FS_BT_MAXLEVELS ||
+	    le16toh(sb->sb_orphan_level) >= FS_BT_MAXLEVELS) {
+		msg_err("fs: superblock names an impossible tree height");
+		return -EUCLEAN;
+	}
+	unsigned nfl = le16toh(sb->sb_freelist_count);
+	if (nfl > FS_FREELIST_MAX) {
+		msg_err("fs: superblock free list holds %u blocks (max %u)", nfl, FS_FREELIST_MAX);
+		return -EUCLEAN;
+	}
+	for (unsigned i = 0; i < nfl; i++) {
+		uint64_t b = le64toh(sb->sb_freelist[i]);
+		if (b == 0 || b >= blocks) {
+			msg_err("fs: superblock free list names block %llu outside the device",
+				(unsigned long long)b);
+			return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
+static int sb_verify(struct fs *fs, const void *blk, uint64_t blkno, uint64_t owner)
+{
+	return fs_verify_sb(blk, fs->f_blocks ? fs->f_blocks : UINT64_MAX);
+}
+
+static void sb_stamp(void *blk, uint64_t lsn)
+{
+	struct fs_dsb *sb = blk;
+	sb->sb_lsn = htole64(lsn);
+	sb->sb_crc = htole32(crc_skip(sb, FS_BLOCK_SIZE, offsetof(struct fs_dsb, sb_crc)));
+}
+
+const struct fs_verifier fs_sb_verifier = {
+	.name = "superblock",
+	.magic = FS_SB_MAGIC,
+	.verify = sb_verify,
+	.stamp = sb_stamp,
+};
+
+/* ---- B+tree blocks ---- */
+
+static int bt_verify_block(struct fs *fs, const void *blk, uint64_t blkno, uint64_t owner,
+			   uint32_t magic, const char *name)
+{
+	const struct fs_bthdr *h = blk;
+	const char *why = NULL;
+	if (le32toh(h->bh_magic) != magic) {
+		why = "wrong magic";
+	} else if (crc_skip(blk, FS_BLOCK_SIZE, offsetof(struct fs_bthdr, bh_crc)) !=
+		   le32toh(h->bh_crc)) {
+		why = "CRC mismatch";
+	} else if (le64toh(h->bh_blkno) != blkno) {
+		why = "misplaced (block number)";
+	} else if (memcmp(h->bh_uuid, fs->f_uuid, 16) != 0) {
+		why = "belongs to another filesystem";
+	} else if (owner != UINT64_MAX && le64toh(h->bh_owner) != owner) {
+		why = "wrong owner";
+	} else if (le16toh(h->bh_level) >= FS_BT_MAXLEVELS) {
+		why = "impossible level";
+	}
+	if (!why) {
+		unsigned n = le16toh(h->bh_nrecs);
+		const uint8_t *p = blk;
+		if (le16toh(h->bh_level) > 0) {
+			if (n > FS_BT_NODE_MAX) {
+				why = "too many entries";
+			} else {
+				const struct fs_btnode_ent *e =
+					(const void *)(p + sizeof(struct fs_bthdr));
+				for (unsigned i = 0; i < n && !why; i++) {
+					uint64_t c = le64toh(e[i].child);
+					if (c == 0 || (fs->f_blocks && c >= fs->f_blocks))
+						why = "child outside the device";
+					struct fs_btkey a = {le64toh(e[i].key.k0),
+							     le64toh(e[i].key.k1)};
+					if (i > 0) {
+						struct fs_btkey b = {le64toh(e[i - 1].key.k0),
+								     le64toh(e[i - 1].key.k1)};
+						if (bt_keycmp(&b, &a) >= 0)
+							why = "keys out of order";
+					}
+				}
+			}
+		} else {
+			unsigned data = le16toh(h->bh_data);
+			if (sizeof(struct fs_bthdr) + 2 * n > data || data > FS_BLOCK_SIZE) {
+				why = "record area overlaps the slots";
+			} else {
+				const uint16_t *slot = (const void *)(p + sizeof(struct fs_bthdr));
+				struct fs_btkey prev = {0, 0};
+				for (unsigned i = 0; i < n && !why; i++) {
+					unsigned off = le16toh(slot[i]);
+					if (off < data || off + FS_BT_REC_HDR > FS_BLOCK_SIZE) {
+						why = "record outside the block";
+						break;
+					}
+					uint16_t vlen;
+					memcpy(&vlen, p + off + sizeof(struct fs_btkey), 2);
+					vlen = le16toh(vlen);
+					if (vlen > FS_BT_MAX_VALUE ||
+					    off + FS_BT_REC_HDR + vlen > FS_BLOCK_SIZE) {
+						why = "record value outside the block";
+						break;
+					}
+					struct fs_btkey k;
+					memcpy(&k, p + off, sizeof(k));
+					k.k0 = le64toh(k.k0);
+					k.k1 = le64toh(k.k1);
+					if (i > 0 && bt_keycmp(&prev, &k) >= 0)
+						why = "keys out of order";
+					prev = k;
+				}
+			}
+		}
+	}
+	if (why) {
+		msg_err("fs: %s tree block %llu is corrupt: %s", name, (unsigned long long)blkno,
+			why);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+static void bt_stamp(void *blk, uint64_t lsn)
+{
+	struct fs_bthdr *h = blk;
+	h->bh_lsn = htole64(lsn);
+	h->bh_crc = htole32(crc_skip(blk, FS_BLOCK_SIZE, offsetof(struct fs_bthdr, bh_crc)));
+}
+
+#define BT_VERIFIER(fn, mg, nm)                                                                    \
+	static int fn(struct fs *fs, const void *blk, uint64_t blkno, uint64_t owner)              \
+	{                                                                                          \
+		return bt_verify_block(fs, blk, blkno, owner, mg, nm);                             \
+	}
+BT_VERIFIER(bt_verify_free, FS_BT_FREE_MAGIC, "free-space")
+BT_VERIFIER(bt_verify_ino, FS_BT_INO_MAGIC, "inode index")
+BT_VERIFIER(bt_verify_dir, FS_BT_DIR_MAGIC, "directory")
+BT_VERIFIER(bt_verify_ext, FS_BT_EXT_MAGIC, "extent")
+BT_VERIFIER(bt_verify_orphan, FS_BT_ORPHAN_MAGIC, "orphan")
+
+const struct fs_verifier fs_bt_verifiers[] = {
+	{"free-space", FS_BT_FREE_MAGIC, bt_verify_free, bt_stamp},
+	{"inode index", FS_BT_INO_MAGIC, bt_verify_ino, bt_stamp},
+	{"directory", FS_BT_DIR_MAGIC, bt_verify_dir, bt_stamp},
+	{"extent", FS_BT_EXT_MAGIC, bt_verify_ext, bt_stamp},
+	{"orphan", FS_BT_ORPHAN_MAGIC, bt_verify_orphan, bt_stamp},
+	{NULL, 0, NULL, NULL},
+};
+
+const struct fs_verifier *fs_bt_verifier(uint32_t magic)
+{
+	for (const struct fs_verifier *v = fs_bt_verifiers; v->name; v++)
+		if (v->magic == magic)
+			return v;
+	return NULL;
+}
+
+/* ---- inodes ---- */
+
+/* Inode chunk blocks: no block-level format; every allocated slot carries
+ * its own magic, CRC and number (ino_verify). */
+const struct fs_verifier fs_ichunk_verifier = {
+	.name = "inode chunk",
+	.magic = 0,
+	.verify = NULL,
+	.stamp = NULL,
+};
+
+void ino_stamp(struct fs_dinode *d, uint64_t lsn)
+{
+	d->di_lsn = htole64(lsn);
+	d->di_crc = htole32(crc_skip(d, FS_INODE_SIZE, offsetof(struct fs_dinode, di_crc)));
+}
+
+int ino_verify(const struct fs_dinode *d, uint64_t ino)
+{
+	const char *why = NULL;
+	if (le32toh(d->di_magic) != FS_INODE_MAGIC)
+		why = "wrong magic";
+	else if (crc_skip(d, FS_INODE_SIZE, offsetof(struct fs_dinode, di_crc)) !=
+		 le32toh(d->di_crc))
+		why = "CRC mismatch";
+	else if (le64toh(d->di_ino) != ino)
+		why = "wrong inode number";
+	else if (!(le32toh(d->di_flags) & FS_DIF_EXT_BTREE) &&
+		 le16toh(d->di_nextents) > FS_INLINE_EXTENTS)
+		why = "too many inline extents";
+	else if (le16toh(d->di_root_level) >= FS_BT_MAXLEVELS)
+		why = "impossible tree height";
+	if (why) {
+		msg_err("fs: inode %llu is corrupt: %s", (unsigned long long)ino, why);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/*
+ * After log replay: blocks whose ranges were replayed carry stale CRCs (a
+ * logged chunk holds whatever the CRC field was in memory). Restamp every
+ * block whose magic we know; inode slots are logged whole, CRC included.
+ */
+void fs_restamp(void *arg, uint64_t daddr, void *blk, uint32_t len, uint64_t lsn)
+{
+	if (len != FS_BLOCK_SIZE)
+		return;
+	uint32_t magic;
+	memcpy(&magic, blk, 4);
+	magic = le32toh(magic);
+	if (daddr == 0 && magic == FS_SB_MAGIC) {
+		sb_stamp(blk, lsn);
+		return;
+	}
+	if (fs_bt_verifier(magic))
+		bt_stamp(blk, lsn);
+}

@@ -1,0 +1,331 @@
+/*
+ * test_fs.c - the filesystem engine: namespace operations and their errors,
+ * file data (holes, unwritten extents, extent trees, truncate, fallocate,
+ * seek), large directories, remount, orphans, and `check` after each.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "base/msg.h"
+#include "base/rand.h"
+#include "check.h"
+#include "dev/dev.h"
+#include "fs/fs.h"
+
+static struct dev *mkimg(uint64_t size)
+{
+	struct dev *d;
+	CHECK_OK(dev_mem_create(size, NULL, &d));
+	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = d}));
+	return d;
+}
+
+static struct fs *mnt(struct dev *d)
+{
+	struct fs *fs;
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d}, &fs));
+	return fs;
+}
+
+/* Unmount, then check the image offline: must be clean. */
+static void umount_check(struct fs *fs, struct dev *d)
+{
+	CHECK_OK(fs_unmount(fs));
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .readonly_check = true}, &fs));
+	uint64_t problems = 1;
+	CHECK_OK(fs_check(fs, stderr, &problems));
+	CHECK_EQ(problems, 0);
+	CHECK_OK(fs_unmount(fs));
+}
+
+static struct fs_inode *mk(struct fs_inode *dir, const char *name, uint32_t mode)
+{
+	struct fs_inode *ip;
+	struct fs_create_args a = {.mode = mode, .uid = 1000, .gid = 100};
+	CHECK_OK(fs_create(dir, name, strlen(name), &a, &ip, NULL));
+	return ip;
+}
+
+static int count_cb(void *arg, const char *name, size_t len, uint64_t ino, unsigned type,
+		    uint64_t cookie)
+{
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+static unsigned count_entries(struct fs_inode *dir)
+{
+	unsigned n = 0;
+	CHECK_OK(fs_readdir(dir, 0, count_cb, &n));
+	return n;
+}
+
+static void test_namespace(void)
+{
+	struct dev *d = mkimg(64 << 20);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root, *a, *b, *dir, *ip;
+	CHECK_OK(fs_root(fs, &root));
+	a = mk(root, "a", S_IFREG | 0644);
+	dir = mk(root, "dir", S_IFDIR | 0755);
+	struct fs_create_args ca = {.mode = S_IFREG | 0644};
+	CHECK_EQ(fs_create(root, "a", 1, &ca, &ip, NULL), -EEXIST);
+	CHECK_EQ(fs_create(root, "x/y", 3, &ca, &ip, NULL), -EINVAL);
+	char longname[300];
+	memset(longname, 'n', sizeof(longname));
+	CHECK_EQ(fs_create(root, longname, 256, &ca, &ip, NULL), -ENAMETOOLONG);
+	ip = mk(root, "n255-placeholder", S_IFREG | 0644);
+	fs_iput(ip);
+	CHECK_OK(fs_create(root, longname, 255, &ca, &ip, NULL));
+	fs_iput(ip);
+	CHECK_EQ(fs_lookup(root, "missing", 7, &ip), -ENOENT);
+	CHECK_EQ(fs_lookup(a, "x", 1, &ip), -ENOTDIR);
+	/* link, attributes */
+	CHECK_OK(fs_link(a, dir, "a2", 2, NULL));
+	CHECK_EQ(fs_link(dir, root, "dirlink", 7, NULL), -EPERM);
+	struct fs_attr at;
+	CHECK_OK(fs_getattr(a, &at));
+	CHECK_EQ(at.nlink, 2);
+	CHECK_EQ(at.uid, 1000);
+	CHECK_OK(fs_getattr(root, &at));
+	CHECK_EQ(at.nlink, 3);
+	/* symlinks, short and long, and special files */
+	struct fs_create_args sa = {.mode = S_IFLNK | 0777, .target = "a", .target_len = 1};
+	CHECK_OK(fs_create(root, "s", 1, &sa, &ip, NULL));
+	fs_iput(ip);
+	char target[2000];
+	memset(target, 't', sizeof(target));
+	sa.target = target;
+	sa.target_len = sizeof(target);
+	CHECK_OK(fs_create(root, "slong", 5, &sa, &ip, NULL));
+	char buf[4096];
+	size_t n;
+	CHECK_OK(fs_readlink(ip, buf, sizeof(buf), &n));
+	CHECK_EQ(n, sizeof(target));
+	CHECK(memcmp(buf, target, n) == 0);
+	fs_iput(ip);
+	struct fs_create_args da = {.mode = S_IFCHR | 0600, .rdev = 0x0501};
+	CHECK_OK(fs_create(root, "tty", 3, &da, &ip, NULL));
+	CHECK_OK(fs_getattr(ip, &at));
+	CHECK_EQ(at.rdev, 0x0501);
+	fs_iput(ip);
+	/* rmdir of a non-empty directory, unlink of a directory */
+	CHECK_EQ(fs_rmdir(root, "dir", 3, NULL), -ENOTEMPTY);
+	CHECK_EQ(fs_unlink(root, "dir", 3, NULL), -EISDIR);
+	CHECK_EQ(fs_rmdir(root, "a", 1, NULL), -ENOTDIR);
+	/* renames: file over file, into a directory, directory over empty
+	 * directory, a directory under itself */
+	b = mk(root, "b", S_IFREG | 0644);
+	CHECK_OK(fs_rename(root, "b", 1, root, "a", 1, NULL)); /* replaces a */
+	CHECK_OK(fs_getattr(a, &at));
+	CHECK_EQ(at.nlink, 1); /* still named dir/a2 */
+	CHECK_OK(fs_lookup(root, "a", 1, &ip));
+	CHECK_EQ(fs_ino(ip), fs_ino(b));
+	fs_iput(ip);
+	struct fs_inode *d2 = mk(root, "d2", S_IFDIR | 0755);
+	struct fs_inode *sub = mk(dir, "sub", S_IFDIR | 0755);
+	CHECK_EQ(fs_rename(root, "dir", 3, sub, "x", 1, NULL), -EINVAL);
+	CHECK_OK(fs_rename(dir, "sub", 3, root, "d2", 2, NULL)); /* over an empty dir */
+	CHECK_OK(fs_getattr(d2, &at));
+	CHECK_EQ(at.nlink, 0);
+	CHECK_OK(fs_lookup(root, "..", 2, &ip));
+	CHECK_EQ(fs_ino(ip), fs_ino(root));
+	fs_iput(ip);
+	CHECK_OK(fs_lookup(sub, "..", 2, &ip));
+	CHECK_EQ(fs_ino(ip), fs_ino(root));
+	fs_iput(ip);
+	CHECK_EQ(fs_rename(root, "a", 1, root, "d2", 2, NULL), -EISDIR);
+	CHECK_EQ(fs_rename(root, "d2", 2, root, "a", 1, NULL), -ENOTDIR);
+	fs_iput(d2);
+	fs_iput(sub);
+	fs_iput(a);
+	fs_iput(b);
+	fs_iput(dir);
+	fs_iput(root);
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("namespace");
+}
+
+static void test_data(void)
+{
+	struct dev *d = mkimg(128 << 20);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root, *f;
+	CHECK_OK(fs_root(fs, &root));
+	f = mk(root, "f", S_IFREG | 0644);
+	struct rng r;
+	rng_seed(&r, 7);
+	enum { SIZE = 4 << 20 };
+	uint8_t *model = calloc(1, SIZE), *buf = malloc(SIZE);
+	uint64_t size = 0;
+	/* random writes of random sizes, sparse, unaligned */
+	for (int i = 0; i < 300; i++) {
+		uint64_t off = rng_below(&r, SIZE - 70000), len = 1 + rng_below(&r, 65536);
+		if (i % 3 == 0)
+			off = ALIGN_DOWN(off, 4096ull);
+		for (uint64_t k = 0; k < len; k++)
+			buf[k] = (uint8_t)rng_next(&r);
+		CHECK_OK(fs_write(f, off, buf, len, NULL));
+		memcpy(model + off, buf, len);
+		if (off + len > size)
+			size = off + len;
+		if (i % 50 == 0) {
+			/* punch and truncate in between */
+			uint64_t po = rng_below(&r, size), pl = 1 + rng_below(&r, 100000);
+			CHECK_OK(fs_fallocate(f, FS_FALLOC_PUNCH, po, pl, NULL));
+			uint64_t pe = MIN(po + pl, size);
+			if (po < pe)
+				memset(model + po, 0, pe - po);
+		}
+	}
+	size_t n;
+	bool eof;
+	CHECK_OK(fs_read(f, 0, buf, SIZE, &n, &eof));
+	CHECK_EQ(n, size);
+	CHECK(memcmp(buf, model, size) == 0);
+	/* truncate down to an unaligned size, then grow: the tail reads zeros */
+	uint64_t t = size / 3 + 123;
+	CHECK_OK(fs_setattr(f, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = t}, NULL));
+	CHECK_OK(fs_setattr(f, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = size}, NULL));
+	memset(model + t, 0, size - t);
+	CHECK_OK(fs_read(f, 0, buf, SIZE, &n, &eof));
+	CHECK_EQ(n, size);
+	CHECK(memcmp(buf, model, size) == 0);
+	/* seek */
+	uint64_t pos;
+	struct fs_inode *g = mk(root, "g", S_IFREG | 0644);
+	CHECK_OK(fs_write(g, 1 << 20, buf, 4096, NULL));
+	CHECK_OK(fs_seek(g, 0, FS_SEEK_DATA, &pos));
+	CHECK_EQ(pos, 1 << 20);
+	CHECK_OK(fs_seek(g, 0, FS_SEEK_HOLE, &pos));
+	CHECK_EQ(pos, 0);
+	CHECK_OK(fs_seek(g, 1 << 20, FS_SEEK_HOLE, &pos));
+	CHECK_EQ(pos, (1 << 20) + 4096);
+	CHECK_EQ(fs_seek(g, 2 << 20, FS_SEEK_DATA, &pos), -ENXIO);
+	/* fallocate: unwritten space reads zeros and is not data */
+	CHECK_OK(fs_fallocate(g, FS_FALLOC_ALLOC, 0, 65536, NULL));
+	CHECK_OK(fs_seek(g, 0, FS_SEEK_DATA, &pos));
+	CHECK_EQ(pos, 1 << 20);
+	CHECK_OK(fs_read(g, 0, buf, 65536, &n, &eof));
+	for (size_t i = 0; i < 65536; i++)
+		CHECK_EQ(buf[i], 0);
+	struct fs_attr at;
+	CHECK_OK(fs_getattr(g, &at));
+	CHECK(at.used >= 65536 + 4096);
+	/* zero range over written data */
+	CHECK_OK(fs_fallocate(g, FS_FALLOC_ZERO, (1 << 20) + 100, 200, NULL));
+	CHECK_OK(fs_read(g, (1 << 20), buf, 4096, &n, &eof));
+	for (size_t i = 100; i < 300; i++)
+		CHECK_EQ(buf[i], 0);
+	/* copy */
+	uint64_t copied;
+	struct fs_inode *h = mk(root, "h", S_IFREG | 0644);
+	CHECK_OK(fs_copy_range(f, 0, h, 0, size, &copied, NULL));
+	CHECK_EQ(copied, size);
+	CHECK_OK(fs_read(h, 0, buf, SIZE, &n, &eof));
+	CHECK(memcmp(buf, model, size) == 0);
+	fs_iput(f);
+	fs_iput(g);
+	fs_iput(h);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+	/* everything survives a remount */
+	fs = mnt(d);
+	CHECK_OK(fs_root(fs, &root));
+	CHECK_OK(fs_lookup(root, "f", 1, &f));
+	CHECK_OK(fs_read(f, 0, buf, SIZE, &n, &eof));
+	CHECK_EQ(n, size);
+	CHECK(memcmp(buf, model, size) == 0);
+	/* a file with many extents (an extent tree), then freed */
+	for (int i = 0; i < 200; i++)
+		CHECK_OK(fs_write(f, (uint64_t)SIZE + (uint64_t)i * 8192, buf, 4096, NULL));
+	fs_iput(f);
+	CHECK_OK(fs_unlink(root, "f", 1, NULL));
+	fs_iput(root);
+	umount_check(fs, d);
+	free(model);
+	free(buf);
+	dev_close(d);
+	TEST_PASS("data");
+}
+
+static void test_bigdir(void)
+{
+	struct dev *d = mkimg(128 << 20);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root, *dir;
+	CHECK_OK(fs_root(fs, &root));
+	dir = mk(root, "big", S_IFDIR | 0755);
+	enum { N = 5000 };
+	char name[64];
+	for (int i = 0; i < N; i++) {
+		int l = snprintf(name, sizeof(name), "entry-with-a-longer-name-%06d", i);
+		struct fs_inode *ip;
+		struct fs_create_args a = {.mode = (i % 10 ? S_IFREG : S_IFDIR) | 0644};
+		CHECK_OK(fs_create(dir, name, (size_t)l, &a, &ip, NULL));
+		fs_iput(ip);
+	}
+	CHECK_EQ(count_entries(dir), N + 2);
+	for (int i = 0; i < N; i += 3) {
+		int l = snprintf(name, sizeof(name), "entry-with-a-longer-name-%06d", i);
+		if (i % 10)
+			CHECK_OK(fs_unlink(dir, name, (size_t)l, NULL));
+		else
+			CHECK_OK(fs_rmdir(dir, name, (size_t)l, NULL));
+	}
+	CHECK_EQ(count_entries(dir), N - (N + 2) / 3 + 2);
+	fs_iput(dir);
+	fs_iput(root);
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("big directory");
+}
+
+/* An unlinked file that is still referenced lives until the last
+ * reference; a crash in between leaves an orphan that mount frees. */
+static void test_orphans(void)
+{
+	struct dev *d = mkimg(64 << 20);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root, *f;
+	CHECK_OK(fs_root(fs, &root));
+	f = mk(root, "f", S_IFREG | 0644);
+	uint8_t buf[8192] = {1};
+	CHECK_OK(fs_write(f, 0, buf, sizeof(buf), NULL));
+	CHECK_OK(fs_unlink(root, "f", 1, NULL));
+	size_t n;
+	bool eof;
+	CHECK_OK(fs_read(f, 0, buf, sizeof(buf), &n, &eof)); /* still readable */
+	CHECK_EQ(n, sizeof(buf));
+	CHECK_OK(fs_sync(fs));
+	/* a crash now: the orphan is on disk */
+	fs_shutdown(fs, "test");
+	fs_iput(f);
+	fs_iput(root);
+	fs_unmount(fs);
+	/* check before the orphan is processed: allowed, listed */
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .readonly_check = true}, &fs));
+	uint64_t problems;
+	CHECK_OK(fs_check(fs, stderr, &problems));
+	CHECK_EQ(problems, 0);
+	fs_shutdown(fs, "test");
+	fs_unmount(fs);
+	fs = mnt(d); /* frees the orphan */
+	struct fs_statfs st;
+	CHECK_OK(fs_statfs(fs, &st));
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("orphans");
+}
+
+int main(void)
+{
+	msg_set_level(MSG_WARN);
+	test_namespace();
+	test_data();
+	test_bigdir();
+	test_orphans();
+	return 0;
+}
