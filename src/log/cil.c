@@ -287,6 +287,12 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 {
 	bool empty = list_empty(&ctx->c_lvs);
 
+	/* counted before anyone can see it durable, so that a caller whose
+	 * force returned reads counters that include it */
+	counter_inc(&log->l_stats.checkpoints);
+	if (empty)
+		counter_inc(&log->l_stats.checkpoints_empty);
+
 	/* G3: durable now */
 	mutex_lock(&log->l_push_lock);
 	log->l_durable_seq = ctx->c_seq;
@@ -322,9 +328,6 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 		list_del(&cb->dc_link);
 		cb->dc_fn(cb, 0);
 	}
-	counter_inc(&log->l_stats.checkpoints);
-	if (empty)
-		counter_inc(&log->l_stats.checkpoints_empty);
 	free(ctx);
 }
 
