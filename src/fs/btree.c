@@ -387,7 +387,8 @@ static void leaf_build(struct fsbuf *bp, const struct rec *recs, unsigned n, uin
 	BUG_ON(total > FS_BLOCK_SIZE);
 	unsigned o = 0;
 	for (unsigned i = 0; i < n; i++) {
-		memcpy(scratch + o, recs[i].val, recs[i].vlen);
+		if (recs[i].vlen)
+			memcpy(scratch + o, recs[i].val, recs[i].vlen);
 		o += recs[i].vlen;
 	}
 	struct fs_bthdr save = *hdr(bp);
@@ -432,7 +433,8 @@ static void leaf_put(struct fstx *tx, struct fsbuf *bp, unsigned pos, const stru
 	memcpy(bp->b_data + data, &k, sizeof(k));
 	uint16_t vl = htole16(r->vlen);
 	memcpy(bp->b_data + data + sizeof(k), &vl, 2);
-	memcpy(bp->b_data + data + FS_BT_REC_HDR, r->val, r->vlen);
+	if (r->vlen)
+		memcpy(bp->b_data + data + FS_BT_REC_HDR, r->val, r->vlen);
 	memmove(&slots(bp)[pos + 1], &slots(bp)[pos], (n - pos) * 2);
 	slots(bp)[pos] = htole16((uint16_t)data);
 	set_nrecs(bp, n + 1);

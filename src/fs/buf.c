@@ -191,7 +191,9 @@ void fsbuf_rele(struct fsbuf *bp)
 	struct fs *fs = bp->b_fs;
 	mutex_lock(&fs->f_bcache_lock);
 	int old = atomic_fetch_sub(&bp->b_ref, 1);
-	BUG_ON(old <= 0);
+	if (old <= 0)
+		panic("fs: buffer %llu (%s) released more often than held",
+		      (unsigned long long)bp->b_blkno, bp->b_ops ? bp->b_ops->name : "?");
 	if (old == 1) {
 		list_add_tail(&bp->b_lru, &fs->f_buf_lru);
 		if (fs->f_nbufs > fs->f_nbufs_max)

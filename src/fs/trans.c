@@ -106,14 +106,34 @@ static void busy_durable(struct log_durable_cb *cb, int err)
 	free(b);
 }
 
-static void fstx_end(struct fstx *tx)
+/*
+ * Take the joined buffers off the transaction's list while their locks are
+ * still held: once commit releases a buffer, another transaction may join
+ * it and link it into its own list.
+ */
+static struct fsbuf **fstx_take_bufs(struct fstx *tx, size_t *n)
 {
-	fstx_unlock(tx);
+	size_t cnt = 0;
 	struct fsbuf *bp, *tmp;
+	list_for_each_entry (bp, &tx->bufs, b_txlink)
+		cnt++;
+	struct fsbuf **v = xmalloc((cnt ? cnt : 1) * sizeof(*v));
+	cnt = 0;
 	list_for_each_entry_safe (bp, tmp, &tx->bufs, b_txlink) {
 		list_del(&bp->b_txlink);
-		fsbuf_rele(bp);
+		v[cnt++] = bp;
 	}
+	*n = cnt;
+	return v;
+}
+
+/* After commit or cancel: drop the references the transaction held. */
+static void fstx_end(struct fstx *tx, struct fsbuf **bufs, size_t n)
+{
+	fstx_unlock(tx);
+	for (size_t i = 0; i < n; i++)
+		fsbuf_rele(bufs[i]);
+	free(bufs);
 	if (tx->blk_res > 0)
 		fs_unreserve_blocks(tx->fs, (uint64_t)tx->blk_res);
 	free(tx);
@@ -129,16 +149,20 @@ int fstx_commit(struct fstx *tx, uint64_t *csn)
 		b->cb.dc_fn = busy_durable;
 		trans_on_durable(tx->tp, &b->cb);
 	}
+	size_t n;
+	struct fsbuf **bufs = fstx_take_bufs(tx, &n);
 	int err = trans_commit(tx->tp, csn);
-	fstx_end(tx);
+	fstx_end(tx, bufs, n);
 	return err;
 }
 
 void fstx_cancel(struct fstx *tx)
 {
+	size_t n;
+	struct fsbuf **bufs = fstx_take_bufs(tx, &n);
 	trans_cancel(tx->tp);
 	alloc_busy_done(tx->fs, &tx->busy);
-	fstx_end(tx);
+	fstx_end(tx, bufs, n);
 }
 
 void fsbuf_join(struct fstx *tx, struct fsbuf *bp)

@@ -44,7 +44,7 @@ struct log_recovery {
 };
 
 struct rc_block {
-	uint32_t len;
+	uint64_t len; /* 8 bytes, so that data is aligned for its owner's structs */
 	uint8_t data[];
 };
 
