@@ -39,6 +39,7 @@ const struct lock_class svc_pool_class = LOCK_CLASS_INIT("svc.pool", 470);
 #define STAGING_SIZE  (64 * 1024)
 #define DIRECT_MIN    (16 * 1024)
 #define READS_PER_EVENT 8
+#define TIMERS_PER_TURN 64
 
 void svc_config_default(struct svc_config *c)
 {
@@ -73,6 +74,7 @@ struct svc *svc_create(const struct svc_config *cfg)
 	pool_init(&s->pool);
 	timers_init(&s->timers);
 	timer_init(&s->sweep, sweep_fire);
+	list_init(&s->timer_batch);
 	mutex_init(&s->conns_lock, &svc_conns_class);
 	list_init(&s->conns);
 	mutex_init(&s->parked_lock, &svc_parked_class);
@@ -513,10 +515,13 @@ static void *loop_main(void *arg)
 	struct epoll_event evs[64];
 	uint8_t *staging = xmalloc(STAGING_SIZE);
 
+	bool more_timers = false;
 	while (!atomic_load(&s->stopping)) {
 		uint64_t next = timers_next(s), now = now_ns();
 		int timeout = -1;
-		if (next != UINT64_MAX)
+		if (more_timers)
+			timeout = 0;
+		else if (next != UINT64_MAX)
 			timeout = next <= now ? 0 : (int)MIN((next - now + 999999) / 1000000, 60000);
 		int n = epoll_wait(s->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR)
@@ -535,7 +540,7 @@ static void *loop_main(void *arg)
 					   staging);
 			}
 		}
-		timers_run(s, now_ns());
+		more_timers = timers_run(s, now_ns(), TIMERS_PER_TURN);
 	}
 
 	/* stopping: close every connection */
@@ -606,7 +611,7 @@ void svc_stop(struct svc *s)
 			rq->timer_armed = false;
 			pool_queue(&s->pool, &rq->conn->workq, &rq->work);
 		}
-		timers_run(s, UINT64_MAX);
+		timers_run(s, UINT64_MAX, UINT32_MAX);
 		if (!atomic_load(&s->live_reqs) && !atomic_load(&s->live_calls))
 			break;
 		if (!warned && now_ns() - start > 5 * NSEC_PER_SEC) {

@@ -238,6 +238,7 @@ bool svc_conn_alive(const struct svc_conn *c);
 struct svc_work {
 	struct list link;
 	void (*fn)(struct svc_work *w);
+	struct svc_workq *q; /* for pool_queue_batch() */
 };
 
 struct svc_timer {

@@ -383,7 +383,9 @@ static void req_timer_fire(struct svc_timer *t)
 		rq->timer_armed = false;
 		rq->wake = SVC_WAKE_TIMEOUT;
 		counter_inc(&rq->svc->st.deferred_timeouts);
-		pool_queue(&rq->svc->pool, &rq->conn->workq, &rq->work);
+		/* queued with the rest of this turn's expiries, one lock round */
+		rq->work.q = &rq->conn->workq;
+		list_add_tail(&rq->work.link, &rq->svc->timer_batch);
 	}
 	svc_req_put(rq); /* the timer's reference */
 }

@@ -52,6 +52,9 @@ void workq_init(struct svc_workq *q);
 /* Queue w on q; q must stay alive until its last work item has started
  * (connections: every work item holds a reference on its connection). */
 void pool_queue(struct svc_pool *p, struct svc_workq *q, struct svc_work *w);
+/* Queue every svc_work of works on its own w->q with one lock round and
+ * one wakeup; the list empties. */
+void pool_queue_batch(struct svc_pool *p, struct list *works);
 /* Queue every svc_work on the list (linked by .link); the list empties. */
 void pool_queue_list(struct svc_pool *p, struct svc_workq *q, struct list *works);
 
@@ -70,8 +73,10 @@ void timer_arm(struct svc *s, struct svc_timer *t, uint64_t deadline);
 /* True if the timer was armed and is now disarmed (it will not fire). */
 bool timer_cancel(struct svc *s, struct svc_timer *t);
 uint64_t timers_next(struct svc *s);
-/* Fire every timer due at now (all of them when now == UINT64_MAX). */
-void timers_run(struct svc *s, uint64_t now);
+/* Fire at most max timers due at now (every armed timer when now is
+ * UINT64_MAX); true when more are due. The loop fires a bounded batch per
+ * turn so that a burst of expiries never keeps it from reading sockets. */
+bool timers_run(struct svc *s, uint64_t now, unsigned max);
 
 /* ---- counters (svc_stats.c) ---- */
 enum svc_reply_kind {
@@ -134,6 +139,8 @@ struct svc {
 	struct svc_pool pool;
 	struct svc_timers timers;
 	struct svc_timer sweep;
+	struct list timer_batch; /* requests claimed by timers in this turn;
+				  * only the thread in timers_run() uses it */
 
 	struct mutex conns_lock; /* svc.conns: conns, nconns */
 	struct list conns;

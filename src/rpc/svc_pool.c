@@ -122,3 +122,20 @@ void pool_queue_list(struct svc_pool *p, struct svc_workq *q, struct list *works
 		cond_signal(&p->cond);
 	mutex_unlock(&p->lock);
 }
+
+void pool_queue_batch(struct svc_pool *p, struct list *works)
+{
+	if (list_empty(works))
+		return;
+	mutex_lock(&p->lock);
+	while (!list_empty(works)) {
+		struct svc_work *w = list_first_entry(works, struct svc_work, link);
+		list_move_tail(&w->link, &w->q->works);
+		ready_locked(p, w->q);
+	}
+	if (p->idle > 1)
+		cond_broadcast(&p->cond);
+	else if (p->idle)
+		cond_signal(&p->cond);
+	mutex_unlock(&p->lock);
+}

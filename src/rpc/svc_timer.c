@@ -134,19 +134,26 @@ uint64_t timers_next(struct svc *s)
 	return d;
 }
 
-void timers_run(struct svc *s, uint64_t now)
+bool timers_run(struct svc *s, uint64_t now, unsigned max)
 {
 	struct svc_timers *h = &s->timers;
-	for (;;) {
-		struct svc_timer *t = NULL;
+	struct svc_timer *due[64];
+	unsigned fired = 0;
+	while (fired < max) {
+		unsigned n = 0;
 		mutex_lock(&h->lock);
-		if (h->n && h->heap[0]->deadline <= now) {
-			t = h->heap[0];
+		while (n < ARRAY_SIZE(due) && fired + n < max && h->n &&
+		       h->heap[0]->deadline <= now) {
+			due[n++] = h->heap[0];
 			heap_remove(h, 0);
 		}
 		mutex_unlock(&h->lock);
-		if (!t)
-			break;
-		t->fn(t);
+		if (!n)
+			return false;
+		for (unsigned i = 0; i < n; i++)
+			due[i]->fn(due[i]);
+		pool_queue_batch(&s->pool, &s->timer_batch);
+		fired += n;
 	}
+	return timers_next(s) <= now;
 }
