@@ -45,7 +45,7 @@ static void test_unit_bounds(void)
 	struct drc_entry *e;
 	uint8_t *reply;
 	size_t len;
-	uint8_t body[64] = {1, 2, 3};
+	uint8_t body[300] = {1, 2, 3};
 	memset(&k, 0, sizeof(k));
 	for (uint32_t i = 0; i < 100; i++) {
 		k.xid = i;

@@ -226,6 +226,7 @@ static void cb_done(struct svc_call *call, int status)
 static enum svc_stat do_cb(struct svc_req *rq, const struct rpc_cred *cred, void *a, void *r)
 {
 	struct u32x3 *args = a;
+	uint32_t mode = args->c; /* args are off limits once the call is out */
 	struct cb_state *st = xcalloc(1, sizeof(*st));
 	st->rq = rq;
 	st->arg = args->a;
@@ -240,7 +241,7 @@ static enum svc_stat do_cb(struct svc_req *rq, const struct rpc_cred *cred, void
 	st->call.res = &st->reply;
 	st->call.timeout_ns = (uint64_t)args->b * NSEC_PER_MSEC;
 	st->call.done = cb_done;
-	st->refs = args->c == CB_MODE_CANCEL ? 2 : 1;
+	st->refs = mode == CB_MODE_CANCEL ? 2 : 1;
 	svc_req_get(rq);
 	svc_defer(rq, 0);
 	/* after svc_defer the request belongs to the callback (invariant 3) */
@@ -252,7 +253,7 @@ static enum svc_stat do_cb(struct svc_req *rq, const struct rpc_cred *cred, void
 		free(st);
 		return SVC_DEFERRED;
 	}
-	if (args->c == CB_MODE_CANCEL) {
+	if (mode == CB_MODE_CANCEL) {
 		/* our own reference keeps st alive across the cancel */
 		svc_call_cancel(&st->call);
 		cb_put(st);
