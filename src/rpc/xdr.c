@@ -83,8 +83,12 @@ int xdr_dec_i64(struct xdr_dec *x, int64_t *v)
 int xdr_dec_bool(struct xdr_dec *x, bool *v)
 {
 	uint32_t u;
-	if (xdr_dec_u32(x, &u) || u > 1)
+	if (xdr_dec_u32(x, &u))
 		return -EBADMSG;
+	if (u > 1) {
+		x->p -= 4;
+		return -EBADMSG;
+	}
 	*v = u;
 	return 0;
 }
@@ -310,8 +314,9 @@ int xdr_enc_fixed(struct xdr_enc *x, const void *buf, size_t len)
 	size_t pad = XDR_PAD(len);
 	if (len > SIZE_MAX - 4 || room(x, len + pad))
 		return -EMSGSIZE;
-	if (len)
-		memcpy(x->buf + x->len, buf, len);
+	if (!len)
+		return 0; /* nothing to write; buf may still be unallocated */
+	memcpy(x->buf + x->len, buf, len);
 	memset(x->buf + x->len + len, 0, pad);
 	x->len += len + pad;
 	return 0;
@@ -378,7 +383,8 @@ int xdr_enc_reserve(struct xdr_enc *x, size_t n, size_t *off)
 	BUG_ON(n & 3);
 	if (room(x, n))
 		return -EMSGSIZE;
-	memset(x->buf + x->len, 0, n);
+	if (n)
+		memset(x->buf + x->len, 0, n);
 	*off = x->len;
 	x->len += n;
 	return 0;

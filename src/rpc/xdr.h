@@ -11,9 +11,9 @@
  *
  * Invariants:
  *  1. No decode helper reads outside [p, end). Every helper returns 0 or
- *     -EBADMSG; on error the stream position is unspecified and the caller
- *     abandons the message (GARBAGE_ARGS). Nothing outside this file does
- *     pointer arithmetic on XDR data.
+ *     -EBADMSG, and a helper that fails leaves the stream where it was
+ *     (the caller normally abandons the message: GARBAGE_ARGS). Nothing
+ *     outside this file does pointer arithmetic on XDR data.
  *  2. Every length read from the wire is checked against an explicit
  *     maximum given by the caller and against the bytes remaining, before
  *     anything is copied or allocated.
