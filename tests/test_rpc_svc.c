@@ -7,6 +7,7 @@
  * timeout, shutdown with parked requests, and the counters.
  */
 #include <errno.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/time.h"
@@ -329,10 +330,24 @@ static void test_stall_timeout(void)
 	/* a connection with no partial record is not a stalled one */
 	null_ok(idle, 2);
 	close(idle);
+	/* nor does trickling a byte every 50 ms keep a record alive */
+	int trickle = tc_connect(port, false);
+	uint8_t hdr[4] = {0x80, 0, 0, 200};
+	tc_send_raw(trickle, hdr, 4);
+	bool closed = false;
+	t0 = tc_now_us();
+	for (int i = 0; i < 100 && !closed; i++) {
+		uint8_t b = 0;
+		if (send(trickle, &b, 1, MSG_NOSIGNAL) != 1)
+			break;
+		closed = tc_wait_closed(trickle, 50);
+	}
+	CHECK(tc_now_us() - t0 < 3000000);
+	close(trickle);
 	struct stat_table t;
 	struct stat_sink sink = stat_sink_table(&t);
 	svc_stats(s, &sink);
-	CHECK_EQ(stat_table_get(&t, "rpc.connections_stalled"), 1);
+	CHECK_EQ(stat_table_get(&t, "rpc.connections_stalled"), 2);
 	svc_destroy(s);
 	TEST_PASS("stall timeout");
 }

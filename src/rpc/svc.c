@@ -36,7 +36,13 @@ const struct lock_class svc_parked_class = LOCK_CLASS_INIT("svc.parked", 450);
 const struct lock_class svc_timers_class = LOCK_CLASS_INIT("svc.timers", 460);
 const struct lock_class svc_pool_class = LOCK_CLASS_INIT("svc.pool", 470);
 
-#define STAGING_SIZE  (64 * 1024)
+/* Reads of small records go through a 16 KiB staging buffer, at most
+ * READS_PER_EVENT of them and no more once RECORDS_PER_EVENT records came
+ * out: a connection that pipelines a thousand calls gets them read over
+ * several turns of the loop, and the other connections' calls are read
+ * (and, with the pool's round robin, served) in between. */
+#define STAGING_SIZE  (16 * 1024)
+#define RECORDS_PER_EVENT 64
 #define DIRECT_MIN    (16 * 1024)
 #define READS_PER_EVENT 8
 #define TIMERS_PER_TURN 64
@@ -56,6 +62,7 @@ void svc_config_default(struct svc_config *c)
 }
 
 static void sweep_fire(struct svc_timer *t);
+static void accept_retry_fire(struct svc_timer *t);
 
 struct svc *svc_create(const struct svc_config *cfg)
 {
@@ -74,6 +81,7 @@ struct svc *svc_create(const struct svc_config *cfg)
 	pool_init(&s->pool);
 	timers_init(&s->timers);
 	timer_init(&s->sweep, sweep_fire);
+	timer_init(&s->accept_retry, accept_retry_fire);
 	list_init(&s->timer_batch);
 	mutex_init(&s->conns_lock, &svc_conns_class);
 	list_init(&s->conns);
@@ -286,6 +294,33 @@ void conn_account(struct svc_conn *c, long delta)
 	mutex_unlock(&c->lock);
 }
 
+static void listeners_set(struct svc *s, uint32_t events)
+{
+	for (unsigned i = 0; i < s->nlisteners; i++) {
+		struct epoll_event ev = {.events = events, .data.ptr = &s->listeners[i].pe};
+		epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->listeners[i].fd, &ev);
+	}
+}
+
+/* Out of descriptors: a level-triggered listener would spin the loop, so
+ * stop accepting for a while (connections wait in the backlog). */
+static void listeners_pause(struct svc *s)
+{
+	if (s->accept_retry.idx != SIZE_MAX)
+		return;
+	if (svc_warn_ok(s))
+		msg_warn("rpc: accept: %s; pausing accepts for 100 ms", strerror(errno));
+	listeners_set(s, 0);
+	timer_arm(s, &s->accept_retry, now_ns() + 100 * NSEC_PER_MSEC);
+}
+
+static void accept_retry_fire(struct svc_timer *t)
+{
+	struct svc *s = container_of(t, struct svc, accept_retry);
+	if (!atomic_load(&s->stopping))
+		listeners_set(s, EPOLLIN);
+}
+
 static void accept_one(struct svc *s, struct svc_listener *l)
 {
 	for (;;) {
@@ -295,7 +330,7 @@ static void accept_one(struct svc *s, struct svc_listener *l)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
-				msg_warn("rpc: accept: %s", strerror(errno));
+				listeners_pause(s);
 			return;
 		}
 		mutex_lock(&s->conns_lock);
@@ -383,9 +418,11 @@ static void conn_close_loop(struct svc_conn *c)
 }
 
 /* Turn a complete record into a request queued on works. */
-static void record_done(struct svc_conn *c, struct list *works, size_t *accounted)
+static void record_done(struct svc_conn *c, struct list *works, size_t *accounted,
+			size_t *records)
 {
 	size_t len;
+	(*records)++;
 	uint8_t *rec = rec_take(&c->rec, &len);
 	struct svc_req *rq = req_new(c, rec, len);
 	*accounted += rq->accounted;
@@ -396,12 +433,12 @@ static void record_done(struct svc_conn *c, struct list *works, size_t *accounte
 static bool conn_read(struct svc_conn *c, uint8_t *staging)
 {
 	struct svc *s = c->svc;
-	size_t accounted = 0;
+	size_t accounted = 0, records = 0;
 	bool ok = true;
 	struct list w;
 	struct list *works = &w;
 	list_init(works);
-	for (int i = 0; i < READS_PER_EVENT && ok; i++) {
+	for (int i = 0; i < READS_PER_EVENT && ok && records < RECORDS_PER_EVENT; i++) {
 		uint8_t *space;
 		size_t direct = rec_direct(&c->rec, &space);
 		ssize_t n;
@@ -410,8 +447,10 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 			if (n > 0) {
 				counter_add(&s->st.bytes_in, (uint64_t)n);
 				c->last_rx_ns = now_ns();
-				if (rec_direct_commit(&c->rec, (size_t)n) == 1)
-					record_done(c, works, &accounted);
+				if (rec_direct_commit(&c->rec, (size_t)n) == 1) {
+					record_done(c, works, &accounted, &records);
+					c->rec_start_ns = 0;
+				}
 				continue;
 			}
 		} else {
@@ -430,6 +469,7 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 		counter_add(&s->st.bytes_in, (uint64_t)n);
 		c->last_rx_ns = now_ns();
 		size_t pos = 0;
+		uint64_t now = c->last_rx_ns;
 		while (pos < (size_t)n) {
 			size_t used;
 			int r = rec_feed(&c->rec, staging + pos, (size_t)n - pos, &used);
@@ -440,9 +480,17 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 				ok = false;
 				break;
 			}
-			if (r == 1)
-				record_done(c, works, &accounted);
+			if (r == 1) {
+				record_done(c, works, &accounted, &records);
+				c->rec_start_ns = 0;
+			}
 		}
+		/* a record must complete within the stall timeout, however
+		 * slowly its bytes trickle in */
+		if (!rec_partial(&c->rec))
+			c->rec_start_ns = 0;
+		else if (!c->rec_start_ns)
+			c->rec_start_ns = now;
 		if ((size_t)n < STAGING_SIZE && direct < DIRECT_MIN)
 			break; /* drained */
 	}
@@ -490,8 +538,8 @@ static void sweep_fire(struct svc_timer *t)
 	list_for_each_entry(c, &s->conns, link)
 	{
 		uint64_t quiet = now - c->last_rx_ns;
-		if (s->cfg.stall_timeout_ns && rec_partial(&c->rec) &&
-		    quiet > s->cfg.stall_timeout_ns) {
+		if (s->cfg.stall_timeout_ns && rec_partial(&c->rec) && c->rec_start_ns &&
+		    now - c->rec_start_ns > s->cfg.stall_timeout_ns) {
 			counter_inc(&s->st.conns_stalled);
 			conn_kill(c, "stalled in the middle of a record");
 		} else if (s->cfg.idle_timeout_ns && !rec_partial(&c->rec) &&

@@ -139,6 +139,7 @@ struct svc {
 	struct svc_pool pool;
 	struct svc_timers timers;
 	struct svc_timer sweep;
+	struct svc_timer accept_retry; /* listeners paused after EMFILE */
 	struct list timer_batch; /* requests claimed by timers in this turn;
 				  * only the thread in timers_run() uses it */
 
@@ -193,6 +194,7 @@ struct svc_conn {
 	/* loop only */
 	struct rec_asm rec;
 	uint64_t last_rx_ns;
+	uint64_t rec_start_ns; /* when the partial record began; 0 if none */
 };
 
 void conn_send(struct svc_conn *c, struct svc_out *o);
