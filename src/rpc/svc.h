@@ -263,11 +263,12 @@ struct svc_timer {
  */
 struct svc_call {
 	uint32_t prog, vers, proc;
-	const struct rpc_cred *cred; /* NULL: AUTH_NONE; copied at start */
+	const struct rpc_cred *cred; /* NULL: AUTH_NONE */
 	svc_encode_fn encode;
-	const void *args;
+	const void *args;    /* cred and args are encoded by svc_call_start()
+			      * and not used after it returns */
 	svc_decode_fn decode;
-	void *res;
+	void *res;           /* filled by decode(), on a worker, before done() */
 	uint64_t timeout_ns; /* 0: wait until the connection closes */
 	void (*done)(struct svc_call *call, int status);
 	struct rpc_reply_hdr reply; /* the reply header, when one arrived */

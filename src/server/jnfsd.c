@@ -87,8 +87,9 @@ static void print_stat(void *arg, const char *name, uint64_t value)
 	fprintf(arg, "%s %llu\n", name, (unsigned long long)value);
 }
 
-/* Registers every program version on every listener; false if rpcbind
- * could not be reached (logged once). */
+/* Register (set) or unregister every program version on every listener.
+ * When rpcbind cannot be reached this logs once and gives up: the server
+ * serves anyway, clients that know the port still reach it. */
 static void rpcbind_register(const char *rpcbind, struct sockaddr_storage *addrs, int naddrs,
 			     bool set)
 {
@@ -184,10 +185,9 @@ int main(int argc, char **argv)
 		}
 		continue;
 	bad_value:
-		msg_err("bad value '%s' for --%s", optarg, opts[0].name);
 		for (const struct option *o = opts; o->name; o++)
 			if (o->val == opt)
-				msg_err("(option --%s)", o->name);
+				msg_err("bad value '%s' for --%s", optarg, o->name);
 		return 2;
 	}
 	if (optind < argc) {
