@@ -89,6 +89,6 @@ echo "conns,jnfsd,ganesha,ratio"
 for c in $CONNS; do
 	j=$(measure "$JPORT" "$c")
 	g=$(measure "$GPORT" "$c")
-	r=$(awk -v j="$j" -v g="$g" 'BEGIN { printf "%.2f", g > 0 ? j / g : 0 }')
+	r=$(awk -v j="$j" -v g="$g" 'BEGIN { printf "%.2f", (g > 0 ? j / g : 0) }')
 	echo "$c,$j,$g,$r"
 done

@@ -35,14 +35,22 @@ struct svc_workq {
 	bool queued;
 };
 
+struct svc_worker {
+	struct svc_pool *pool;
+	pthread_t thread;
+	struct cond cond;
+	struct list idle_link; /* in svc_pool.idle while asleep */
+	bool signaled;
+};
+
 struct svc_pool {
 	struct mutex lock;
-	struct cond cond;
 	struct list ready;
-	unsigned idle;
+	struct list idle;    /* sleeping workers, most recently idle first */
+	unsigned nwaking;    /* signalled, not yet running */
 	bool stop;
 	unsigned nthreads;
-	pthread_t *threads;
+	struct svc_worker *workers;
 };
 
 void pool_init(struct svc_pool *p);

@@ -4,6 +4,15 @@
  * handlers; the event loop only queues. Work is kept per connection
  * (struct svc_workq) and served round-robin over the connections that have
  * any (svc_pool.ready), so no connection's burst starves another's call.
+ *
+ * Wakeups: sleeping workers wait on their own condition variable, on a
+ * LIFO list (the most recently busy one, whose cache is warm, goes first).
+ * At most one worker is being woken at a time: new work wakes one only if
+ * none is already on its way, and a worker that takes an item while more
+ * are queued wakes the next. So a stream of small calls is served by as few
+ * threads as keep up with it instead of bouncing across all of them, and a
+ * burst still fans out to every worker within a few wakeups.
+ *
  * Lock: svc.pool (rank 470), a leaf: nothing else is taken while it is
  * held.
  */
@@ -19,8 +28,20 @@ void pool_init(struct svc_pool *p)
 {
 	memset(p, 0, sizeof(*p));
 	mutex_init(&p->lock, &svc_pool_class);
-	cond_init(&p->cond);
 	list_init(&p->ready);
+	list_init(&p->idle);
+}
+
+/* Wake the most recently idle worker unless one is already waking. */
+static void wake_one_locked(struct svc_pool *p)
+{
+	if (p->nwaking || list_empty(&p->idle))
+		return;
+	struct svc_worker *w = list_first_entry(&p->idle, struct svc_worker, idle_link);
+	list_del(&w->idle_link);
+	w->signaled = true;
+	p->nwaking++;
+	cond_signal(&w->cond);
 }
 
 void workq_init(struct svc_workq *q)
@@ -32,28 +53,37 @@ void workq_init(struct svc_workq *q)
 
 static void *worker_main(void *arg)
 {
-	struct svc_pool *p = arg;
+	struct svc_worker *w = arg;
+	struct svc_pool *p = w->pool;
 	mutex_lock(&p->lock);
 	for (;;) {
-		while (list_empty(&p->ready) && !p->stop) {
-			p->idle++;
-			cond_wait(&p->cond, &p->lock);
-			p->idle--;
+		if (!list_empty(&p->ready)) {
+			struct svc_workq *q = list_first_entry(&p->ready, struct svc_workq, link);
+			struct svc_work *item = list_first_entry(&q->works, struct svc_work, link);
+			list_del(&item->link);
+			if (list_empty(&q->works)) {
+				list_del(&q->link);
+				q->queued = false;
+			} else {
+				list_move_tail(&q->link, &p->ready);
+			}
+			if (!list_empty(&p->ready))
+				wake_one_locked(p); /* more to do: bring in a helper */
+			mutex_unlock(&p->lock);
+			item->fn(item);
+			mutex_lock(&p->lock);
+			continue;
 		}
-		if (list_empty(&p->ready))
+		if (p->stop)
 			break; /* stopping and drained */
-		struct svc_workq *q = list_first_entry(&p->ready, struct svc_workq, link);
-		struct svc_work *w = list_first_entry(&q->works, struct svc_work, link);
-		list_del(&w->link);
-		if (list_empty(&q->works)) {
-			list_del(&q->link);
-			q->queued = false;
-		} else {
-			list_move_tail(&q->link, &p->ready);
-		}
-		mutex_unlock(&p->lock);
-		w->fn(w);
-		mutex_lock(&p->lock);
+		w->signaled = false;
+		list_add(&w->idle_link, &p->idle);
+		while (!w->signaled && !p->stop)
+			cond_wait(&w->cond, &p->lock);
+		if (w->signaled)
+			p->nwaking--;
+		else
+			list_del(&w->idle_link);
 	}
 	mutex_unlock(&p->lock);
 	return NULL;
@@ -61,9 +91,13 @@ static void *worker_main(void *arg)
 
 int pool_start(struct svc_pool *p, unsigned n)
 {
-	p->threads = xcalloc(n, sizeof(*p->threads));
+	p->workers = xcalloc(n, sizeof(*p->workers));
 	for (unsigned i = 0; i < n; i++) {
-		int err = pthread_create(&p->threads[i], NULL, worker_main, p);
+		struct svc_worker *w = &p->workers[i];
+		w->pool = p;
+		cond_init(&w->cond);
+		list_init(&w->idle_link);
+		int err = pthread_create(&w->thread, NULL, worker_main, w);
 		if (err) {
 			msg_err("rpc: cannot start worker thread: %s", strerror(err));
 			pool_stop(p);
@@ -79,12 +113,15 @@ void pool_stop(struct svc_pool *p)
 {
 	mutex_lock(&p->lock);
 	p->stop = true;
-	cond_broadcast(&p->cond);
-	mutex_unlock(&p->lock);
 	for (unsigned i = 0; i < p->nthreads; i++)
-		pthread_join(p->threads[i], NULL);
-	free(p->threads);
-	p->threads = NULL;
+		cond_signal(&p->workers[i].cond);
+	mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < p->nthreads; i++) {
+		pthread_join(p->workers[i].thread, NULL);
+		cond_destroy(&p->workers[i].cond);
+	}
+	free(p->workers);
+	p->workers = NULL;
 	p->nthreads = 0;
 }
 
@@ -101,8 +138,7 @@ void pool_queue(struct svc_pool *p, struct svc_workq *q, struct svc_work *w)
 	mutex_lock(&p->lock);
 	list_add_tail(&w->link, &q->works);
 	ready_locked(p, q);
-	if (p->idle)
-		cond_signal(&p->cond);
+	wake_one_locked(p);
 	mutex_unlock(&p->lock);
 }
 
@@ -110,16 +146,10 @@ void pool_queue_list(struct svc_pool *p, struct svc_workq *q, struct list *works
 {
 	if (list_empty(works))
 		return;
-	unsigned n = 0;
-	for (struct list *l = works->next; l != works; l = l->next)
-		n++;
 	mutex_lock(&p->lock);
 	list_splice_tail(works, &q->works);
 	ready_locked(p, q);
-	if (n > 1 && p->idle > 1)
-		cond_broadcast(&p->cond);
-	else if (p->idle)
-		cond_signal(&p->cond);
+	wake_one_locked(p);
 	mutex_unlock(&p->lock);
 }
 
@@ -133,9 +163,6 @@ void pool_queue_batch(struct svc_pool *p, struct list *works)
 		list_move_tail(&w->link, &w->q->works);
 		ready_locked(p, w->q);
 	}
-	if (p->idle > 1)
-		cond_broadcast(&p->cond);
-	else if (p->idle)
-		cond_signal(&p->cond);
+	wake_one_locked(p);
 	mutex_unlock(&p->lock);
 }
