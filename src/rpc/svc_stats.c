@@ -3,7 +3,8 @@
  *   rpc.calls, rpc.replies.<status>, rpc.bytes_in, rpc.bytes_out,
  *   rpc.connections (open now), rpc.connections_accepted/_closed/_refused/
  *   _garbage/_too_big/_stalled/_idle, rpc.drc_hits, rpc.drc_in_progress_drops,
- *   rpc.drc_entries/_bytes/_evictions, rpc.deferred, rpc.deferred_timeouts,
+ *   rpc.drc_entries/_bytes/_evictions/_in_progress_entries, rpc.deferred,
+ *   rpc.deferred_timeouts,
  *   rpc.deferred_wakes, rpc.cb.calls/replies/timeouts/cancelled/unmatched/
  *   errors, and rpc.<program>.v<version>.<procedure> per procedure.
  */
