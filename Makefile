@@ -26,6 +26,7 @@ run: deps build
 
 test: deps
 	$(MAKE) test-normal
+	$(MAKE) test-fuzz
 	$(MAKE) test-asan
 
 test-normal: build
@@ -36,3 +37,14 @@ test-asan: build-asan
 
 clean:
 	rm -rf build build-asan
+
+# Fuzzing (clang, libFuzzer): each target runs FUZZ_SECONDS from the
+# in-tree corpus; the corpora are also replayed by CTest in both builds.
+FUZZ_SECONDS ?= 25
+.PHONY: build-fuzz test-fuzz
+build-fuzz:
+	cmake -S . -B build-fuzz -G "$(GENERATOR)" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJNFS_FUZZ=ON >/dev/null
+	cmake --build build-fuzz -j $(JOBS) --target fuzz-record fuzz-call fuzz-xdr
+
+test-fuzz: build-fuzz
+	scripts/fuzz-run build-fuzz $(FUZZ_SECONDS)

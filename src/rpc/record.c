@@ -1,0 +1,143 @@
+/*
+ * record.c - record-marking reassembly. See record.h for the states and
+ * invariants.
+ */
+#include "rpc/record.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/compiler.h"
+#include "base/mem.h"
+#include "base/msg.h"
+
+void rec_init(struct rec_asm *r, size_t max_record)
+{
+	memset(r, 0, sizeof(*r));
+	r->max_record = max_record;
+}
+
+void rec_destroy(struct rec_asm *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+	r->len = r->cap = 0;
+}
+
+/* Grow the buffer for n more body bytes (invariant 2). */
+static void reserve(struct rec_asm *r, size_t n)
+{
+	if (r->len + n <= r->cap)
+		return;
+	size_t want = MAX(r->cap * 2, r->len + n);
+	/* never beyond what this fragment can still bring */
+	want = MIN(want, r->len + r->frag_left);
+	want = MAX(want, r->len + n);
+	r->buf = xrealloc(r->buf, want);
+	r->cap = want;
+}
+
+static int header_done(struct rec_asm *r)
+{
+	uint32_t h = (uint32_t)r->hdr[0] << 24 | (uint32_t)r->hdr[1] << 16 |
+		     (uint32_t)r->hdr[2] << 8 | r->hdr[3];
+	uint32_t flen = h & REC_LEN_MASK;
+	r->hdr_have = 0;
+	r->last = h & REC_LAST_FRAG;
+	if (flen > r->max_record || r->len > r->max_record - flen) {
+		r->error = -EMSGSIZE; /* invariant 1 */
+		return r->error;
+	}
+	r->frag_left = flen;
+	r->in_body = true;
+	r->nfrags++;
+	return 0;
+}
+
+/* The body of the current fragment is complete. */
+static int body_done(struct rec_asm *r)
+{
+	r->in_body = false;
+	if (r->last) {
+		r->done = true;
+		return 1;
+	}
+	return 0;
+}
+
+int rec_feed(struct rec_asm *r, const uint8_t *data, size_t len, size_t *used)
+{
+	size_t pos = 0;
+	int ret = 0;
+	BUG_ON(r->done);
+	if (r->error) {
+		*used = 0;
+		return r->error;
+	}
+	while (pos < len) {
+		if (!r->in_body) {
+			r->hdr[r->hdr_have++] = data[pos++];
+			if (r->hdr_have < 4)
+				continue;
+			ret = header_done(r);
+			if (ret < 0)
+				break;
+			if (r->frag_left == 0 && (ret = body_done(r)) == 1)
+				break;
+			continue;
+		}
+		size_t n = MIN(len - pos, (size_t)r->frag_left);
+		reserve(r, n);
+		memcpy(r->buf + r->len, data + pos, n);
+		r->len += n;
+		r->frag_left -= (uint32_t)n;
+		pos += n;
+		if (r->frag_left == 0 && (ret = body_done(r)) == 1)
+			break;
+	}
+	*used = pos;
+	return ret < 0 ? ret : ret == 1;
+}
+
+size_t rec_direct(struct rec_asm *r, uint8_t **space)
+{
+	if (!r->in_body || r->error || r->done || !r->frag_left)
+		return 0;
+	/* grow with what has arrived, not with what the header claims */
+	size_t n = MIN((size_t)r->frag_left, MAX((size_t)65536, r->len));
+	reserve(r, n);
+	*space = r->buf + r->len;
+	return MIN(r->cap - r->len, (size_t)r->frag_left);
+}
+
+int rec_direct_commit(struct rec_asm *r, size_t n)
+{
+	BUG_ON(!r->in_body || n > r->frag_left || r->len + n > r->cap);
+	r->len += n;
+	r->frag_left -= (uint32_t)n;
+	if (r->frag_left == 0)
+		return body_done(r);
+	return 0;
+}
+
+uint8_t *rec_take(struct rec_asm *r, size_t *len)
+{
+	BUG_ON(!r->done);
+	uint8_t *buf = r->buf;
+	*len = r->len;
+	if (!r->len) {
+		free(buf);
+		buf = NULL;
+	}
+	r->buf = NULL;
+	r->len = r->cap = 0;
+	r->done = false;
+	r->nfrags = 0;
+	return buf;
+}
+
+bool rec_partial(const struct rec_asm *r)
+{
+	return r->hdr_have || r->in_body || r->len;
+}

@@ -1,0 +1,296 @@
+/*
+ * svc.h - the ONC RPC service: TCP listeners, an event loop, a worker pool,
+ * procedure tables, deferred replies, the duplicate request cache and calls
+ * from the server to a client over the client's own connection.
+ *
+ * Design note.
+ *
+ * Threads. One event-loop thread accepts, reads, reassembles records,
+ * fires timers and flushes sockets that would block; it never decodes
+ * arguments or runs a procedure. A pool of worker threads (config.threads)
+ * decodes each call, runs its handler and sends the reply. A reply is
+ * written directly by the thread that completes it when the connection's
+ * send queue is empty; otherwise it is queued and the loop finishes it.
+ * Replies on one connection go out in completion order, not call order.
+ *
+ * Requests (struct svc_req) are reference counted. States:
+ *
+ *   RUNNING --handler returns SVC_OK/...--> SENT --last put--> freed
+ *      |  \__ handler called svc_defer() and returned SVC_DEFERRED
+ *      v
+ *   PARKED --svc_complete()----------------> SENT
+ *      |  \--svc_wake() / timer / shutdown--> RUNNING (handler runs again
+ *      |                                      on a worker; svc_req_wake()
+ *      |                                      tells it why)
+ * Invariants:
+ *  1. A parked request holds no thread. Exactly one of svc_complete(),
+ *     svc_wake(), its timer or server shutdown takes it out of PARKED; the
+ *     others see false and do nothing.
+ *  2. A thread that may call svc_complete()/svc_wake() later holds its own
+ *     reference (svc_req_get() before parking, svc_req_put() after).
+ *  3. After svc_defer() the handler must not touch the request, its args or
+ *     its results except to return SVC_DEFERRED: another thread may
+ *     already be completing it.
+ *  4. args and res live until the reply has been written (or the
+ *     connection is gone); then the procedure's release hook runs, once.
+ *     So a reply may point at external buffers (xdr_enc_opaque_iov) that
+ *     release frees.
+ *  5. A server thread never waits for a client: sends never block (the
+ *     socket is non-blocking and the remainder is queued), and a call to a
+ *     client (svc_call_start) completes through a callback.
+ *
+ * Errors (RFC 5531): an unknown program gets PROG_UNAVAIL; an unknown
+ * version PROG_MISMATCH with the lowest and highest registered versions;
+ * an unknown procedure PROC_UNAVAIL; arguments that fail to decode
+ * GARBAGE_ARGS; a handler failure or a reply that does not fit SYSTEM_ERR;
+ * rpcvers != 2 RPC_MISMATCH; credentials as in rpc_msg.h. A record that is
+ * not a call or reply header, or a header that is cut short, is garbage:
+ * the connection is dropped, other connections never notice.
+ *
+ * Lock order (ranks 400-499, lowest first):
+ *   410 svc.conns      server's connection list
+ *   420 svc.drc        duplicate request cache
+ *   430 svc.conn       one connection: send queue, pending calls
+ *   460 svc.timers     timer heap
+ *   470 svc.pool       worker queue
+ */
+#ifndef JNFS_RPC_SVC_H
+#define JNFS_RPC_SVC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "base/list.h"
+#include "base/stats.h"
+#include "rpc/rpc_msg.h"
+#include "rpc/xdr.h"
+
+struct svc;      /* a server */
+struct svc_conn; /* one client connection, reference counted */
+struct svc_req;  /* one call being served, reference counted */
+
+/* ---- configuration and life cycle -------------------------------------- */
+
+struct svc_config {
+	unsigned threads;            /* worker threads; default 8 */
+	size_t max_record;           /* largest call record; default 1 MiB + 64 KiB */
+	size_t max_reply;            /* largest reply; default 1 MiB + 64 KiB */
+	unsigned max_conns;          /* connections beyond are closed at accept; 1024 */
+	size_t conn_max_buffered;    /* per connection: bytes of calls in progress plus
+				      * queued replies before it stops reading; 16 MiB */
+	uint64_t stall_timeout_ns;   /* close a connection stuck mid-record; 30 s */
+	uint64_t idle_timeout_ns;    /* close a connection with nothing in flight; 0 = never */
+	size_t drc_max_entries;      /* duplicate request cache bound; 4096 */
+	size_t drc_max_bytes;        /* bytes of cached replies; 8 MiB */
+};
+
+/* Fill in the defaults above. */
+void svc_config_default(struct svc_config *c);
+
+/* Create a server (no threads run yet). The config is copied. */
+struct svc *svc_create(const struct svc_config *cfg);
+
+/*
+ * Listen on "ADDR:PORT" or "[ADDR6]:PORT" (port 0 picks a free one). The
+ * bound port is returned in *port. May be called before or after
+ * svc_start(). Returns 0 or -errno (-EINVAL for an address that does not
+ * parse).
+ */
+int svc_listen(struct svc *s, const char *addr, uint16_t *port);
+
+/* Parse "ADDR:PORT" / "[ADDR6]:PORT" into a socket address. */
+int svc_parse_addr(const char *str, struct sockaddr_storage *ss, socklen_t *len);
+
+/* Start the event loop and the workers. */
+int svc_start(struct svc *s);
+
+/*
+ * Stop: close listeners and connections, resume parked requests with
+ * SVC_WAKE_SHUTDOWN (their handlers must finish them), fail pending calls
+ * with -ECONNRESET, wait for every request to be released, join threads.
+ * Safe to call once, from a thread that is not a worker.
+ */
+void svc_stop(struct svc *s);
+void svc_destroy(struct svc *s);
+
+/* Emit counters as "rpc.*" lines (see svc_stats.c for the names). */
+void svc_stats(struct svc *s, const struct stat_sink *sink);
+
+/* ---- procedure tables -------------------------------------------------- */
+
+enum svc_stat {
+	SVC_OK,       /* encode res with the procedure's encoder; SUCCESS */
+	SVC_DEFERRED, /* the handler called svc_defer() */
+	SVC_GARBAGE,  /* GARBAGE_ARGS: arguments decoded but make no sense */
+	SVC_SYSERR,   /* SYSTEM_ERR */
+	SVC_DROP,     /* send nothing; the client will retransmit */
+};
+
+/* Why a handler is running (svc_req_wake()). */
+enum svc_wake {
+	SVC_WAKE_NONE,     /* first run */
+	SVC_WAKE_EVENT,    /* svc_wake() was called */
+	SVC_WAKE_TIMEOUT,  /* the svc_defer() timer expired */
+	SVC_WAKE_SHUTDOWN, /* the server is stopping: finish now */
+};
+
+/* Decoders return 0 or -EBADMSG; encoders 0 or -EMSGSIZE. */
+typedef int (*svc_decode_fn)(struct xdr_dec *x, void *args);
+typedef int (*svc_encode_fn)(struct xdr_enc *x, const void *res);
+/* A handler gets the checked credential as an argument; args were decoded
+ * into zeroed memory of args_size bytes, res is zeroed memory of res_size
+ * bytes. It returns what to answer (SVC_DEFERRED after svc_defer()). */
+typedef enum svc_stat (*svc_handler_fn)(struct svc_req *rq, const struct rpc_cred *cred,
+					void *args, void *res);
+/* Frees what decode and handler allocated inside args/res (not the
+ * structs themselves). Runs once, after the reply was sent or dropped. */
+typedef void (*svc_release_fn)(void *args, void *res);
+
+/* Flags of a procedure. */
+#define SVC_PROC_DRC (1u << 0) /* non-idempotent: replies go through the DRC */
+
+/*
+ * One row per procedure, indexed by procedure number:
+ *
+ *   static const struct svc_proc nfs3_procs[] = {
+ *       [NFS3PROC_NULL]   = {"null", svc_dec_void, nfs3_null, svc_enc_void},
+ *       [NFS3PROC_CREATE] = {"create", nfs3_dec_create, nfs3_create, nfs3_enc_create,
+ *                            nfs3_release_create, sizeof(struct nfs3_create_args),
+ *                            sizeof(struct nfs3_create_res), SVC_PROC_DRC},
+ *   };
+ *
+ * A row whose handler is NULL is PROC_UNAVAIL.
+ */
+struct svc_proc {
+	const char *name;
+	svc_decode_fn decode;
+	svc_handler_fn handler;
+	svc_encode_fn encode;
+	svc_release_fn release; /* may be NULL */
+	uint32_t args_size, res_size;
+	unsigned flags;
+};
+
+struct svc_version {
+	uint32_t vers;
+	uint32_t nprocs;
+	const struct svc_proc *procs;
+};
+
+struct svc_program {
+	uint32_t prog;
+	const char *name;  /* for counters: rpc.<name>.v<vers>.<proc> */
+	uint32_t nversions;
+	const struct svc_version *versions;
+};
+
+/* Register a program before svc_start(). The table must outlive the
+ * server; ctx is handed to handlers through svc_req_ctx(). */
+int svc_add_program(struct svc *s, const struct svc_program *p, void *ctx);
+
+/* For procedures without arguments or results. */
+int svc_dec_void(struct xdr_dec *x, void *args);
+int svc_enc_void(struct xdr_enc *x, const void *res);
+
+/* ---- requests ---------------------------------------------------------- */
+
+void *svc_req_ctx(const struct svc_req *rq);
+uint32_t svc_req_xid(const struct svc_req *rq);
+enum svc_wake svc_req_wake(const struct svc_req *rq);
+/* The connection the call came on, borrowed for the request's lifetime;
+ * svc_conn_get() it to keep it (e.g. to bind a backchannel). */
+struct svc_conn *svc_req_conn(const struct svc_req *rq);
+
+void svc_req_get(struct svc_req *rq);
+void svc_req_put(struct svc_req *rq);
+
+/*
+ * Park the request: the handler then returns SVC_DEFERRED and the worker
+ * is free. With timeout_ns > 0 the handler runs again after that time with
+ * svc_req_wake() == SVC_WAKE_TIMEOUT unless it was completed or woken
+ * first. See invariants 1-3.
+ */
+void svc_defer(struct svc_req *rq, uint64_t timeout_ns);
+
+/* Finish a parked request from any thread: res has been filled in; st is
+ * what the handler would have returned (not SVC_DEFERRED). Encodes and
+ * sends on the calling thread. False if the request had already left
+ * PARKED (timer, wake, shutdown). */
+bool svc_complete(struct svc_req *rq, enum svc_stat st);
+
+/* Run the handler of a parked request again, on a worker, with
+ * svc_req_wake() == SVC_WAKE_EVENT. False if it had already left PARKED. */
+bool svc_wake(struct svc_req *rq);
+
+/* ---- connections and calls to clients (backchannel) -------------------- */
+
+void svc_conn_get(struct svc_conn *c);
+void svc_conn_put(struct svc_conn *c);
+/* The peer's address; valid while the caller holds a reference. */
+const struct sockaddr_storage *svc_conn_peer(const struct svc_conn *c);
+/* False once the connection has closed (calls then fail at once). */
+bool svc_conn_alive(const struct svc_conn *c);
+
+/* A unit of work for the worker pool (internal, embedded in requests and
+ * calls). */
+struct svc_work {
+	struct list link;
+	void (*fn)(struct svc_work *w);
+	struct svc_workq *q; /* for pool_queue_batch() */
+};
+
+struct svc_timer {
+	uint64_t deadline;
+	size_t idx;  /* position in the heap; SIZE_MAX when not armed */
+	void (*fn)(struct svc_timer *t);
+};
+
+/*
+ * A call from the server to the client at the other end of a connection
+ * (NFSv4.1 CB_COMPOUND). The caller owns the struct, fills the public
+ * fields and keeps it alive until done() has run; done() runs exactly once,
+ * on a worker thread, with:
+ *     0            the reply was SUCCESS and decode() filled res
+ *    -EPROTO       the client answered with an RPC error (see reply)
+ *    -EBADMSG      the reply's results did not decode
+ *    -ETIMEDOUT    no reply within timeout_ns
+ *    -ECANCELED    svc_call_cancel() won
+ *    -ECONNRESET   the connection closed first (or the server stopped)
+ * A REPLY that arrives on the connection is matched to the call by xid;
+ * replies nobody waits for are counted and dropped.
+ */
+struct svc_call {
+	uint32_t prog, vers, proc;
+	const struct rpc_cred *cred; /* NULL: AUTH_NONE */
+	svc_encode_fn encode;
+	const void *args;    /* cred and args are encoded by svc_call_start()
+			      * and not used after it returns */
+	svc_decode_fn decode;
+	void *res;           /* filled by decode(), on a worker, before done() */
+	uint64_t timeout_ns; /* 0: wait until the connection closes */
+	void (*done)(struct svc_call *call, int status);
+	struct rpc_reply_hdr reply; /* the reply header, when one arrived */
+
+	/* owned by the RPC layer */
+	struct {
+		struct svc_conn *conn;
+		uint32_t xid;
+		int status;
+		_Atomic int refs;
+		bool pending;            /* in the connection's table */
+		struct svc_timer timer;
+		struct svc_work work;
+		struct list link;        /* in the connection's table */
+	} priv;
+};
+
+/* Send the call. Returns 0 (done() will run) or -ENOTCONN / -EMSGSIZE
+ * (done() will not run). */
+int svc_call_start(struct svc_conn *c, struct svc_call *call);
+/* Cancel a pending call: true if this claimed it (done() then runs with
+ * -ECANCELED), false if it had already finished. */
+bool svc_call_cancel(struct svc_call *call);
+
+#endif

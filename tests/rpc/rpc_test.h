@@ -1,0 +1,52 @@
+/*
+ * rpc_test.h - helpers shared by the RPC tests: raw client connections
+ * that send hand-built call records, reply checks, and starting/stopping a
+ * jnfsd child process by PID.
+ */
+#ifndef JNFS_TESTS_RPC_TEST_H
+#define JNFS_TESTS_RPC_TEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "rpc/rpc_msg.h"
+#include "rpc/xdr.h"
+
+/* Connect to 127.0.0.1:port (or "[::1]" when v6); 10 s I/O timeouts. */
+int tc_connect(uint16_t port, bool v6);
+
+/* Send one call record: header with cred (NULL: AUTH_NONE), then args. */
+void tc_send_call(int fd, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
+		  const struct rpc_cred *cred, const void *args, size_t alen);
+/* Send raw bytes. */
+void tc_send_raw(int fd, const void *buf, size_t len);
+
+/* Receive one record; CHECK-fails on error. */
+uint8_t *tc_recv(int fd, size_t *len);
+/* Receive a reply record and decode its header; *res is positioned at the
+ * results (valid until the caller frees the returned buffer). */
+uint8_t *tc_recv_reply(int fd, struct rpc_reply_hdr *rh, struct xdr_dec *res);
+/* True when the peer closed the connection (EOF or reset) within ms. */
+bool tc_wait_closed(int fd, unsigned ms);
+
+/* A jnfsd child. */
+struct tc_jnfsd {
+	pid_t pid;
+	uint16_t port[4];
+	int nports;
+	int out_fd; /* the rest of its stdout */
+};
+/* Start bin with args (NULL-terminated) and wait for its "listening on"
+ * lines (one per --listen in args). */
+void tc_jnfsd_start(struct tc_jnfsd *j, const char *bin, const char *const *args);
+/* SIGTERM by PID and wait; returns the exit status (CHECK-fails if it does
+ * not stop within 10 s, after killing it). */
+int tc_jnfsd_stop(struct tc_jnfsd *j);
+/* Read "name value" lines after SIGUSR1; returns the value of name. */
+uint64_t tc_jnfsd_stat(struct tc_jnfsd *j, const char *name);
+
+uint64_t tc_now_us(void);
+
+#endif

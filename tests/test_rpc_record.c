@@ -1,0 +1,252 @@
+/*
+ * test_rpc_record.c - record marking (record.h invariants 1-3) and RPC
+ * headers with credentials (rpc_msg.h): multi-fragment records split at
+ * every byte, oversized and 2^31-1 lengths, memory that follows received
+ * bytes, AUTH_SYS with 16 and 17 groups, long bodies, RPCSEC_GSS, unknown
+ * flavours, truncated headers, reply headers.
+ */
+#include <errno.h>
+
+#include "check.h"
+#include "base/compiler.h"
+#include "rpc/record.h"
+#include "rpc/rpc_msg.h"
+
+static size_t put_frag(uint8_t *out, const void *data, uint32_t len, bool last)
+{
+	uint32_t h = len | (last ? REC_LAST_FRAG : 0);
+	out[0] = (uint8_t)(h >> 24);
+	out[1] = (uint8_t)(h >> 16);
+	out[2] = (uint8_t)(h >> 8);
+	out[3] = (uint8_t)h;
+	memcpy(out + 4, data, len);
+	return 4 + len;
+}
+
+static void test_fragments(void)
+{
+	/* two records: "hello world" in 3 fragments (one empty), then "xy" */
+	uint8_t stream[128];
+	size_t n = 0;
+	n += put_frag(stream + n, "hello", 5, false);
+	n += put_frag(stream + n, "", 0, false);
+	n += put_frag(stream + n, " world", 6, true);
+	n += put_frag(stream + n, "xy", 2, true);
+	for (size_t chunk = 1; chunk <= n; chunk++) {
+		struct rec_asm r;
+		rec_init(&r, 64);
+		int got = 0;
+		size_t pos = 0;
+		while (pos < n) {
+			size_t len = MIN(chunk, n - pos), used;
+			int ret = rec_feed(&r, stream + pos, len, &used);
+			CHECK(ret >= 0);
+			pos += used;
+			if (ret == 1) {
+				size_t rl;
+				uint8_t *rec = rec_take(&r, &rl);
+				if (got == 0)
+					CHECK(rl == 11 && memcmp(rec, "hello world", 11) == 0);
+				else
+					CHECK(rl == 2 && memcmp(rec, "xy", 2) == 0);
+				free(rec);
+				got++;
+			} else {
+				CHECK_EQ(used, len);
+			}
+		}
+		CHECK_EQ(got, 2);
+		CHECK(!rec_partial(&r));
+		rec_destroy(&r);
+	}
+	TEST_PASS("record fragments at every split");
+}
+
+static void test_limits(void)
+{
+	struct rec_asm r;
+	size_t used;
+	/* invariant 1: 2^31-1 refused at the header */
+	uint8_t h[4] = {0xff, 0xff, 0xff, 0xff};
+	rec_init(&r, 1 << 20);
+	CHECK_EQ(rec_feed(&r, h, 4, &used), -EMSGSIZE);
+	CHECK(r.cap == 0);
+	/* invariant 3: sticky */
+	CHECK_EQ(rec_feed(&r, h, 4, &used), -EMSGSIZE);
+	rec_destroy(&r);
+	/* the sum of fragments counts: 600 + 600 > 1000 */
+	static uint8_t data[600], stream[1300];
+	size_t n = put_frag(stream, data, 600, false);
+	n += put_frag(stream + n, data, 600, true);
+	rec_init(&r, 1000);
+	CHECK_EQ(rec_feed(&r, stream, n, &used), -EMSGSIZE);
+	CHECK(r.len <= 1000);
+	rec_destroy(&r);
+	/* exactly max is fine */
+	n = put_frag(stream, data, 600, true);
+	rec_init(&r, 600);
+	CHECK_EQ(rec_feed(&r, stream, n, &used), 1);
+	size_t rl;
+	free(rec_take(&r, &rl));
+	CHECK_EQ(rl, 600);
+	rec_destroy(&r);
+	/* invariant 2: a header claiming 1 MiB costs what arrived */
+	uint8_t big[4] = {0x80, 0x10, 0x00, 0x00};
+	rec_init(&r, 2 << 20);
+	CHECK_EQ(rec_feed(&r, big, 4, &used), 0);
+	CHECK(rec_partial(&r));
+	CHECK_EQ(rec_feed(&r, data, 100, &used), 0);
+	CHECK(r.cap <= 2 * r.len + 4096);
+	/* direct reads grow with the data too */
+	uint8_t *space;
+	size_t sp = rec_direct(&r, &space);
+	CHECK(sp > 0 && sp <= 65536);
+	memset(space, 7, sp);
+	CHECK_EQ(rec_direct_commit(&r, sp), 0);
+	CHECK(r.cap <= 2 * r.len + 65536);
+	size_t total = r.len;
+	while (total < (1 << 20)) {
+		sp = rec_direct(&r, &space);
+		CHECK(sp > 0);
+		int ret = rec_direct_commit(&r, sp);
+		total += sp;
+		CHECK_EQ(ret, total == (1 << 20));
+	}
+	uint8_t *rec = rec_take(&r, &rl);
+	CHECK_EQ(rl, 1 << 20);
+	free(rec);
+	/* an empty record */
+	uint8_t empty[4] = {0x80, 0, 0, 0};
+	CHECK_EQ(rec_feed(&r, empty, 4, &used), 1);
+	CHECK(rec_take(&r, &rl) == NULL && rl == 0);
+	rec_destroy(&r);
+	TEST_PASS("record limits");
+}
+
+static size_t build_call(uint8_t *buf, size_t cap, uint32_t flavor, uint32_t ngids,
+			 uint32_t machine_len, uint32_t verf_flavor)
+{
+	struct xdr_enc x;
+	xdr_enc_init_buf(&x, buf, cap, cap);
+	CHECK_OK(xdr_enc_u32(&x, 77) || xdr_enc_u32(&x, RPC_CALL) || xdr_enc_u32(&x, 2) ||
+		 xdr_enc_u32(&x, 100003) || xdr_enc_u32(&x, 3) || xdr_enc_u32(&x, 0));
+	CHECK_OK(xdr_enc_u32(&x, flavor));
+	size_t off;
+	CHECK_OK(xdr_enc_reserve(&x, 4, &off));
+	size_t start = x.len;
+	if (flavor == RPC_AUTH_SYS) {
+		char machine[300];
+		memset(machine, 'm', sizeof(machine));
+		CHECK_OK(xdr_enc_u32(&x, 5) || xdr_enc_opaque(&x, machine, machine_len) ||
+			 xdr_enc_u32(&x, 1000) || xdr_enc_u32(&x, 100) || xdr_enc_u32(&x, ngids));
+		for (uint32_t i = 0; i < ngids; i++)
+			CHECK_OK(xdr_enc_u32(&x, 200 + i));
+	} else if (flavor != RPC_AUTH_NONE) {
+		CHECK_OK(xdr_enc_u64(&x, 0));
+	}
+	xdr_enc_put_u32_at(&x, off, (uint32_t)(x.len - start));
+	CHECK_OK(xdr_enc_u32(&x, verf_flavor) || xdr_enc_u32(&x, 0));
+	CHECK(x.buf == buf);
+	return x.len;
+}
+
+static enum rpc_auth_stat check_auth(const uint8_t *buf, size_t len, struct rpc_cred *cred)
+{
+	struct xdr_dec d;
+	struct rpc_call_hdr h;
+	xdr_dec_init(&d, buf, len);
+	CHECK_OK(rpc_dec_call_hdr(&d, &h));
+	CHECK(h.xid == 77 && h.prog == 100003 && h.vers == 3 && h.proc == 0);
+	CHECK_EQ(xdr_dec_remaining(&d), 0);
+	return rpc_auth_check(&h, cred);
+}
+
+static void test_call_headers(void)
+{
+	static uint8_t buf[65536];
+	struct rpc_cred cred;
+	size_t len = build_call(buf, sizeof(buf), RPC_AUTH_SYS, 16, 255, RPC_AUTH_NONE);
+	CHECK_EQ(check_auth(buf, len, &cred), RPC_AUTH_OK);
+	CHECK(cred.flavor == RPC_AUTH_SYS && cred.uid == 1000 && cred.gid == 100 &&
+	      cred.ngids == 16 && cred.gids[15] == 215 && strlen(cred.machine) == 255);
+	/* every truncation of the header fails cleanly */
+	for (size_t cut = 0; cut < len; cut++) {
+		struct xdr_dec d;
+		struct rpc_call_hdr h;
+		uint8_t *copy = malloc(cut ? cut : 1);
+		memcpy(copy, buf, cut);
+		xdr_dec_init(&d, copy, cut);
+		CHECK_EQ(rpc_dec_call_hdr(&d, &h), -EBADMSG);
+		free(copy);
+	}
+	len = build_call(buf, sizeof(buf), RPC_AUTH_SYS, 17, 8, RPC_AUTH_NONE);
+	CHECK_EQ(check_auth(buf, len, &cred), RPC_AUTH_BADCRED);
+	len = build_call(buf, sizeof(buf), RPC_AUTH_SYS, 10000, 8, RPC_AUTH_NONE);
+	CHECK_EQ(check_auth(buf, len, &cred), RPC_AUTH_BADCRED);
+	len = build_call(buf, sizeof(buf), RPC_AUTH_SYS, 2, 256, RPC_AUTH_NONE);
+	CHECK_EQ(check_auth(buf, len, &cred), RPC_AUTH_BADCRED);
+	len = build_call(buf, sizeof(buf), RPC_AUTH_SYS, 2, 8, RPC_AUTH_SYS);
+	CHECK_EQ(check_auth(buf, len, &cred), RPC_AUTH_BADVERF);
+	len = build_call(buf, sizeof(buf), RPC_RPCSEC_GSS, 0, 0, RPC_AUTH_NONE);
+	CHECK_EQ(check_auth(buf, len, &cred), RPC_AUTH_TOOWEAK);
+	len = build_call(buf, sizeof(buf), RPC_AUTH_DH, 0, 0, RPC_AUTH_NONE);
+	CHECK_EQ(check_auth(buf, len, &cred), RPC_AUTH_BADCRED);
+	len = build_call(buf, sizeof(buf), RPC_AUTH_NONE, 0, 0, RPC_AUTH_NONE);
+	CHECK_EQ(check_auth(buf, len, &cred), RPC_AUTH_OK);
+	CHECK(cred.flavor == RPC_AUTH_NONE && cred.uid == 65534);
+
+	/* our own encoder agrees with the decoder */
+	struct xdr_enc x;
+	struct rpc_cred c2 = {.flavor = RPC_AUTH_SYS, .stamp = 9, .uid = 1, .gid = 2, .ngids = 3,
+			      .gids = {4, 5, 6}};
+	strcpy(c2.machine, "client");
+	xdr_enc_init(&x, 4096);
+	CHECK_OK(rpc_enc_call_hdr(&x, 77, 100003, 3, 0, &c2));
+	len = xdr_enc_len(&x);
+	xdr_enc_flatten(&x, buf);
+	xdr_enc_destroy(&x);
+	CHECK_EQ(check_auth(buf, len, &cred), RPC_AUTH_OK);
+	CHECK(cred.stamp == 9 && cred.ngids == 3 && cred.gids[2] == 6 &&
+	      strcmp(cred.machine, "client") == 0);
+	TEST_PASS("call headers and credentials");
+}
+
+static void test_reply_headers(void)
+{
+	struct xdr_enc x;
+	struct xdr_dec d;
+	struct rpc_reply_hdr r;
+	uint8_t buf[256];
+	xdr_enc_init_buf(&x, buf, sizeof(buf), sizeof(buf));
+	CHECK_OK(rpc_enc_prog_mismatch(&x, 5, 3, 4));
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_OK(rpc_dec_reply_hdr(&d, &r));
+	CHECK(r.xid == 5 && r.reply_stat == RPC_MSG_ACCEPTED && r.stat == RPC_PROG_MISMATCH &&
+	      r.low == 3 && r.high == 4);
+	xdr_enc_init_buf(&x, buf, sizeof(buf), sizeof(buf));
+	CHECK_OK(rpc_enc_auth_error(&x, 6, RPC_AUTH_TOOWEAK));
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_OK(rpc_dec_reply_hdr(&d, &r));
+	CHECK(r.reply_stat == RPC_MSG_DENIED && r.stat == RPC_AUTH_ERROR &&
+	      r.auth_stat == RPC_AUTH_TOOWEAK);
+	xdr_enc_init_buf(&x, buf, sizeof(buf), sizeof(buf));
+	CHECK_OK(rpc_enc_rpc_mismatch(&x, 7));
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_OK(rpc_dec_reply_hdr(&d, &r));
+	CHECK(r.reply_stat == RPC_MSG_DENIED && r.stat == RPC_MISMATCH && r.low == 2 &&
+	      r.high == 2);
+	for (size_t cut = 0; cut < x.len; cut++) {
+		xdr_dec_init(&d, buf, cut);
+		CHECK_EQ(rpc_dec_reply_hdr(&d, &r), -EBADMSG);
+	}
+	TEST_PASS("reply headers");
+}
+
+int main(void)
+{
+	test_fragments();
+	test_limits();
+	test_call_headers();
+	test_reply_headers();
+	return 0;
+}

@@ -1,0 +1,397 @@
+/*
+ * test_rpc_svc.c - the RPC service end to end over loopback, in process:
+ * every RFC 5531 error, credentials reaching the handler as an argument,
+ * multi-fragment calls, a 1 MiB payload through the zero-copy paths,
+ * the maximum record size, replies out of call order, deferral completed
+ * by another thread or woken, IPv6, the connection limit, the stall
+ * timeout, shutdown with parked requests, and the counters.
+ */
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/time.h"
+#include "check.h"
+#include "rpc/clnt.h"
+#include "rpc/record.h"
+#include "rpc/svc.h"
+#include "rpc/testprog.h"
+#include "rpc/rpc_test.h"
+#include <arpa/inet.h>
+
+static struct testprog_ctx ctx;
+
+static struct svc *start(struct svc_config *cfg, uint16_t *port, uint16_t *port6)
+{
+	struct svc *s = svc_create(cfg);
+	CHECK_OK(svc_add_program(s, &testprog, &ctx));
+	CHECK_OK(svc_listen(s, "127.0.0.1:0", port));
+	if (port6)
+		CHECK_OK(svc_listen(s, "[::1]:0", port6));
+	CHECK_OK(svc_start(s));
+	return s;
+}
+
+static void expect_accept(int fd, uint32_t xid, uint32_t stat)
+{
+	struct rpc_reply_hdr rh;
+	struct xdr_dec d;
+	free(tc_recv_reply(fd, &rh, &d));
+	CHECK_EQ(rh.xid, xid);
+	CHECK_EQ(rh.reply_stat, RPC_MSG_ACCEPTED);
+	CHECK_EQ(rh.stat, stat);
+}
+
+static void expect_auth(int fd, uint32_t xid, uint32_t auth)
+{
+	struct rpc_reply_hdr rh;
+	struct xdr_dec d;
+	free(tc_recv_reply(fd, &rh, &d));
+	CHECK_EQ(rh.xid, xid);
+	CHECK_EQ(rh.reply_stat, RPC_MSG_DENIED);
+	CHECK_EQ(rh.stat, RPC_AUTH_ERROR);
+	CHECK_EQ(rh.auth_stat, auth);
+}
+
+static void null_ok(int fd, uint32_t xid)
+{
+	tc_send_call(fd, xid, TESTPROG, 3, TP_NULL, NULL, NULL, 0);
+	expect_accept(fd, xid, RPC_SUCCESS);
+}
+
+/* a raw call with an arbitrary credential body */
+static void send_cred(int fd, uint32_t xid, uint32_t flavor, const void *body, uint32_t len)
+{
+	struct xdr_enc x;
+	xdr_enc_init(&x, 1 << 20);
+	CHECK_OK(xdr_enc_u32(&x, xid) || xdr_enc_u32(&x, RPC_CALL) || xdr_enc_u32(&x, 2) ||
+		 xdr_enc_u32(&x, TESTPROG) || xdr_enc_u32(&x, 3) || xdr_enc_u32(&x, TP_NULL) ||
+		 xdr_enc_u32(&x, flavor) || xdr_enc_opaque(&x, body, len) ||
+		 xdr_enc_u32(&x, 0) || xdr_enc_u32(&x, 0));
+	CHECK_OK(rpc_clnt_send_record(fd, x.buf, x.len));
+	xdr_enc_destroy(&x);
+}
+
+static void test_errors(uint16_t port)
+{
+	int fd = tc_connect(port, false);
+	uint8_t args[8] = {0};
+	null_ok(fd, 1);
+	tc_send_call(fd, 2, 0x20000999, 3, 0, NULL, NULL, 0);
+	expect_accept(fd, 2, RPC_PROG_UNAVAIL);
+
+	struct rpc_reply_hdr rh;
+	struct xdr_dec d;
+	tc_send_call(fd, 3, TESTPROG, 9, 0, NULL, NULL, 0);
+	free(tc_recv_reply(fd, &rh, &d));
+	CHECK(rh.xid == 3 && rh.stat == RPC_PROG_MISMATCH && rh.low == 2 && rh.high == 3);
+
+	tc_send_call(fd, 4, TESTPROG, 3, 99, NULL, NULL, 0);
+	expect_accept(fd, 4, RPC_PROC_UNAVAIL);
+	tc_send_call(fd, 5, TESTPROG, 2, TP_ECHO, NULL, NULL, 0); /* v2 has only NULL */
+	expect_accept(fd, 5, RPC_PROC_UNAVAIL);
+	/* ECHO claiming 8 bytes of data and carrying 4 */
+	args[3] = 8;
+	tc_send_call(fd, 6, TESTPROG, 3, TP_ECHO, NULL, args, 8);
+	expect_accept(fd, 6, RPC_GARBAGE_ARGS);
+	tc_send_call(fd, 7, TESTPROG, 3, TP_SYSERR, NULL, NULL, 0);
+	expect_accept(fd, 7, RPC_SYSTEM_ERR);
+	tc_send_call(fd, 8, TESTPROG, 3, TP_BIG, NULL, NULL, 0);
+	expect_accept(fd, 8, RPC_SYSTEM_ERR);
+	tc_send_call(fd, 9, TESTPROG, 3, TP_GARBAGE, NULL, NULL, 0);
+	expect_accept(fd, 9, RPC_GARBAGE_ARGS);
+
+	/* rpcvers 3 */
+	uint8_t raw[24] = {0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3};
+	CHECK_OK(rpc_clnt_send_record(fd, raw, sizeof(raw)));
+	free(tc_recv_reply(fd, &rh, &d));
+	CHECK(rh.xid == 10 && rh.reply_stat == RPC_MSG_DENIED && rh.stat == RPC_MISMATCH &&
+	      rh.low == 2 && rh.high == 2);
+
+	/* credentials */
+	uint8_t body[8] = {0};
+	send_cred(fd, 11, RPC_RPCSEC_GSS, body, 8);
+	expect_auth(fd, 11, RPC_AUTH_TOOWEAK);
+	send_cred(fd, 12, RPC_AUTH_DH, body, 8);
+	expect_auth(fd, 12, RPC_AUTH_BADCRED);
+	struct rpc_cred many = {.flavor = RPC_AUTH_SYS, .uid = 1, .gid = 1, .ngids = 16};
+	tc_send_call(fd, 13, TESTPROG, 3, TP_NULL, &many, NULL, 0);
+	expect_accept(fd, 13, RPC_SUCCESS);
+	send_cred(fd, 14, RPC_AUTH_SYS, body, 8); /* a truncated AUTH_SYS body */
+	expect_auth(fd, 14, RPC_AUTH_BADCRED);
+
+	/* the connection survived all of it */
+	null_ok(fd, 15);
+	close(fd);
+	TEST_PASS("rfc 5531 errors");
+}
+
+static void test_cred_argument(uint16_t port)
+{
+	int fd = tc_connect(port, false);
+	struct rpc_cred c = {.flavor = RPC_AUTH_SYS, .uid = 1234, .gid = 55, .ngids = 2,
+			     .gids = {7, 8}};
+	strcpy(c.machine, "box");
+	struct rpc_reply_hdr rh;
+	struct xdr_dec d;
+	uint32_t v[5];
+	char m[300];
+	tc_send_call(fd, 1, TESTPROG, 3, TP_WHOAMI, &c, NULL, 0);
+	uint8_t *b = tc_recv_reply(fd, &rh, &d);
+	CHECK(rh.stat == RPC_SUCCESS);
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(xdr_dec_u32(&d, &v[i]));
+	CHECK(v[0] == RPC_AUTH_SYS && v[1] == 1234 && v[2] == 55 && v[3] == 2);
+	CHECK_OK(xdr_dec_u32(&d, &v[4]));
+	CHECK_EQ(v[4], 7);
+	CHECK_OK(xdr_dec_u32(&d, &v[4]));
+	CHECK_EQ(v[4], 8);
+	CHECK_OK(xdr_dec_string(&d, m, 255));
+	CHECK(strcmp(m, "box") == 0);
+	free(b);
+	tc_send_call(fd, 2, TESTPROG, 3, TP_WHOAMI, NULL, NULL, 0);
+	b = tc_recv_reply(fd, &rh, &d);
+	CHECK_OK(xdr_dec_u32(&d, &v[0]) || xdr_dec_u32(&d, &v[1]));
+	CHECK(v[0] == RPC_AUTH_NONE && v[1] == 65534);
+	free(b);
+	close(fd);
+	TEST_PASS("credential as argument");
+}
+
+static void test_big_fragments(uint16_t port, uint16_t port6)
+{
+	int fd = tc_connect(port6, true);
+	size_t n = 1 << 20;
+	uint8_t *payload = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		payload[i] = (uint8_t)(i * 31 + 7);
+	struct xdr_enc x;
+	xdr_enc_init(&x, 2 << 20);
+	CHECK_OK(rpc_enc_call_hdr(&x, 42, TESTPROG, 3, TP_ECHO, NULL));
+	CHECK_OK(xdr_enc_opaque(&x, payload, (uint32_t)n));
+	/* send the record as three fragments of odd sizes */
+	size_t cuts[] = {0, 1001, 700001, x.len};
+	for (int f = 0; f < 3; f++) {
+		uint32_t flen = (uint32_t)(cuts[f + 1] - cuts[f]);
+		uint32_t h = flen | (f == 2 ? REC_LAST_FRAG : 0);
+		uint8_t hb[4] = {(uint8_t)(h >> 24), (uint8_t)(h >> 16), (uint8_t)(h >> 8),
+				 (uint8_t)h};
+		tc_send_raw(fd, hb, 4);
+		tc_send_raw(fd, x.buf + cuts[f], flen);
+	}
+	xdr_enc_destroy(&x);
+	struct rpc_reply_hdr rh;
+	struct xdr_dec d;
+	const void *p;
+	uint32_t len;
+	uint8_t *b = tc_recv_reply(fd, &rh, &d);
+	CHECK(rh.xid == 42 && rh.stat == RPC_SUCCESS);
+	CHECK_OK(xdr_dec_opaque_ref(&d, 2 << 20, &p, &len));
+	CHECK(len == n && memcmp(p, payload, n) == 0);
+	free(b);
+	free(payload);
+	close(fd);
+	TEST_PASS("1 MiB echo in three fragments over IPv6");
+}
+
+static void test_max_record(uint16_t port)
+{
+	int good = tc_connect(port, false);
+	int bad = tc_connect(port, false);
+	null_ok(good, 1);
+	/* a header announcing more than max_record: the server hangs up */
+	uint8_t h[4] = {0x80, 0x20, 0x00, 0x00}; /* 2 MiB */
+	tc_send_raw(bad, h, 4);
+	CHECK(tc_wait_closed(bad, 5000));
+	close(bad);
+	null_ok(good, 2);
+	close(good);
+	TEST_PASS("max record size");
+}
+
+static void test_out_of_order(uint16_t port)
+{
+	int fd = tc_connect(port, false);
+	uint32_t park[2] = {htonl(300), htonl(77)};
+	uint64_t t0 = tc_now_us();
+	tc_send_call(fd, 1, TESTPROG, 3, TP_PARK, NULL, park, 8);
+	uint32_t later = htonl(100);
+	tc_send_call(fd, 2, TESTPROG, 3, TP_LATER, NULL, &later, 4);
+	uint32_t wake = htonl(50);
+	tc_send_call(fd, 3, TESTPROG, 3, TP_WAKE, NULL, &wake, 4);
+	tc_send_call(fd, 4, TESTPROG, 3, TP_NULL, NULL, NULL, 0);
+	/* NULL first, then the woken one (50 ms), then LATER (100), then PARK (300) */
+	uint32_t order[4] = {4, 3, 2, 1}, val;
+	for (int i = 0; i < 4; i++) {
+		struct rpc_reply_hdr rh;
+		struct xdr_dec d;
+		uint8_t *b = tc_recv_reply(fd, &rh, &d);
+		CHECK_EQ(rh.xid, order[i]);
+		CHECK_EQ(rh.stat, RPC_SUCCESS);
+		if (rh.xid == 3) {
+			CHECK_OK(xdr_dec_u32(&d, &val));
+			CHECK_EQ(val, SVC_WAKE_EVENT);
+		} else if (rh.xid == 2) {
+			CHECK_OK(xdr_dec_u32(&d, &val));
+			CHECK_EQ(val, 100);
+		} else if (rh.xid == 1) {
+			CHECK_OK(xdr_dec_u32(&d, &val));
+			CHECK_EQ(val, 77);
+			CHECK(tc_now_us() - t0 >= 300000);
+		}
+		free(b);
+	}
+	close(fd);
+	TEST_PASS("replies in completion order; defer by timer, completion, wake");
+}
+
+static void test_counters(struct svc *s)
+{
+	struct stat_table t;
+	struct stat_sink sink = stat_sink_table(&t);
+	svc_stats(s, &sink);
+	CHECK(stat_table_get(&t, "rpc.calls") >= 20);
+	CHECK(stat_table_get(&t, "rpc.replies.prog_unavail") >= 1);
+	CHECK(stat_table_get(&t, "rpc.replies.prog_mismatch") >= 1);
+	CHECK(stat_table_get(&t, "rpc.replies.proc_unavail") >= 2);
+	CHECK(stat_table_get(&t, "rpc.replies.garbage_args") >= 2);
+	CHECK(stat_table_get(&t, "rpc.replies.system_err") >= 2);
+	CHECK(stat_table_get(&t, "rpc.replies.rpc_mismatch") >= 1);
+	CHECK(stat_table_get(&t, "rpc.replies.auth_error") >= 3);
+	CHECK(stat_table_get(&t, "rpc.test.v3.echo") >= 1);
+	CHECK(stat_table_get(&t, "rpc.test.v3.park") >= 1);
+	CHECK(stat_table_get(&t, "rpc.deferred") >= 3);
+	CHECK(stat_table_get(&t, "rpc.deferred_timeouts") >= 1);
+	CHECK(stat_table_get(&t, "rpc.deferred_wakes") >= 1);
+	CHECK(stat_table_get(&t, "rpc.bytes_in") > (1 << 20));
+	CHECK(stat_table_get(&t, "rpc.bytes_out") > (1 << 20));
+	CHECK(stat_table_get(&t, "rpc.connections_too_big") == 1);
+	CHECK(stat_table_get(&t, "rpc.connections_accepted") >= 5);
+	TEST_PASS("counters");
+}
+
+static void test_conn_limit(void)
+{
+	struct svc_config cfg;
+	uint16_t port;
+	svc_config_default(&cfg);
+	cfg.threads = 2;
+	cfg.max_conns = 2;
+	struct svc *s = start(&cfg, &port, NULL);
+	int a = tc_connect(port, false), b = tc_connect(port, false);
+	null_ok(a, 1);
+	null_ok(b, 1);
+	int c = tc_connect(port, false);
+	CHECK(tc_wait_closed(c, 5000));
+	close(c);
+	null_ok(a, 2);
+	close(b);
+	/* once one closes, a new one gets in */
+	int ok = 0;
+	for (int i = 0; i < 100 && !ok; i++) {
+		int d = tc_connect(port, false);
+		tc_send_call(d, 3, TESTPROG, 3, TP_NULL, NULL, NULL, 0);
+		uint8_t *buf;
+		size_t len;
+		if (rpc_clnt_recv_record(d, 1 << 16, &buf, &len) == 0) {
+			free(buf);
+			ok = 1;
+		}
+		close(d);
+		if (!ok)
+			usleep(10000);
+	}
+	CHECK(ok);
+	close(a);
+	struct stat_table t;
+	struct stat_sink sink = stat_sink_table(&t);
+	svc_stats(s, &sink);
+	CHECK(stat_table_get(&t, "rpc.connections_refused") >= 1);
+	svc_destroy(s);
+	TEST_PASS("connection limit");
+}
+
+static void test_stall_timeout(void)
+{
+	struct svc_config cfg;
+	uint16_t port;
+	svc_config_default(&cfg);
+	cfg.threads = 2;
+	cfg.stall_timeout_ns = 200 * NSEC_PER_MSEC;
+	struct svc *s = start(&cfg, &port, NULL);
+	int idle = tc_connect(port, false), stalled = tc_connect(port, false);
+	null_ok(idle, 1);
+	uint8_t part[6] = {0x80, 0, 0, 100, 0, 0}; /* 100 bytes announced, 2 sent */
+	tc_send_raw(stalled, part, sizeof(part));
+	uint64_t t0 = tc_now_us();
+	CHECK(tc_wait_closed(stalled, 5000));
+	CHECK(tc_now_us() - t0 >= 150000);
+	close(stalled);
+	/* a connection with no partial record is not a stalled one */
+	null_ok(idle, 2);
+	close(idle);
+	/* nor does trickling a byte every 50 ms keep a record alive */
+	int trickle = tc_connect(port, false);
+	uint8_t hdr[4] = {0x80, 0, 0, 200};
+	tc_send_raw(trickle, hdr, 4);
+	bool closed = false;
+	t0 = tc_now_us();
+	for (int i = 0; i < 100 && !closed; i++) {
+		uint8_t b = 0;
+		if (send(trickle, &b, 1, MSG_NOSIGNAL) != 1)
+			break;
+		closed = tc_wait_closed(trickle, 50);
+	}
+	CHECK(tc_now_us() - t0 < 3000000);
+	close(trickle);
+	struct stat_table t;
+	struct stat_sink sink = stat_sink_table(&t);
+	svc_stats(s, &sink);
+	CHECK_EQ(stat_table_get(&t, "rpc.connections_stalled"), 2);
+	svc_destroy(s);
+	TEST_PASS("stall timeout");
+}
+
+static void test_shutdown_with_parked(void)
+{
+	struct svc_config cfg;
+	uint16_t port;
+	svc_config_default(&cfg);
+	cfg.threads = 2;
+	struct svc *s = start(&cfg, &port, NULL);
+	int fd = tc_connect(port, false);
+	for (uint32_t i = 0; i < 10; i++)
+		tc_send_call(fd, 100 + i, TESTPROG, 3, TP_PARK_FOREVER, NULL, NULL, 0);
+	uint32_t park[2] = {htonl(60000), htonl(1)};
+	tc_send_call(fd, 200, TESTPROG, 3, TP_PARK, NULL, park, 8);
+	null_ok(fd, 1); /* all were dispatched before this answer */
+	uint32_t before = atomic_load(&ctx.shutdown_wakes);
+	svc_stop(s);
+	CHECK_EQ(atomic_load(&ctx.shutdown_wakes) - before, 10);
+	CHECK(tc_wait_closed(fd, 5000));
+	close(fd);
+	svc_destroy(s);
+	TEST_PASS("shutdown finishes parked requests");
+}
+
+int main(void)
+{
+	struct svc_config cfg;
+	uint16_t port, port6;
+	svc_config_default(&cfg);
+	cfg.threads = 4;
+	cfg.max_record = 1100 * 1024;
+	cfg.max_reply = 1100 * 1024;
+	struct svc *s = start(&cfg, &port, &port6);
+	test_errors(port);
+	test_cred_argument(port);
+	test_big_fragments(port, port6);
+	test_max_record(port);
+	test_out_of_order(port);
+	test_counters(s);
+	svc_destroy(s);
+	test_conn_limit();
+	test_stall_timeout();
+	test_shutdown_with_parked();
+	return 0;
+}

@@ -1,0 +1,264 @@
+/*
+ * test_rpc_xdr.c - XDR streams (xdr.h invariants 1-6): every primitive
+ * round-trips, every decoder fails cleanly at every truncation point,
+ * lengths and counts respect their maxima, encoding stops at max without
+ * changing the stream, rollback restores external segments, zero-copy
+ * segments come out as iovecs in order.
+ */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+
+#include "check.h"
+#include "rpc/xdr.h"
+
+static uint8_t *flat(struct xdr_enc *x, size_t *len)
+{
+	*len = xdr_enc_len(x);
+	uint8_t *b = malloc(*len ? *len : 1);
+	xdr_enc_flatten(x, b);
+	return b;
+}
+
+/* Encode one of everything, then decode it back, then decode every prefix. */
+static int decode_all(struct xdr_dec *d)
+{
+	uint32_t u32, n;
+	int32_t i32;
+	uint64_t u64;
+	int64_t i64;
+	bool b;
+	float f;
+	double dbl;
+	char fixed[5], op[16], str[9];
+	const void *ref;
+	const char *sref;
+	struct iovec iov;
+	if (xdr_dec_u32(d, &u32) || u32 != 0xdeadbeef)
+		return -1;
+	if (xdr_dec_i32(d, &i32) || i32 != -5)
+		return -1;
+	if (xdr_dec_u64(d, &u64) || u64 != 0x0123456789abcdefull)
+		return -1;
+	if (xdr_dec_i64(d, &i64) || i64 != -1234567890123ll)
+		return -1;
+	if (xdr_dec_bool(d, &b) || !b)
+		return -1;
+	if (xdr_dec_float(d, &f) || f != 1.5f)
+		return -1;
+	if (xdr_dec_double(d, &dbl) || dbl != -2.25)
+		return -1;
+	if (xdr_dec_fixed(d, fixed, 5) || memcmp(fixed, "abcde", 5))
+		return -1;
+	if (xdr_dec_opaque(d, op, sizeof(op), &n) || n != 3 || memcmp(op, "xyz", 3))
+		return -1;
+	if (xdr_dec_string(d, str, 8) || strcmp(str, "hello"))
+		return -1;
+	if (xdr_dec_opaque_ref(d, 100, &ref, &n) || n != 0)
+		return -1;
+	if (xdr_dec_string_ref(d, 10, &sref, &n) || n != 1 || sref[0] != 'z')
+		return -1;
+	if (xdr_dec_opaque_iov(d, 64, &iov) || iov.iov_len != 11 ||
+	    memcmp(iov.iov_base, "zero-copy!!", 11))
+		return -1;
+	if (xdr_dec_count(d, 10, 4, &n) || n != 2)
+		return -1;
+	if (xdr_dec_u32(d, &u32) || u32 != 7 || xdr_dec_u32(d, &u32) || u32 != 8)
+		return -1;
+	if (xdr_dec_fixed_ref(d, 2, &ref) || memcmp(ref, "qq", 2))
+		return -1;
+	return xdr_dec_remaining(d) == 0 ? 0 : -1;
+}
+
+static void test_roundtrip(void)
+{
+	struct xdr_enc x;
+	xdr_enc_init(&x, 4096);
+	CHECK_OK(xdr_enc_u32(&x, 0xdeadbeef));
+	CHECK_OK(xdr_enc_i32(&x, -5));
+	CHECK_OK(xdr_enc_u64(&x, 0x0123456789abcdefull));
+	CHECK_OK(xdr_enc_i64(&x, -1234567890123ll));
+	CHECK_OK(xdr_enc_bool(&x, true));
+	CHECK_OK(xdr_enc_float(&x, 1.5f));
+	CHECK_OK(xdr_enc_double(&x, -2.25));
+	CHECK_OK(xdr_enc_fixed(&x, "abcde", 5));
+	CHECK_OK(xdr_enc_opaque(&x, "xyz", 3));
+	CHECK_OK(xdr_enc_string(&x, "hello"));
+	CHECK_OK(xdr_enc_opaque(&x, NULL, 0));
+	CHECK_OK(xdr_enc_string(&x, "z"));
+	struct iovec segs[2] = {{(void *)"zero-", 5}, {(void *)"copy!!", 6}};
+	CHECK_OK(xdr_enc_opaque_iov(&x, segs, 2));
+	CHECK_OK(xdr_enc_u32(&x, 2));
+	CHECK_OK(xdr_enc_u32(&x, 7));
+	CHECK_OK(xdr_enc_u32(&x, 8));
+	CHECK_OK(xdr_enc_fixed(&x, "qq", 2));
+	CHECK_EQ(x.next, 2);
+	size_t len;
+	uint8_t *b = flat(&x, &len);
+	CHECK_EQ(len % 4, 0);
+	/* big-endian on the wire */
+	CHECK(b[0] == 0xde && b[1] == 0xad && b[2] == 0xbe && b[3] == 0xef);
+	/* padding bytes are zero: "abcde" is followed by 3 zeros */
+	CHECK(b[4 + 4 + 8 + 8 + 4 + 4 + 8 + 5] == 0);
+	struct xdr_dec d;
+	xdr_dec_init(&d, b, len);
+	CHECK_OK(decode_all(&d));
+	/* invariant 1: every truncation fails cleanly (ASan checks the reads) */
+	for (size_t cut = 0; cut < len; cut++) {
+		uint8_t *copy = malloc(cut ? cut : 1);
+		memcpy(copy, b, cut);
+		xdr_dec_init(&d, copy, cut);
+		CHECK(decode_all(&d) != 0);
+		free(copy);
+	}
+	/* the iovecs give the same bytes as flatten, segments spliced in place */
+	struct iovec iov[8];
+	int n = xdr_enc_iov(&x, iov, 8);
+	CHECK_EQ(n, 4); /* inline, segment, segment, inline */
+	CHECK(iov[1].iov_base == segs[0].iov_base && iov[2].iov_base == segs[1].iov_base);
+	size_t pos = 0;
+	for (int i = 0; i < n; i++) {
+		CHECK(memcmp(b + pos, iov[i].iov_base, iov[i].iov_len) == 0);
+		pos += iov[i].iov_len;
+	}
+	CHECK_EQ(pos, len);
+	CHECK_EQ(xdr_enc_iov(&x, iov, 2), -ENOSPC);
+	free(b);
+	xdr_enc_destroy(&x);
+	TEST_PASS("xdr roundtrip and truncation");
+}
+
+static void test_bounds(void)
+{
+	uint8_t buf[64];
+	struct xdr_enc x;
+	struct xdr_dec d;
+	uint32_t n;
+	char s[8];
+	const void *ref;
+	bool b;
+
+	/* a length beyond max or beyond the data */
+	xdr_enc_init_buf(&x, buf, sizeof(buf), sizeof(buf));
+	CHECK_OK(xdr_enc_opaque(&x, "abcdefgh", 8));
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_EQ(xdr_dec_opaque_ref(&d, 7, &ref, &n), -EBADMSG);
+	CHECK_EQ(xdr_dec_remaining(&d), 12); /* failed helper did not move */
+	CHECK_OK(xdr_dec_opaque_ref(&d, 8, &ref, &n));
+	uint8_t huge[8] = {0xff, 0xff, 0xff, 0xfc, 'a', 'b', 'c', 'd'};
+	xdr_dec_init(&d, huge, sizeof(huge));
+	CHECK_EQ(xdr_dec_opaque_ref(&d, UINT32_MAX, &ref, &n), -EBADMSG);
+	xdr_dec_init(&d, huge, sizeof(huge));
+	CHECK_EQ(xdr_dec_skip(&d, SIZE_MAX - 1), -EBADMSG);
+
+	/* strings: max, embedded NUL */
+	xdr_enc_init_buf(&x, buf, sizeof(buf), sizeof(buf));
+	CHECK_OK(xdr_enc_opaque(&x, "ab\0cd", 5));
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_EQ(xdr_dec_string(&d, s, 7), -EBADMSG);
+	xdr_enc_init_buf(&x, buf, sizeof(buf), sizeof(buf));
+	CHECK_OK(xdr_enc_string(&x, "12345678"));
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_EQ(xdr_dec_string(&d, s, 7), -EBADMSG);
+
+	/* invariant 3: a count above max, or above what the bytes can hold */
+	xdr_enc_init_buf(&x, buf, sizeof(buf), sizeof(buf));
+	CHECK_OK(xdr_enc_u32(&x, 1000000));
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_EQ(xdr_dec_count(&d, UINT32_MAX, 4, &n), -EBADMSG);
+	xdr_enc_init_buf(&x, buf, sizeof(buf), sizeof(buf));
+	CHECK_OK(xdr_enc_u32(&x, 3));
+	CHECK_OK(xdr_enc_u32(&x, 1));
+	CHECK_OK(xdr_enc_u32(&x, 2));
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_EQ(xdr_dec_count(&d, 10, 4, &n), -EBADMSG); /* 3 elements, 2 words */
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_EQ(xdr_dec_count(&d, 2, 0, &n), -EBADMSG);
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_OK(xdr_dec_count(&d, 3, 0, &n));
+
+	/* booleans are 0 or 1 */
+	xdr_enc_init_buf(&x, buf, sizeof(buf), sizeof(buf));
+	CHECK_OK(xdr_enc_u32(&x, 2));
+	xdr_dec_init(&d, buf, x.len);
+	CHECK_EQ(xdr_dec_bool(&d, &b), -EBADMSG);
+	TEST_PASS("xdr bounds");
+}
+
+static void test_enc_limits_and_rollback(void)
+{
+	struct xdr_enc x;
+	uint8_t small[8];
+	/* invariant 4: at max the stream refuses and stays as it was */
+	xdr_enc_init(&x, 16);
+	CHECK_OK(xdr_enc_u64(&x, 1));
+	CHECK_EQ(xdr_enc_opaque(&x, "abcdefgh", 8), -EMSGSIZE);
+	CHECK_EQ(xdr_enc_len(&x), 8);
+	CHECK_EQ(xdr_enc_string(&x, "abcd"), 0);
+	CHECK_EQ(xdr_enc_len(&x), 16);
+	CHECK_EQ(xdr_enc_u32(&x, 1), -EMSGSIZE);
+	xdr_enc_destroy(&x);
+
+	/* a caller buffer is left for the heap when outgrown */
+	xdr_enc_init_buf(&x, small, sizeof(small), 1 << 20);
+	for (uint32_t i = 0; i < 1000; i++)
+		CHECK_OK(xdr_enc_u32(&x, i));
+	CHECK(x.buf != small && x.buf_owned);
+	struct xdr_dec d;
+	xdr_dec_init(&d, x.buf, x.len);
+	for (uint32_t i = 0; i < 1000; i++) {
+		uint32_t v;
+		CHECK_OK(xdr_dec_u32(&d, &v));
+		CHECK_EQ(v, i);
+	}
+	xdr_enc_destroy(&x);
+
+	/* invariant 5: rollback removes inline bytes and external segments */
+	static char big[100000];
+	memset(big, 'B', sizeof(big));
+	xdr_enc_init(&x, 1 << 20);
+	CHECK_OK(xdr_enc_u32(&x, 42));
+	struct xdr_mark m = xdr_enc_mark(&x);
+	struct iovec seg = {big, 99999};
+	CHECK_OK(xdr_enc_opaque_iov(&x, &seg, 1));
+	CHECK_EQ(xdr_enc_len(&x), 4 + 4 + 100000);
+	CHECK_OK(xdr_enc_u32(&x, 43));
+	xdr_enc_rollback(&x, m);
+	CHECK_EQ(xdr_enc_len(&x), 4);
+	CHECK_EQ(x.next, 0);
+	CHECK_OK(xdr_enc_u32(&x, 44));
+	size_t len;
+	uint8_t *b = flat(&x, &len);
+	CHECK_EQ(len, 8);
+	CHECK(b[3] == 42 && b[7] == 44);
+	free(b);
+	/* an external segment past max is refused */
+	xdr_enc_destroy(&x);
+	xdr_enc_init(&x, 1000);
+	CHECK_EQ(xdr_enc_opaque_iov(&x, &seg, 1), -EMSGSIZE);
+	CHECK_EQ(xdr_enc_len(&x), 0);
+	/* more segments than XDR_MAX_EXT are refused */
+	struct iovec many[XDR_MAX_EXT + 1];
+	for (int i = 0; i <= XDR_MAX_EXT; i++)
+		many[i] = (struct iovec){big, 1};
+	CHECK_EQ(xdr_enc_opaque_iov(&x, many, XDR_MAX_EXT + 1), -EMSGSIZE);
+	CHECK_OK(xdr_enc_opaque_iov(&x, many, XDR_MAX_EXT));
+	CHECK_EQ(xdr_enc_len(&x), 4 + XDR_MAX_EXT);
+	/* reserve and patch */
+	size_t off;
+	CHECK_OK(xdr_enc_reserve(&x, 4, &off));
+	xdr_enc_put_u32_at(&x, off, 0x01020304);
+	b = flat(&x, &len);
+	CHECK(b[len - 4] == 1 && b[len - 1] == 4);
+	free(b);
+	xdr_enc_destroy(&x);
+	TEST_PASS("xdr encode limits, rollback, reserve");
+}
+
+int main(void)
+{
+	test_roundtrip();
+	test_bounds();
+	test_enc_limits_and_rollback();
+	return 0;
+}
