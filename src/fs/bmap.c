@@ -85,7 +85,8 @@ static int rec_to_ext(struct bt_cursor *c, struct fs_inode *ip, struct fs_dext *
 	e->e_len = le32toh(d.e_len);
 	e->e_flags = le32toh(d.e_flags);
 	struct fs *fs = ip->i_fs;
-	if (len != sizeof(d) || e->e_off != k.k0 || !e->e_len || e->e_start == 0 ||
+	if (len != sizeof(d) || e->e_off != k.k0 || !e->e_len || e->e_len > FS_EXT_MAXLEN ||
+	    (e->e_flags & ~FS_EXT_UNWRITTEN) || e->e_start == 0 ||
 	    e->e_start >= fs->f_blocks || e->e_len > fs->f_blocks - e->e_start) {
 		msg_err("fs: inode %llu has a malformed extent at file block %llu",
 			(unsigned long long)ip->i_ino, (unsigned long long)k.k0);

@@ -99,6 +99,12 @@ static int walk(struct checker *c, uint64_t blkno, unsigned level, const struct 
 		const struct fs_btkey *hi, bool root, rec_fn fn, void *arg, uint64_t *nblocks)
 {
 	struct fsbuf *bp;
+	if (blkno < c->nblocks && c->owner[blkno]) {
+		/* reached twice: report it, but do not walk it again (damage could
+		 * make a node name one subtree many times over) */
+		own(c, blkno, 1, kind, owner);
+		return 0;
+	}
 	int err = fsbuf_read(c->fs, blkno, v, owner, &bp);
 	if (err) {
 		problem(c, "%s tree block %llu of %llu cannot be read", v->name,
@@ -136,8 +142,14 @@ static int walk(struct checker *c, uint64_t blkno, unsigned level, const struct 
 			if (hi && bt_keycmp(&k, hi) >= 0)
 				problem(c, "%s tree node %llu: key above its parent's bound",
 					v->name, (unsigned long long)blkno);
-			err = walk(c, le64toh(e[i].child), level - 1, v, owner, kind,
-				   i ? &k : lo, khi, false, fn, arg, nblocks);
+			if (k.k1)
+				problem(c, "%s tree node %llu: key %llu has a second word",
+					v->name, (unsigned long long)blkno,
+					(unsigned long long)k.k0);
+			/* every key, the first too, is a lower bound of its child
+			 * (btree.c: an insert below the first key lowers it) */
+			err = walk(c, le64toh(e[i].child), level - 1, v, owner, kind, &k, khi,
+				   false, fn, arg, nblocks);
 			if (err)
 				goto out;
 		}
@@ -155,6 +167,9 @@ static int walk(struct checker *c, uint64_t blkno, unsigned level, const struct 
 			if ((lo && bt_keycmp(&k, lo) < 0) || (hi && bt_keycmp(&k, hi) >= 0))
 				problem(c, "%s tree leaf %llu: key %llu outside its parent's "
 					   "bounds",
+					v->name, (unsigned long long)blkno, (unsigned long long)k.k0);
+			if (k.k1)
+				problem(c, "%s tree leaf %llu: key %llu has a second word",
 					v->name, (unsigned long long)blkno, (unsigned long long)k.k0);
 			if (fn) {
 				err = fn(c, arg, &k, bp->b_data + off + FS_BT_REC_HDR, vl);
@@ -240,7 +255,8 @@ struct ext_state {
 	bool any;
 };
 
-static int ext_visit(struct ext_state *s, uint64_t off, uint64_t start, uint64_t len)
+static int ext_visit(struct ext_state *s, uint64_t off, uint64_t start, uint64_t len,
+		     uint32_t flags)
 {
 	struct checker *c = s->c;
 	if (!len || !start) {
@@ -248,6 +264,9 @@ static int ext_visit(struct ext_state *s, uint64_t off, uint64_t start, uint64_t
 			(unsigned long long)s->ino, (unsigned long long)off);
 		return 0;
 	}
+	if (flags & ~FS_EXT_UNWRITTEN)
+		problem(c, "inode %llu: extent at file block %llu has unknown flags 0x%x",
+			(unsigned long long)s->ino, (unsigned long long)off, flags);
 	if (s->any && off < s->prev_end)
 		problem(c, "inode %llu: extents overlap at file block %llu",
 			(unsigned long long)s->ino, (unsigned long long)off);
@@ -270,7 +289,8 @@ static int ext_rec(struct checker *c, void *arg, const struct fs_btkey *k, const
 	memcpy(&e, val, sizeof(e));
 	if (le64toh(e.e_off) != k->k0)
 		problem(c, "inode %llu: extent key and offset disagree", (unsigned long long)s->ino);
-	return ext_visit(s, le64toh(e.e_off), le64toh(e.e_start), le32toh(e.e_len));
+	return ext_visit(s, le64toh(e.e_off), le64toh(e.e_start), le32toh(e.e_len),
+			 le32toh(e.e_flags));
 }
 
 struct dir_state {
@@ -358,7 +378,7 @@ static void check_inode(struct checker *c, uint64_t ino, struct cino *ci)
 	} else if (!S_ISLNK(ip->i_d.mode) || (ip->i_d.flags & FS_DIF_SYMLINK_EXT)) {
 		for (unsigned i = 0; i < ip->i_d.nextents; i++)
 			ext_visit(&es, ip->i_d.ext[i].e_off, ip->i_d.ext[i].e_start,
-				  ip->i_d.ext[i].e_len);
+				  ip->i_d.ext[i].e_len, ip->i_d.ext[i].e_flags);
 	}
 	blocks += es.blocks;
 	if (blocks != ip->i_d.nblocks)

@@ -285,7 +285,8 @@ void ino_touch(struct fs_inode *ip, bool mtime);
 void ino_to_disk(const struct fs_inode *ip, struct fs_dinode *d);
 int ino_from_disk(struct fs_inode *ip, const struct fs_dinode *d);
 void ino_stamp(struct fs_dinode *d, uint64_t lsn);
-int ino_verify(const struct fs_dinode *d, uint64_t ino);
+/* An on-disk inode (0 or -EUCLEAN with a message); blocks: the device size. */
+int ino_verify(const struct fs_dinode *d, uint64_t ino, uint64_t blocks);
 struct fs_inode *ino_alloc_incore(struct fs *fs, uint64_t ino);
 /* Insert a new inode into the cache (after ialloc). */
 void ino_cache_insert(struct fs *fs, struct fs_inode *ip);

@@ -263,10 +263,12 @@ int orphan_remove(struct fstx *tx, uint64_t ino)
 }
 
 /* Finish the orphans a crash left: each is freed when its (only)
- * reference, taken here, goes. */
+ * reference, taken here, goes. An orphan that is still linked, or that
+ * freeing leaves in the tree, is damage: refused, not retried forever. */
 int orphan_recover(struct fs *fs)
 {
 	unsigned n = 0;
+	uint64_t prev = 0;
 	for (;;) {
 		struct bt bt;
 		orphan_bt(fs, &bt);
@@ -283,14 +285,27 @@ int orphan_recover(struct fs *fs)
 				msg_info("fs: freed %u orphan inodes", n);
 			return r;
 		}
+		if (n && k.k0 == prev) {
+			msg_err("fs: orphan inode %llu could not be freed", (unsigned long long)k.k0);
+			return fs_is_shutdown(fs) ? -EIO : -EUCLEAN;
+		}
 		struct fs_inode *ip;
 		int err = fs_iget_orphan(fs, k.k0, &ip);
 		if (err) {
 			msg_err("fs: orphan inode %llu cannot be read: %s", (unsigned long long)k.k0,
 				strerror(-err));
-			return err;
+			return err == -ESTALE ? -EUCLEAN : err;
 		}
+		mutex_lock(&ip->i_ilock);
+		uint32_t nlink = ip->i_d.nlink;
+		mutex_unlock(&ip->i_ilock);
 		fs_iput(ip); /* nlink 0, last reference: frees it and its orphan record */
+		if (nlink) {
+			msg_err("fs: orphan inode %llu still has %u links", (unsigned long long)k.k0,
+				nlink);
+			return -EUCLEAN;
+		}
+		prev = k.k0;
 		n++;
 	}
 }

@@ -142,7 +142,7 @@ void ino_to_disk(const struct fs_inode *ip, struct fs_dinode *d)
 
 int ino_from_disk(struct fs_inode *ip, const struct fs_dinode *d)
 {
-	int err = ino_verify(d, ip->i_ino);
+	int err = ino_verify(d, ip->i_ino, ip->i_fs->f_blocks);
 	if (err)
 		return err;
 	struct fs_icore *c = &ip->i_d;
@@ -174,18 +174,6 @@ int ino_from_disk(struct fs_inode *ip, const struct fs_dinode *d)
 			c->ext[i].e_start = le64toh(d->di_u.di_ext[i].e_start);
 			c->ext[i].e_len = le32toh(d->di_u.di_ext[i].e_len);
 			c->ext[i].e_flags = le32toh(d->di_u.di_ext[i].e_flags);
-		}
-	}
-	if (!ino_ftype(c->mode)) {
-		msg_err("fs: inode %llu has an impossible mode 0%o", (unsigned long long)ip->i_ino,
-			c->mode);
-		return -EUCLEAN;
-	}
-	if ((c->flags & FS_DIF_EXT_BTREE) || S_ISDIR(c->mode)) {
-		if (c->root == 0 || c->root >= ip->i_fs->f_blocks) {
-			msg_err("fs: inode %llu names a tree root outside the device",
-				(unsigned long long)ip->i_ino);
-			return -EUCLEAN;
 		}
 	}
 	return 0;

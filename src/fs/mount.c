@@ -214,8 +214,14 @@ int fs_mount(const struct fs_mount_opts *o, struct fs **out)
 	cond_init(&fs->f_layout_cond);
 
 	uint8_t *blk = xmalloc_aligned(4096, FS_BLOCK_SIZE);
-	int err = dev_size(o->ddev) < FS_BLOCK_SIZE ? -EUCLEAN
-						    : dev_read(o->ddev, blk, FS_BLOCK_SIZE, 0);
+	int err = 0;
+	if (dev_size(o->ddev) < FS_BLOCK_SIZE) {
+		msg_err("fs: the device holds %llu bytes, not even a superblock: truncated image?",
+			(unsigned long long)dev_size(o->ddev));
+		err = -EUCLEAN;
+	}
+	if (!err)
+		err = dev_read(o->ddev, blk, FS_BLOCK_SIZE, 0);
 	if (!err)
 		err = fs_verify_sb((struct fs_dsb *)blk, dev_size(o->ddev) / FS_BLOCK_SIZE);
 	if (err) {
@@ -266,6 +272,11 @@ int fs_mount(const struct fs_mount_opts *o, struct fs **out)
 	if (!err) {
 		struct fs_inode *root;
 		err = fs_root(fs, &root);
+		if (err == -ESTALE) {
+			msg_err("fs: the root inode %llu is not allocated",
+				(unsigned long long)le64toh(fs->f_sb->sb_root_ino));
+			err = -EUCLEAN;
+		}
 		if (!err) {
 			if (!S_ISDIR(root->i_d.mode)) {
 				msg_err("fs: the root inode is not a directory");

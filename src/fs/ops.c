@@ -205,7 +205,7 @@ int fs_create(struct fs_inode *dp, const char *name, size_t len, const struct fs
 	}
 	struct fs_inode *ip = ino_get_new(fs, ino);
 	struct fs_icore *c = &ip->i_d;
-	c->mode = a->mode;
+	c->mode = a->mode & (S_IFMT | 07777); /* other bits would make the inode corrupt */
 	c->uid = a->uid;
 	c->gid = a->gid;
 	c->nlink = type == S_IFDIR ? 2 : 1;

@@ -7,6 +7,8 @@
  * every record offset and the order of their keys, because everything the
  * tree code does with a block trusts those.
  */
+#include <sys/stat.h>
+
 #include "base/crc32c.h"
 #include "fs/fs_priv.h"
 
@@ -63,6 +65,11 @@ int fs_verify_sb(const struct fs_dsb *sb, uint64_t dev_blocks)
 	    le16toh(sb->sb_ino_level) >= FS_BT_MAXLEVELS ||
 	    le16toh(sb->sb_orphan_level) >= FS_BT_MAXLEVELS) {
 		msg_err("fs: superblock names an impossible tree height");
+		return -EUCLEAN;
+	}
+	if (le32toh(sb->sb_flags) & ~FS_SB_EXTERNAL_LOG) {
+		msg_err("fs: superblock has unknown feature flags 0x%x",
+			le32toh(sb->sb_flags) & ~FS_SB_EXTERNAL_LOG);
 		return -EUCLEAN;
 	}
 	unsigned nfl = le16toh(sb->sb_freelist_count);
@@ -151,6 +158,9 @@ static int bt_verify_block(struct fs *fs, const void *blk, uint64_t blkno, uint6
 			} else {
 				const uint16_t *slot = (const void *)(p + sizeof(struct fs_bthdr));
 				struct fs_btkey prev = {0, 0};
+				/* bytes taken by records: they must not overlap, or the
+				 * space arithmetic of the tree code goes wrong */
+				uint8_t used[FS_BLOCK_SIZE / 8] = {0};
 				for (unsigned i = 0; i < n && !why; i++) {
 					unsigned off = le16toh(slot[i]);
 					if (off < data || off + FS_BT_REC_HDR > FS_BLOCK_SIZE) {
@@ -165,6 +175,15 @@ static int bt_verify_block(struct fs *fs, const void *blk, uint64_t blkno, uint6
 						why = "record value outside the block";
 						break;
 					}
+					for (unsigned b = off; b < off + FS_BT_REC_HDR + vlen; b++) {
+						if (used[b / 8] & (1u << (b % 8))) {
+							why = "records overlap";
+							break;
+						}
+						used[b / 8] |= (uint8_t)(1u << (b % 8));
+					}
+					if (why)
+						break;
 					struct fs_btkey k;
 					memcpy(&k, p + off, sizeof(k));
 					k.k0 = le64toh(k.k0);
@@ -236,9 +255,40 @@ void ino_stamp(struct fs_dinode *d, uint64_t lsn)
 	d->di_crc = htole32(crc_skip(d, FS_INODE_SIZE, offsetof(struct fs_dinode, di_crc)));
 }
 
-int ino_verify(const struct fs_dinode *d, uint64_t ino)
+/* Inline extents: in file order, apart, inside the device, known flags. */
+static const char *inline_ext_verify(const struct fs_dinode *d, unsigned n, uint64_t blocks)
+{
+	uint64_t end = 0;
+	for (unsigned i = 0; i < n; i++) {
+		const struct fs_dext *e = &d->di_u.di_ext[i];
+		uint64_t off = le64toh(e->e_off), start = le64toh(e->e_start);
+		uint32_t len = le32toh(e->e_len);
+		if (!len || len > FS_EXT_MAXLEN || le32toh(e->e_flags) & ~FS_EXT_UNWRITTEN)
+			return "malformed extent";
+		if (start == 0 || start >= blocks || len > blocks - start)
+			return "extent outside the device";
+		if ((i > 0 && off < end) || off > UINT64_MAX - len)
+			return "extents out of order";
+		end = off + len;
+	}
+	return NULL;
+}
+
+/*
+ * Everything an inode says about itself that the engine relies on: its
+ * identity, a known type and flags, a tree root where (and only where) it
+ * has a tree, inline extents that are sane, fields that only some types use
+ * left zero by the others.
+ */
+int ino_verify(const struct fs_dinode *d, uint64_t ino, uint64_t blocks)
 {
 	const char *why = NULL;
+	uint32_t mode = le32toh(d->di_mode), flags = le32toh(d->di_flags);
+	unsigned next = le16toh(d->di_nextents), level = le16toh(d->di_root_level);
+	uint64_t root = le64toh(d->di_root), size = le64toh(d->di_size);
+	bool dir = S_ISDIR(mode), reg = S_ISREG(mode), lnk = S_ISLNK(mode);
+	bool tree = flags & FS_DIF_EXT_BTREE, symext = flags & FS_DIF_SYMLINK_EXT;
+	bool inline_ext = (reg && !tree) || symext;
 	if (le32toh(d->di_magic) != FS_INODE_MAGIC)
 		why = "wrong magic";
 	else if (crc_skip(d, FS_INODE_SIZE, offsetof(struct fs_dinode, di_crc)) !=
@@ -246,11 +296,30 @@ int ino_verify(const struct fs_dinode *d, uint64_t ino)
 		why = "CRC mismatch";
 	else if (le64toh(d->di_ino) != ino)
 		why = "wrong inode number";
-	else if (!(le32toh(d->di_flags) & FS_DIF_EXT_BTREE) &&
-		 le16toh(d->di_nextents) > FS_INLINE_EXTENTS)
-		why = "too many inline extents";
-	else if (le16toh(d->di_root_level) >= FS_BT_MAXLEVELS)
+	else if (!ino_ftype(mode) || (mode & ~(uint32_t)(S_IFMT | 07777)))
+		why = "impossible mode";
+	else if ((flags & ~(FS_DIF_EXT_BTREE | FS_DIF_SYMLINK_EXT)) || (tree && !reg) ||
+		 (symext && !lnk))
+		why = "impossible flags";
+	else if (level >= FS_BT_MAXLEVELS)
 		why = "impossible tree height";
+	else if ((dir || tree) && (root == 0 || root >= blocks))
+		why = "tree root outside the device";
+	else if (!dir && !tree && (root || level))
+		why = "a tree root but no tree";
+	else if (next > (inline_ext ? FS_INLINE_EXTENTS : 0))
+		why = "too many inline extents";
+	else if (!dir && le64toh(d->di_parent))
+		why = "a parent but not a directory";
+	else if (!S_ISCHR(mode) && !S_ISBLK(mode) && le64toh(d->di_rdev))
+		why = "a device number but not a device";
+	else if (lnk && (size == 0 || size > FS_SYMLINK_MAX || symext != (size > FS_INLINE_SYMLINK)))
+		why = "impossible symlink length";
+	else if (symext && (next > 1 || (next == 1 && (le64toh(d->di_u.di_ext[0].e_off) != 0 ||
+							 le32toh(d->di_u.di_ext[0].e_len) != 1))))
+		why = "symlink target block misplaced"; /* none: an orphan half freed */
+	else if (inline_ext)
+		why = inline_ext_verify(d, next, blocks);
 	if (why) {
 		msg_err("fs: inode %llu is corrupt: %s", (unsigned long long)ino, why);
 		return -EUCLEAN;

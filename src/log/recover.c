@@ -159,7 +159,8 @@ static int find_newest(struct log *log, uint8_t *rbuf, uint64_t *newest, uint64_
 		goto out;
 	}
 
-	qsort(cand, ncand, sizeof(*cand), cmp_desc);
+	if (ncand) /* cand is NULL when there are none */
+		qsort(cand, ncand, sizeof(*cand), cmp_desc);
 	for (size_t i = 0; i < ncand; i++) {
 		int r = rec_read(log, cand[i], rbuf);
 		if (r < 0) {
