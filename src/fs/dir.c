@@ -236,6 +236,8 @@ int dir_is_empty(struct fs_inode *dp, bool *empty)
 
 int fs_readdir(struct fs_inode *dp, uint64_t cookie, fs_filldir_t fn, void *arg)
 {
+	if (fs_is_shutdown(dp->i_fs))
+		return -EIO;
 	rwlock_rdlock(&dp->i_iolock);
 	mutex_lock(&dp->i_ilock);
 	bool isdir = S_ISDIR(dp->i_d.mode);

@@ -56,6 +56,8 @@ int fs_read(struct fs_inode *ip, uint64_t off, void *buf, size_t len, size_t *nr
 	*nread = 0;
 	if (eof)
 		*eof = false;
+	if (fs_is_shutdown(fs))
+		return -EIO;
 	rwlock_rdlock(&ip->i_iolock);
 	mutex_lock(&ip->i_ilock);
 	int err = check_reg(ip);
@@ -297,6 +299,8 @@ int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uin
 	struct fs *fs = ip->i_fs;
 	if (csn)
 		*csn = 0;
+	if (fs_is_shutdown(fs))
+		return -EIO;
 	if (!len)
 		return 0;
 	if (off + len < off || off + len > (1ull << 50))
@@ -400,6 +404,8 @@ int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written)
 	counter_inc(datasync ? &fs->f_stats.fdatasyncs : &fs->f_stats.fsyncs);
 	if (log_written)
 		*log_written = false;
+	if (fs_is_shutdown(fs))
+		return -EIO;
 	/* rule 3: the sequence, read under the item's own lock; no inode lock
 	 * is held across the force */
 	mutex_lock(&ip->i_item.ii_lock);
@@ -480,6 +486,8 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint
 		*csn = 0;
 	if (!len || off + len < off || off + len > (1ull << 50))
 		return -EINVAL;
+	if (fs_is_shutdown(fs))
+		return -EIO;
 	rwlock_wrlock(&ip->i_iolock);
 	mutex_lock(&ip->i_ilock);
 	int err = check_reg(ip);
@@ -562,6 +570,8 @@ out:
 
 int fs_seek(struct fs_inode *ip, uint64_t off, int what, uint64_t *out)
 {
+	if (fs_is_shutdown(ip->i_fs))
+		return -EIO;
 	rwlock_rdlock(&ip->i_iolock);
 	mutex_lock(&ip->i_ilock);
 	int err = check_reg(ip);

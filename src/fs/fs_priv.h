@@ -422,15 +422,21 @@ struct fs {
 	} f_stats;
 };
 
+/* Shut down by fs_shutdown(), or by the journal after a log or write-back
+ * I/O error (a metadata write error): either way every operation fails
+ * with EIO from then on. */
 static inline bool fs_is_shutdown(struct fs *fs)
 {
-	return atomic_load(&fs->f_shutdown);
+	return atomic_load(&fs->f_shutdown) || log_is_shutdown(fs->f_log);
 }
 
 static inline uint64_t fs_daddr(uint64_t blkno)
 {
 	return blkno << FS_BLOCK_SHIFT;
 }
+
+/* The smallest log mkfs makes (see fs_mkfs). */
+#define FS_LOG_MIN (512u << 10)
 
 void fs_now(struct timespec *ts);
 /* The superblock: join and log a byte range of it. */

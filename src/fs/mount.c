@@ -82,6 +82,14 @@ int fs_mkfs(const struct fs_mkfs_opts *o)
 	if (!log_size)
 		log_size = MIN(MAX(blocks * FS_BLOCK_SIZE / 128, 2ull << 20), 256ull << 20);
 	log_size = ALIGN_UP(log_size, (uint64_t)FS_BLOCK_SIZE);
+	/* a transaction may reserve at most a quarter of the log, and the
+	 * engine's default reservation is some 70 KB: below this, every
+	 * change would fail */
+	if (log_size < FS_LOG_MIN) {
+		msg_err("mkfs: a log of %llu bytes is too small; it needs at least %u KiB",
+			(unsigned long long)log_size, FS_LOG_MIN >> 10);
+		return -EINVAL;
+	}
 	uint64_t log_blocks = log_size / FS_BLOCK_SIZE;
 	bool external = o->ldev != NULL;
 	uint64_t log_start = external ? 0 : 1;
@@ -346,6 +354,8 @@ int fs_force(struct fs *fs, uint64_t csn, bool *log_written)
 
 int fs_sync(struct fs *fs)
 {
+	if (fs_is_shutdown(fs))
+		return -EIO;
 	int err = log_force_all(fs->f_log);
 	if (!err)
 		err = dev_flush(fs->f_ddev);

@@ -93,6 +93,8 @@ int fs_access(struct fs_inode *ip, uint32_t uid, uint32_t gid, const uint32_t *g
 int fs_lookup(struct fs_inode *dp, const char *name, size_t len, struct fs_inode **ipp)
 {
 	*ipp = NULL;
+	if (fs_is_shutdown(dp->i_fs))
+		return -EIO;
 	if (len == 1 && name[0] == '.') {
 		if (!S_ISDIR(dp->i_d.mode))
 			return -ENOTDIR;
@@ -129,6 +131,8 @@ int fs_lookup(struct fs_inode *dp, const char *name, size_t len, struct fs_inode
 
 int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len)
 {
+	if (fs_is_shutdown(ip->i_fs))
+		return -EIO;
 	rwlock_rdlock(&ip->i_iolock);
 	mutex_lock(&ip->i_ilock);
 	int err = 0;
@@ -658,6 +662,8 @@ out:
 
 int fs_statfs(struct fs *fs, struct fs_statfs *st)
 {
+	if (fs_is_shutdown(fs))
+		return -EIO;
 	int64_t bfree = alloc_free_blocks(fs);
 	if (bfree < 0)
 		bfree = 0;

@@ -38,6 +38,8 @@ int fs_map_blocks(struct fs_inode *ip, uint64_t off, uint64_t len, bool for_writ
 	if (!len || !blk_aligned(off) || !blk_aligned(len) || off + len < off ||
 	    off + len > (1ull << 50) || !max)
 		return -EINVAL;
+	if (fs_is_shutdown(fs))
+		return -EIO;
 	counter_inc(&fs->f_stats.map_blocks);
 	uint64_t first = off / FS_BLOCK_SIZE, end = (off + len) / FS_BLOCK_SIZE;
 	int err = 0;
@@ -110,6 +112,8 @@ int fs_commit_blocks(struct fs_inode *ip, const struct fs_range *ranges, unsigne
 	struct fs *fs = ip->i_fs;
 	if (log_written)
 		*log_written = false;
+	if (fs_is_shutdown(fs))
+		return -EIO;
 	counter_inc(&fs->f_stats.commit_blocks);
 	rwlock_wrlock(&ip->i_iolock);
 	int err = S_ISREG(ip->i_d.mode) ? 0 : -EINVAL;

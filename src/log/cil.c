@@ -20,9 +20,9 @@
  *      is queued for the I/O thread as a record;
  *   4. wait for those records, flush the log device if there were any, and
  *      write the last buffer as the commit record with FUA;
- *   5. complete: publish the durable sequence, move the tail, insert the
- *      items in the AIL at the checkpoint's start, unpin them, run the
- *      durable callbacks.
+ *   5. complete: move the tail, insert the items in the AIL at the
+ *      checkpoint's start, unpin them, run the durable callbacks, and only
+ *      then publish the durable sequence (waking the forces).
  *
  * Force: a force of csn returns at once if csn is durable; if csn is the
  * current context it asks the push thread to push it; then it waits. Every
@@ -293,13 +293,6 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 	if (empty)
 		counter_inc(&log->l_stats.checkpoints_empty);
 
-	/* G3: durable now */
-	mutex_lock(&log->l_push_lock);
-	log->l_durable_seq = ctx->c_seq;
-	log->l_pushing_seq = 0;
-	cond_broadcast(&log->l_durable_cond);
-	mutex_unlock(&log->l_push_lock);
-
 	/* I2: the tail its records carry is on stable storage */
 	mutex_lock(&log->l_space_lock);
 	log->l_cil_space -= ctx->c_space;
@@ -328,6 +321,17 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 		list_del(&cb->dc_link);
 		cb->dc_fn(cb, 0);
 	}
+
+	/* G3: durable now. Published last, so that a force that returns has
+	 * seen every effect of the checkpoint: its items unpinned and in the
+	 * AIL, its durable callbacks run (the engine releases the space a
+	 * checkpoint freed in one, and an allocator that forced the log to get
+	 * that space must find it free) */
+	mutex_lock(&log->l_push_lock);
+	log->l_durable_seq = ctx->c_seq;
+	log->l_pushing_seq = 0;
+	cond_broadcast(&log->l_durable_cond);
+	mutex_unlock(&log->l_push_lock);
 	free(ctx);
 }
 
