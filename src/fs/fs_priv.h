@@ -290,8 +290,9 @@ int ino_verify(const struct fs_dinode *d, uint64_t ino, uint64_t blocks);
 struct fs_inode *ino_alloc_incore(struct fs *fs, uint64_t ino);
 /* Insert a new inode into the cache (after ialloc). */
 void ino_cache_insert(struct fs *fs, struct fs_inode *ip);
-/* The in-core inode for a number just allocated, referenced, i_ilock held. */
-struct fs_inode *ino_get_new(struct fs *fs, uint64_t ino);
+/* The in-core inode for a number just allocated, referenced, i_ilock held
+ * (-EUCLEAN if that number is in use after all). */
+int ino_get_new(struct fs *fs, uint64_t ino, struct fs_inode **ipp);
 void ino_join_locked(struct fstx *tx, struct fs_inode *ip);
 unsigned ino_ftype(uint32_t mode);
 

@@ -13,6 +13,7 @@
  * The in-core copy (i_d) is guarded by i_ilock. Readers that only need a
  * consistent snapshot (getattr) take i_ilock briefly.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -321,6 +322,8 @@ void fs_iput(struct fs_inode *ip)
 				(unsigned long long)ip->i_ino, strerror(-err));
 		mutex_lock(&fs->f_icache_lock);
 		atomic_store(&ip->i_ref, 0);
+		/* an allocation of the freed number may be waiting (ino_get_new) */
+		cond_broadcast(&fs->f_icache_cond);
 	}
 	list_add_tail(&ip->i_lru, &fs->f_ilru);
 	if (fs->f_ninodes > fs->f_ninodes_max)
@@ -342,15 +345,34 @@ void ino_cache_insert(struct fs *fs, struct fs_inode *ip)
  * The in-core inode for a number just allocated: a new one, or a cached
  * zombie of the inode that had the number before (its log item may still
  * be in the AIL; the new content is simply logged over it). Returned
- * referenced, with i_ilock held (taken without waiting: nobody else can
- * see the number yet).
+ * referenced, with i_ilock held. Nobody else can see the number yet, so
+ * the only other holder of that lock is the AIL writing a zombie back
+ * (ino_item_push), which waits for nothing the caller holds: the lock is
+ * taken by retrying a trylock, since the caller holds locks of higher rank.
+ * A cached inode that is not freed means the inode index called a live
+ * inode free: damage (-EUCLEAN).
  */
-struct fs_inode *ino_get_new(struct fs *fs, uint64_t ino)
+int ino_get_new(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 {
+	*ipp = NULL;
 	mutex_lock(&fs->f_icache_lock);
-	struct fs_inode *ip = hashmap_get(&fs->f_inodes, ino);
+	struct fs_inode *ip;
+	for (;;) {
+		ip = hashmap_get(&fs->f_inodes, ino);
+		/* freed, but its last fs_iput() has not let go yet: it will at
+		 * once (it waits for nothing the caller holds); look again after,
+		 * the zombie may have been evicted meanwhile */
+		if (!ip || !ip->i_freed || !atomic_load(&ip->i_ref))
+			break;
+		cond_wait(&fs->f_icache_cond, &fs->f_icache_lock);
+	}
 	if (ip) {
-		BUG_ON(!ip->i_freed || atomic_load(&ip->i_ref));
+		if (!ip->i_freed) {
+			mutex_unlock(&fs->f_icache_lock);
+			msg_err("fs: the inode index calls inode %llu free, but it is in use",
+				(unsigned long long)ino);
+			return -EUCLEAN;
+		}
 		list_del(&ip->i_lru);
 		atomic_store(&ip->i_ref, 1);
 		ip->i_freed = false;
@@ -360,8 +382,8 @@ struct fs_inode *ino_get_new(struct fs *fs, uint64_t ino)
 		fs->f_ninodes++;
 	}
 	mutex_unlock(&fs->f_icache_lock);
-	bool locked = mutex_trylock(&ip->i_ilock);
-	BUG_ON(!locked);
+	while (!mutex_trylock(&ip->i_ilock))
+		sched_yield();
 	uint32_t old_gen = ip->i_d.gen;
 	memset(&ip->i_d, 0, sizeof(ip->i_d));
 	/* a generation that differs from the number's previous life */
@@ -372,7 +394,8 @@ struct fs_inode *ino_get_new(struct fs *fs, uint64_t ino)
 	} while (gen == 0 || gen == old_gen);
 	ip->i_d.gen = gen;
 	ip->i_prealloc = 0;
-	return ip;
+	*ipp = ip;
+	return 0;
 }
 
 void ino_join(struct fstx *tx, struct fs_inode *ip)
@@ -483,8 +506,15 @@ int ino_inactive(struct fs_inode *ip)
 	}
 	if (!err)
 		err = ialloc_free(tx, ip->i_ino);
-	if (!err)
+	if (!err) {
+		/* a zombie before the index calls the number free to anyone (the
+		 * inode allocation lock is held until the commit): an allocation
+		 * of the number must find it freed (ino_get_new) */
+		mutex_lock(&fs->f_icache_lock);
+		ip->i_freed = true;
+		mutex_unlock(&fs->f_icache_lock);
 		err = orphan_remove(tx, ip->i_ino);
+	}
 	ip->i_d.mode = 0;
 	ip->i_d.nblocks = 0;
 	ip->i_d.size = 0;
@@ -494,11 +524,6 @@ int ino_inactive(struct fs_inode *ip)
 	int cerr = fstx_commit(tx, NULL);
 	if (!err)
 		err = cerr;
-	if (!err) {
-		mutex_lock(&fs->f_icache_lock);
-		ip->i_freed = true;
-		mutex_unlock(&fs->f_icache_lock);
-	}
 out:
 	rwlock_unlock(&ip->i_iolock);
 	return err;

@@ -96,7 +96,10 @@ int fs_lookup(struct fs_inode *dp, const char *name, size_t len, struct fs_inode
 	if (fs_is_shutdown(dp->i_fs))
 		return -EIO;
 	if (len == 1 && name[0] == '.') {
-		if (!S_ISDIR(dp->i_d.mode))
+		mutex_lock(&dp->i_ilock);
+		bool isdir = S_ISDIR(dp->i_d.mode);
+		mutex_unlock(&dp->i_ilock);
+		if (!isdir)
 			return -ENOTDIR;
 		atomic_fetch_add(&dp->i_ref, 1);
 		*ipp = dp;
@@ -105,28 +108,37 @@ int fs_lookup(struct fs_inode *dp, const char *name, size_t len, struct fs_inode
 	int err = (len == 2 && name[0] == '.' && name[1] == '.') ? 0 : check_name(name, len);
 	if (err)
 		return err;
-	rwlock_rdlock(&dp->i_iolock);
-	mutex_lock(&dp->i_ilock);
-	err = S_ISDIR(dp->i_d.mode) ? 0 : -ENOTDIR;
-	uint64_t parent = dp->i_d.parent;
-	mutex_unlock(&dp->i_ilock);
-	uint64_t ino = 0;
-	if (!err) {
-		if (len == 2 && name[0] == '.')
-			ino = parent;
-		else
-			err = dir_lookup(dp, name, len, &ino, NULL);
+	/*
+	 * The entry is read under the directory's I/O lock, the inode taken
+	 * after: an unlink or rename in between can leave the number unlinked
+	 * or free (ESTALE). Then look again; a name that keeps naming an inode
+	 * that does not exist is damage.
+	 */
+	for (int tries = 0;; tries++) {
+		rwlock_rdlock(&dp->i_iolock);
+		mutex_lock(&dp->i_ilock);
+		err = S_ISDIR(dp->i_d.mode) ? 0 : -ENOTDIR;
+		uint64_t parent = dp->i_d.parent;
+		mutex_unlock(&dp->i_ilock);
+		uint64_t ino = 0;
+		if (!err) {
+			if (len == 2 && name[0] == '.')
+				ino = parent;
+			else
+				err = dir_lookup(dp, name, len, &ino, NULL);
+		}
+		rwlock_unlock(&dp->i_iolock);
+		if (err)
+			return err;
+		err = fs_iget(dp->i_fs, ino, 0, ipp);
+		if (err != -ESTALE)
+			return err;
+		if (tries == 2) {
+			msg_err("fs: directory %llu names inode %llu that does not exist",
+				(unsigned long long)dp->i_ino, (unsigned long long)ino);
+			return -EUCLEAN;
+		}
 	}
-	rwlock_unlock(&dp->i_iolock);
-	if (err)
-		return err;
-	err = fs_iget(dp->i_fs, ino, 0, ipp);
-	if (err == -ESTALE) {
-		msg_err("fs: directory %llu names inode %llu that does not exist",
-			(unsigned long long)dp->i_ino, (unsigned long long)ino);
-		err = -EUCLEAN;
-	}
-	return err;
 }
 
 int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len)
@@ -207,7 +219,12 @@ int fs_create(struct fs_inode *dp, const char *name, size_t len, const struct fs
 		fstx_cancel(tx);
 		goto out_unlock;
 	}
-	struct fs_inode *ip = ino_get_new(fs, ino);
+	struct fs_inode *ip;
+	err = ino_get_new(fs, ino, &ip);
+	if (err) {
+		fstx_cancel(tx); /* the index changed: shuts down */
+		goto out_unlock;
+	}
 	struct fs_icore *c = &ip->i_d;
 	c->mode = a->mode & (S_IFMT | 07777); /* other bits would make the inode corrupt */
 	c->uid = a->uid;
