@@ -109,11 +109,10 @@ struct dev *fsimg_build(const struct fsimg_params *p)
 	put(ip, 8192, 4096, 0x55);
 	fs_iput(ip);
 
-	/* a fragmented file: every other block, an extent each */
-	ip = mk(root, "frag", S_IFREG | 0644, NULL);
-	for (unsigned i = 0; i < p->frag_exts; i++)
-		put(ip, (uint64_t)i * 2 * 4096, 4096, (uint8_t)i);
-	fs_iput(ip);
+	/* a fragmented file: written in one piece, every other block punched
+	 * at the end (an extent each, and as many free extents) */
+	struct fs_inode *frag = mk(root, "frag", S_IFREG | 0644, NULL);
+	put(frag, 0, (uint64_t)p->frag_exts * 2 * 4096, 0x66);
 
 	/* a big directory with files and some subdirectories */
 	struct fs_inode *big = mk(root, "big", S_IFDIR | 0755, NULL);
@@ -133,7 +132,13 @@ struct dev *fsimg_build(const struct fsimg_params *p)
 		put(ip, 0, 4096, (uint8_t)i);
 		fs_iput(ip);
 	}
+	/* every allocation is done: what follows frees, and freed blocks are
+	 * busy for a while, which would make later allocations depend on
+	 * timing */
 	MUST(fs_sync(fs));
+	for (unsigned i = 0; i < p->frag_exts; i++)
+		MUST(fs_fallocate(frag, FS_FALLOC_PUNCH, (uint64_t)(2 * i + 1) * 4096, 4096, NULL));
+	fs_iput(frag);
 	for (unsigned i = 0; i < p->junk; i += 2) {
 		char name[32];
 		snprintf(name, sizeof(name), "j%u", i);

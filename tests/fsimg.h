@@ -36,7 +36,7 @@ struct fsimg_params {
 	uint64_t size;      /* device bytes (multiple of 4 KiB, at least 8 MiB) */
 	uint64_t log_size;  /* 0: mkfs default */
 	unsigned big_dir;   /* entries in /big */
-	unsigned frag_exts; /* extents of /frag */
+	unsigned frag_exts; /* extents of /frag, and free extents its holes make */
 	unsigned junk;      /* small files made in /junk; every other one is deleted */
 };
 
