@@ -28,6 +28,7 @@ test: deps
 	$(MAKE) test-normal
 	$(MAKE) test-fuzz
 	$(MAKE) test-asan
+	$(MAKE) test-tsan
 
 test-normal: build
 	cd build && ctest $(CTEST_ARGS)
@@ -36,7 +37,7 @@ test-asan: build-asan
 	cd build-asan && ctest $(CTEST_ARGS)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan
 
 # Fuzzing (clang, libFuzzer): each target runs FUZZ_SECONDS from the
 # in-tree corpus; the corpora are also replayed by CTest in both builds.
@@ -48,3 +49,16 @@ build-fuzz:
 
 test-fuzz: build-fuzz
 	scripts/fuzz-run build-fuzz $(FUZZ_SECONDS)
+
+# ThreadSanitizer: only the engine's and the journal's concurrency tests are
+# built and run (a whole TSan suite would take too long on 2 cores); their
+# TSAN_OPTIONS (any report fails, tests/tsan.supp) are set in
+# tests/CMakeLists.txt.
+TSAN_TESTS := test-log test-fs-sync-race test-fs-stress
+.PHONY: build-tsan test-tsan
+build-tsan:
+	cmake -S . -B build-tsan -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJNFS_TSAN=ON >/dev/null
+	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
+
+test-tsan: build-tsan
+	cd build-tsan && ctest $(CTEST_ARGS) -R '^($(subst $(eval) ,|,$(TSAN_TESTS)))$$'

@@ -34,6 +34,15 @@ static bool is_dot(const char *name, size_t len)
 	return (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.');
 }
 
+/* The mode of an inode the caller holds no lock of (setattr changes it). */
+static uint32_t ino_mode(struct fs_inode *ip)
+{
+	mutex_lock(&ip->i_ilock);
+	uint32_t mode = ip->i_d.mode;
+	mutex_unlock(&ip->i_ilock);
+	return mode;
+}
+
 /* A directory that may get entries: a directory, still linked. */
 static int check_live_dir(struct fs_inode *dp)
 {
@@ -293,10 +302,10 @@ int fs_link(struct fs_inode *ip, struct fs_inode *dp, const char *name, size_t l
 		return err;
 	if (is_dot(name, len))
 		return -EEXIST;
-	if (S_ISDIR(ip->i_d.mode))
-		return -EPERM;
 	if (ip->i_fs != fs)
 		return -EXDEV;
+	if (S_ISDIR(ino_mode(ip)))
+		return -EPERM;
 	rwlock_wrlock(&dp->i_iolock);
 	mutex_lock(&dp->i_ilock);
 	err = check_live_dir(dp);
@@ -362,7 +371,7 @@ static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool
 		err = fs_iget_orphan(fs, ino, &ip);
 	if (err)
 		goto out_unlock;
-	bool isdir = S_ISDIR(ip->i_d.mode);
+	bool isdir = S_ISDIR(ino_mode(ip));
 	if (rmdir && !isdir) {
 		err = -ENOTDIR;
 		goto out_unlock;
@@ -517,9 +526,9 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 		goto out_unlock;
 	if (tgt == src)
 		goto out_unlock; /* two names of one inode: nothing to do */
-	bool sdir = S_ISDIR(src->i_d.mode);
+	bool sdir = S_ISDIR(ino_mode(src));
 	if (tgt) {
-		bool tdir = S_ISDIR(tgt->i_d.mode);
+		bool tdir = S_ISDIR(ino_mode(tgt));
 		if (sdir && !tdir) {
 			err = -ENOTDIR;
 			goto out_unlock;

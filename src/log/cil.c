@@ -152,14 +152,17 @@ void cil_throttle(struct log *log, uint64_t csn)
 	mutex_unlock(&log->l_push_lock);
 }
 
-/* Give up a context that will never be written (after a shutdown). */
+/*
+ * Give up a context that will never be written (after a shutdown). Its
+ * items' li_lv no longer point into it: cleared when the push swapped it
+ * out, or by cil_abandon(). (It must not look: once swapped out, an item's
+ * li_lv belongs to the next context, where a commit may be setting it.)
+ */
 static void cil_ctx_abort(struct log *log, struct cil_ctx *ctx)
 {
 	struct log_vec *lv, *ltmp;
 	list_for_each_entry_safe (lv, ltmp, &ctx->c_lvs, lv_link) {
 		list_del(&lv->lv_link);
-		if (lv->lv_item->li_lv == lv)
-			lv->lv_item->li_lv = NULL;
 		lv->lv_item->li_ops->unpin(lv->lv_item, true);
 		free(lv);
 	}
@@ -174,9 +177,13 @@ static void cil_ctx_abort(struct log *log, struct cil_ctx *ctx)
 	free(ctx);
 }
 
-/* At teardown after a shutdown: drop the current context. */
+/* At teardown after a shutdown: drop the current context (no thread
+ * commits or pushes any more). */
 void cil_abandon(struct log *log)
 {
+	struct log_vec *lv;
+	list_for_each_entry (lv, &log->l_ctx->c_lvs, lv_link)
+		lv->lv_item->li_lv = NULL;
 	cil_ctx_abort(log, log->l_ctx);
 	log->l_ctx = NULL;
 }
