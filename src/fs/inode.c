@@ -260,6 +260,15 @@ static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_i
 			return -ESTALE;
 		goto found;
 	}
+	if (!allow_unlinked && nip->i_d.nlink == 0) {
+		/* not cached, so not unlinked while in use: on disk, only an orphan
+		 * (freed at mount) has no links; anything else is damage, and
+		 * must not be freed as if it were an orphan */
+		mutex_unlock(&fs->f_icache_lock);
+		msg_err("fs: inode %llu has no links and is not an orphan", (unsigned long long)ino);
+		ino_destroy(nip);
+		return -EUCLEAN;
+	}
 	ip = nip;
 	hashmap_put(&fs->f_inodes, ino, ip);
 	fs->f_ninodes++;
@@ -472,12 +481,22 @@ int ino_inactive(struct fs_inode *ip)
 	int err = 0;
 	rwlock_wrlock(&ip->i_iolock);
 	/* data blocks, a batch at a time */
+	uint64_t last = UINT64_MAX;
 	for (;;) {
 		mutex_lock(&ip->i_ilock);
-		bool more = ip->i_d.nblocks > 0 && !S_ISDIR(ip->i_d.mode);
+		uint64_t nblocks = ip->i_d.nblocks;
+		bool more = nblocks > 0 && !S_ISDIR(ip->i_d.mode);
 		mutex_unlock(&ip->i_ilock);
 		if (!more)
 			break;
+		if (nblocks == last) {
+			/* punching freed nothing: it counts blocks it has not got */
+			msg_err("fs: inode %llu counts %llu blocks but maps none of them",
+				(unsigned long long)ip->i_ino, (unsigned long long)nblocks);
+			err = -EUCLEAN;
+			goto out;
+		}
+		last = nblocks;
 		struct fstx *tx;
 		err = fstx_begin(fs, 0, 0, &tx);
 		if (err)
