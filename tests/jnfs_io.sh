@@ -1,0 +1,154 @@
+#!/bin/sh
+# jnfs_io.sh - the seed's counting experiment and crash cases through the
+# jnfs tool (issue 3, acceptance 1 and 2: "through jnfs io counters on a
+# fresh image"; test_fs_stability.c does the same at the API level).
+#
+# Counting, on a fresh image after the file is written and fsynced once
+# (deltas of `counters` printed before and after, in one jnfs io run):
+#   5 x (overwrite 4 KiB + fdatasync)                  0 checkpoints, 5 flushes
+#   5 x (sleep 2 ms + overwrite + fsync)               5 checkpoints
+#   5 x (extending write + fdatasync)                  5 checkpoints
+#   5 x (map_blocks rw, write_direct, commit_blocks    0 checkpoints, 5 flushes
+#        keeping the size)
+#   commit_blocks after map_blocks allocated           the log is written
+# Crash cases, for several seeds (--crash, powerfail SEED, then jnfs io to
+# read the data and the block map back, and jnfs check):
+#   (a) 4 MiB preallocated, written and converted through the server path,
+#       overwritten by a client through the layout, power cut: the extent
+#       is written and holds the client's data;
+#   (b) a new 4 MiB file written through the layout: size, extent and data.
+#
+# usage: jnfs_io.sh PATH-TO-JNFS
+set -eu
+JNFS=$1
+TMP=$(mktemp -d /tmp/jnfs-io-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+IMG=$TMP/img
+fails=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	fails=$((fails + 1))
+}
+
+# ctr FILE N NAME: the value of counter NAME in the N-th `counters` output
+ctr() {
+	awk -v b="$2" -v n="$3" '/^fs\.writes /{k++} k==b && $1==n {print $2; exit}' "$1"
+}
+
+# delta FILE NAME: second counters output minus the first
+delta() {
+	echo $(($(ctr "$1" 2 "$2") - $(ctr "$1" 1 "$2")))
+}
+
+# expect WHAT FILE NAME VALUE
+expect() {
+	d=$(delta "$2" "$3")
+	if [ "$d" -eq "$4" ]; then
+		echo "ok: $1: $3 +$d"
+	else
+		fail "$1: $3 went up by $d, expected $4"
+		cat "$2" >&2
+	fi
+}
+
+"$JNFS" mkfs "$IMG" --size 64M >/dev/null
+"$JNFS" io "$IMG" -c "open f create" -c "pwrite 0 1M 0x11" -c fsync >/dev/null
+
+# 5 x (overwrite 4 KiB + fdatasync)
+set -- -c "open f" -c counters
+for i in 0 1 2 3 4; do
+	set -- "$@" -c "pwrite $((i * 4096)) 4096 0x22" -c fdatasync
+done
+"$JNFS" io "$IMG" "$@" -c counters >"$TMP/a"
+expect "overwrite + fdatasync x5" "$TMP/a" log.checkpoints 0
+expect "overwrite + fdatasync x5" "$TMP/a" log.buffer_writes 0
+expect "overwrite + fdatasync x5" "$TMP/a" dev.flushes 5
+
+# 5 x (overwrite + fsync), each after the timestamp granularity
+set -- -c "open f" -c counters
+for i in 0 1 2 3 4; do
+	set -- "$@" -c "sleep 2" -c "pwrite $((i * 4096)) 4096 0x33" -c fsync
+done
+"$JNFS" io "$IMG" "$@" -c counters >"$TMP/b"
+expect "overwrite + fsync x5" "$TMP/b" log.checkpoints 5
+
+# 5 x (extending write + fdatasync)
+set -- -c "open f" -c counters
+for i in 0 1 2 3 4; do
+	set -- "$@" -c "pwrite $((1048576 + i * 4096)) 4096 0x44" -c fdatasync
+done
+"$JNFS" io "$IMG" "$@" -c counters >"$TMP/c"
+expect "extending write + fdatasync x5" "$TMP/c" log.checkpoints 5
+
+# 5 x (map_blocks rw + write_direct + commit_blocks keeping the size), on
+# blocks already written
+set -- -c "open f" -c counters
+for i in 0 1 2 3 4; do
+	off=$((i * 65536))
+	set -- "$@" -c "map_blocks $off 65536 rw" -c "write_direct $off 65536 0x55" \
+		-c "commit_blocks $off 65536"
+done
+"$JNFS" io "$IMG" "$@" -c counters -c "pread 0 327680 0x55" >"$TMP/d"
+expect "write_direct + commit_blocks x5" "$TMP/d" log.checkpoints 0
+expect "write_direct + commit_blocks x5" "$TMP/d" dev.flushes 5
+if grep -q "log written" "$TMP/d"; then
+	fail "a layout commit that kept the size wrote the log"
+fi
+grep -q "^read 327680 bytes at 0" "$TMP/d" || fail "the client's data did not read back"
+
+# commit_blocks after map_blocks allocated new blocks: the log is written
+"$JNFS" io "$IMG" -c "open f" -c counters -c "map_blocks 8M 64K rw" \
+	-c "write_direct 8M 64K 0x66" -c "commit_blocks 8M 64K 8454144" -c counters \
+	-c "pread 8M 64K 0x66" >"$TMP/e"
+if grep -q "^committed 8388608+65536 (log written)" "$TMP/e" &&
+	[ "$(delta "$TMP/e" log.checkpoints)" -ge 1 ]; then
+	echo "ok: commit_blocks after an allocating map_blocks: the log is written"
+else
+	fail "commit_blocks after an allocating map_blocks did not write the log"
+	cat "$TMP/e" >&2
+fi
+"$JNFS" check "$IMG" >"$TMP/check" || fail "check after counting: $(cat "$TMP/check")"
+
+# crash cases
+M4=4194304
+for seed in 1 2 3 4 5 6 7 8; do
+	for case in a b; do
+		"$JNFS" mkfs "$IMG" --size 64M >/dev/null
+		if [ $case = a ]; then
+			set -- -c "open f create" -c "open /" -c fsync -c "open f" \
+				-c "falloc 0 $M4" -c fsync -c "pwrite 0 $M4 0x77"
+		else
+			set -- -c "open f create" -c "open /" -c fsync -c "open f"
+		fi
+		"$JNFS" io "$IMG" --crash "$@" -c "map_blocks 0 $M4 rw" \
+			-c "write_direct 0 $M4 0xee" -c "commit_blocks 0 $M4 $M4" \
+			-c "powerfail $seed" >"$TMP/cut" 2>&1 || {
+			fail "case ($case) seed $seed: the run before the power cut failed"
+			cat "$TMP/cut" >&2
+			continue
+		}
+		grep -q "^power failed" "$TMP/cut" || fail "case ($case) seed $seed: no power cut"
+		if [ $case = b ] && ! grep -q "(log written)" "$TMP/cut"; then
+			fail "case (b) seed $seed: the layout commit of new blocks wrote no log"
+		fi
+		"$JNFS" io "$IMG" -c "open f" -c stat -c "map_blocks 0 $M4" \
+			-c "pread 0 $M4 0xee" >"$TMP/after" 2>&1 || {
+			fail "case ($case) seed $seed: after the power cut: $(cat "$TMP/after")"
+			continue
+		}
+		grep -q "^size $M4\$" "$TMP/after" || fail "case ($case) seed $seed: size lost"
+		if grep "^map " "$TMP/after" | grep -qv " written at "; then
+			fail "case ($case) seed $seed: extent not written: $(grep '^map ' "$TMP/after")"
+		fi
+		"$JNFS" check "$IMG" >"$TMP/check" ||
+			fail "case ($case) seed $seed: check: $(cat "$TMP/check")"
+	done
+	echo "ok: crash cases (a) and (b), seed $seed"
+done
+
+if [ $fails -ne 0 ]; then
+	echo "$fails failures" >&2
+	exit 1
+fi
+echo "ok jnfs io counting experiment and crash cases"
