@@ -17,6 +17,14 @@
  *       client's data;
  *   (b) a new 4 MiB file written through the layout and committed: size,
  *       extent and data are all there.
+ *
+ * Everything runs twice: with the log inside the data device, and on a log
+ * device of its own (mkfs and mount with .ldev), where the crash cases cut
+ * the power of both devices (each keeps its own random part of its
+ * unflushed writes). With a separate log, the data device must be flushed
+ * before a log write commits metadata pointing at new data (rule 5), or
+ * case (b) loses the client's data; the counting experiment also checks
+ * that the log device sees no I/O where no checkpoint is written.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,6 +49,13 @@ static uint64_t counter(struct fs *fs, const char *name)
 struct snap {
 	uint64_t ckpts, flushes, bufwrites;
 };
+
+/* Every I/O of the log device (0 with an internal log: no such counters). */
+static uint64_t logdev_io(struct fs *fs)
+{
+	return counter(fs, "logdev.reads") + counter(fs, "logdev.writes") +
+	       counter(fs, "logdev.flushes");
+}
 
 static struct snap snap(struct fs *fs)
 {
@@ -90,13 +105,20 @@ static void client_write(struct fs *fs, struct dev *dev, struct fs_inode *ip, ui
 	CHECK_OK(fs_commit_blocks(ip, &r, 1, new_size, NULL, logged));
 }
 
-static void test_counting(void)
+static const char *variant(bool ext)
 {
-	struct dev *d;
+	return ext ? "external log" : "internal log";
+}
+
+static void test_counting(bool ext)
+{
+	struct dev *d, *l = NULL;
 	CHECK_OK(dev_mem_create(128 * MIB, NULL, &d));
-	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = d}));
+	if (ext)
+		CHECK_OK(dev_mem_create(16 * MIB, NULL, &l));
+	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = d, .ldev = l}));
 	struct fs *fs;
-	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d}, &fs));
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .ldev = l}, &fs));
 	struct fs_inode *root, *f;
 	CHECK_OK(fs_root(fs, &root));
 	struct fs_create_args ca = {.mode = S_IFREG | 0644};
@@ -105,11 +127,13 @@ static void test_counting(void)
 	CHECK_OK(fs_fsync(f, false, NULL));
 
 	struct snap a = snap(fs);
+	uint64_t lio = logdev_io(fs);
 	for (int i = 0; i < 5; i++) {
 		write_pattern(f, (uint64_t)i * 4096, 4096, 0x22);
 		CHECK_OK(fs_fsync(f, true, NULL));
 	}
 	struct snap b = snap(fs);
+	CHECK_EQ(logdev_io(fs) - lio, 0);
 	printf("overwrite + fdatasync x5: %llu checkpoints, %llu log buffer writes, %llu flushes\n",
 	       (unsigned long long)(b.ckpts - a.ckpts), (unsigned long long)(b.bufwrites - a.bufwrites),
 	       (unsigned long long)(b.flushes - a.flushes));
@@ -140,12 +164,14 @@ static void test_counting(void)
 	struct fs_attr at;
 	CHECK_OK(fs_getattr(f, &at));
 	a = snap(fs);
+	lio = logdev_io(fs);
 	for (int i = 0; i < 5; i++) {
 		bool logged;
 		client_write(fs, d, f, (uint64_t)i * 65536, 65536, 0x55, at.size, &logged);
 		CHECK(!logged);
 	}
 	b = snap(fs);
+	CHECK_EQ(logdev_io(fs) - lio, 0);
 	printf("write_direct + commit_blocks (same size) x5: %llu checkpoints, %llu flushes\n",
 	       (unsigned long long)(b.ckpts - a.ckpts), (unsigned long long)(b.flushes - a.flushes));
 	CHECK_EQ(b.ckpts - a.ckpts, 0);
@@ -170,20 +196,26 @@ static void test_counting(void)
 	fs_iput(root);
 	CHECK_OK(fs_unmount(fs));
 	dev_close(d);
-	TEST_PASS("counting experiment");
+	dev_close(l);
+	printf("counting experiment (%s): as above\n", variant(ext));
+	TEST_PASS(ext ? "counting experiment, external log" : "counting experiment");
 }
 
 /* The two crash cases of seed 000, with many power cuts. */
-static void test_layout_crash(int which)
+static void test_layout_crash(int which, bool ext)
 {
 	unsigned ok = 0;
 	for (uint64_t seed = 1; seed <= 40; seed++) {
-		struct dev *inner, *cd;
+		struct dev *inner, *cd, *linner = NULL, *cl = NULL;
 		CHECK_OK(dev_mem_create(64 * MIB, NULL, &inner));
-		CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = inner}));
+		if (ext)
+			CHECK_OK(dev_mem_create(8 * MIB, NULL, &linner));
+		CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = inner, .ldev = linner}));
 		CHECK_OK(crashdev_create(inner, 0, &cd));
+		if (ext)
+			CHECK_OK(crashdev_create(linner, 0, &cl));
 		struct fs *fs;
-		CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = cd}, &fs));
+		CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = cd, .ldev = cl}, &fs));
 		struct fs_inode *root, *f;
 		CHECK_OK(fs_root(fs, &root));
 		struct fs_create_args ca = {.mode = S_IFREG | 0644};
@@ -201,15 +233,19 @@ static void test_layout_crash(int which)
 			client_write(fs, cd, f, 0, 4 * MIB, 0xee, 4 * MIB, &logged);
 			CHECK(logged);
 		}
-		/* power cut right after the layout commit returned */
+		/* power cut right after the layout commit returned: of both
+		 * devices, each keeping its own part of its unflushed writes */
 		CHECK_OK(crashdev_powerfail(cd, seed, NULL));
+		if (cl)
+			CHECK_OK(crashdev_powerfail(cl, seed * 7919, NULL));
 		fs_shutdown(fs, "power cut");
 		fs_iput(f);
 		fs_iput(root);
 		fs_unmount(fs);
 		dev_close(cd);
+		dev_close(cl);
 
-		CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = inner}, &fs));
+		CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = inner, .ldev = linner}, &fs));
 		CHECK_OK(fs_root(fs, &root));
 		CHECK_OK(fs_lookup(root, "f", 1, &f));
 		struct fs_attr at;
@@ -224,24 +260,30 @@ static void test_layout_crash(int which)
 		fs_iput(f);
 		fs_iput(root);
 		CHECK_OK(fs_unmount(fs));
-		CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = inner, .readonly_check = true},
+		CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = inner,
+							  .ldev = linner,
+							  .readonly_check = true},
 				  &fs));
 		uint64_t problems;
 		CHECK_OK(fs_check(fs, stderr, &problems));
 		CHECK_EQ(problems, 0);
 		CHECK_OK(fs_unmount(fs));
 		dev_close(inner);
+		dev_close(linner);
 		ok++;
 	}
-	printf("crash case (%c): %u power cuts, all recovered the client's data\n", which, ok);
+	printf("crash case (%c), %s: %u power cuts, all recovered the client's data\n", which,
+	       variant(ext), ok);
 	TEST_PASS(which == 'a' ? "crash case (a)" : "crash case (b)");
 }
 
 int main(void)
 {
 	msg_set_level(MSG_ERR);
-	test_counting();
-	test_layout_crash('a');
-	test_layout_crash('b');
+	for (int ext = 0; ext < 2; ext++) {
+		test_counting(ext);
+		test_layout_crash('a', ext);
+		test_layout_crash('b', ext);
+	}
 	return 0;
 }
