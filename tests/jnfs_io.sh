@@ -17,6 +17,8 @@
 #       overwritten by a client through the layout, power cut: the extent
 #       is written and holds the client's data;
 #   (b) a new 4 MiB file written through the layout: size, extent and data.
+# Damaged images: jnfs check and jnfs io refuse a flipped superblock byte
+# and a truncated image with a message saying which.
 #
 # usage: jnfs_io.sh PATH-TO-JNFS
 set -eu
@@ -146,6 +148,26 @@ for seed in 1 2 3 4 5 6 7 8; do
 	done
 	echo "ok: crash cases (a) and (b), seed $seed"
 done
+
+# damaged images through the tool: check and io refuse, saying what is wrong
+"$JNFS" mkfs "$IMG" --size 64M >/dev/null
+"$JNFS" io "$IMG" -c "open f create" -c "pwrite 0 64K" >/dev/null
+cp "$IMG" "$TMP/good"
+printf '\377' | dd of="$IMG" bs=1 seek=100 conv=notrunc 2>/dev/null
+if "$JNFS" check "$IMG" >"$TMP/out" 2>&1 || ! grep -q "superblock CRC mismatch" "$TMP/out"; then
+	fail "check of a damaged superblock: $(cat "$TMP/out")"
+fi
+if "$JNFS" io "$IMG" -c "open f" >"$TMP/out" 2>&1 || ! grep -q "cannot mount" "$TMP/out"; then
+	fail "io on a damaged superblock: $(cat "$TMP/out")"
+fi
+cp "$TMP/good" "$IMG"
+truncate -s 40M "$IMG"
+if "$JNFS" check "$IMG" >"$TMP/out" 2>&1 || ! grep -q "truncated image" "$TMP/out"; then
+	fail "check of a truncated image: $(cat "$TMP/out")"
+fi
+cp "$TMP/good" "$IMG"
+"$JNFS" check "$IMG" >/dev/null || fail "the undamaged copy is not clean"
+echo "ok: jnfs check and jnfs io refuse damaged images"
 
 if [ $fails -ne 0 ]; then
 	echo "$fails failures" >&2
