@@ -239,6 +239,8 @@ static int clear_stale(struct log *log, uint8_t *rbuf, const uint64_t *cand, siz
 
 static void ckpt_append(struct rc_ckpt *c, const uint8_t *p, size_t n)
 {
+	if (!n)
+		return; /* an empty record: c->data may still be NULL */
 	if (c->len + n > c->cap) {
 		c->cap = MAX(c->cap * 2, c->len + n);
 		c->data = xrealloc(c->data, c->cap);
