@@ -105,11 +105,14 @@ int svc_add_program(struct svc *s, const struct svc_program *p, void *ctx)
 	pe->low = UINT32_MAX;
 	pe->high = 0;
 	pe->proc_calls = xcalloc(p->nversions, sizeof(*pe->proc_calls));
+	pe->proc_lat = xcalloc(p->nversions, sizeof(*pe->proc_lat));
 	for (uint32_t v = 0; v < p->nversions; v++) {
 		pe->low = MIN(pe->low, p->versions[v].vers);
 		pe->high = MAX(pe->high, p->versions[v].vers);
 		pe->proc_calls[v] = xcalloc(p->versions[v].nprocs ? p->versions[v].nprocs : 1,
 					    sizeof(counter_t));
+		pe->proc_lat[v] = xcalloc(p->versions[v].nprocs ? p->versions[v].nprocs : 1,
+					  sizeof(struct svc_lat));
 	}
 	return 0;
 }
@@ -681,9 +684,12 @@ void svc_destroy(struct svc *s)
 	for (unsigned i = 0; i < s->nlisteners; i++)
 		close(s->listeners[i].fd);
 	for (unsigned i = 0; i < s->nprogs; i++) {
-		for (uint32_t v = 0; v < s->progs[i].p->nversions; v++)
+		for (uint32_t v = 0; v < s->progs[i].p->nversions; v++) {
 			free(s->progs[i].proc_calls[v]);
+			free(s->progs[i].proc_lat[v]);
+		}
 		free(s->progs[i].proc_calls);
+		free(s->progs[i].proc_lat);
 	}
 	drc_destroy(s->drc);
 	timers_destroy(&s->timers);

@@ -48,6 +48,7 @@ struct svc_req *req_new(struct svc_conn *c, uint8_t *record, size_t len)
 	rq->record = record;
 	rq->record_len = len;
 	rq->accounted = len + sizeof(*rq);
+	rq->start_ns = now_ns();
 	list_init(&rq->parked_link);
 	timer_init(&rq->timer, NULL);
 	atomic_fetch_add(&c->svc->live_reqs, 1);
@@ -122,6 +123,11 @@ static void req_send(struct svc_req *rq, enum svc_reply_kind kind)
 	size_t total = xdr_enc_len(&rq->reply);
 	if (kind < REPLY_NKINDS)
 		counter_inc(&s->st.replies[kind]);
+	if (rq->proc_lat) {
+		uint64_t us = (now_ns() - rq->start_ns) / 1000;
+		unsigned b = us ? 63 - (unsigned)__builtin_clzll(us) : 0;
+		counter_inc(&rq->proc_lat->b[MIN(b, SVC_LAT_BUCKETS - 1u)]);
+	}
 	if (rq->drc) {
 		uint8_t *flat = xmalloc(total);
 		xdr_enc_flatten(&rq->reply, flat);
@@ -311,6 +317,7 @@ static void req_process(struct svc_work *w)
 	}
 	rq->proc = &v->procs[rq->hdr.proc];
 	counter_inc(&rq->pe->proc_calls[vi][rq->hdr.proc]);
+	rq->proc_lat = &rq->pe->proc_lat[vi][rq->hdr.proc];
 	rq->argx = x;
 	if ((rq->proc->flags & SVC_PROC_DRC) && !req_drc(rq))
 		return;
