@@ -394,6 +394,14 @@ out:
 	return err;
 }
 
+uint64_t fs_sync_seq(struct fs_inode *ip, bool datasync)
+{
+	mutex_lock(&ip->i_item.ii_lock);
+	uint64_t seq = datasync ? ip->i_item.ii_datasync_seq : ip->i_item.ii_commit_seq;
+	mutex_unlock(&ip->i_item.ii_lock);
+	return seq;
+}
+
 int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written)
 {
 	struct fs *fs = ip->i_fs;
@@ -402,9 +410,7 @@ int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written)
 		*log_written = false;
 	/* rule 3: the sequence, read under the item's own lock; no inode lock
 	 * is held across the force */
-	mutex_lock(&ip->i_item.ii_lock);
-	uint64_t seq = datasync ? ip->i_item.ii_datasync_seq : ip->i_item.ii_commit_seq;
-	mutex_unlock(&ip->i_item.ii_lock);
+	uint64_t seq = fs_sync_seq(ip, datasync);
 	bool flushed = false;
 	int err = 0;
 	if (seq) {

@@ -96,9 +96,16 @@ int svc_add_program(struct svc *s, const struct svc_program *p, void *ctx)
 {
 	if (s->nprogs == SVC_MAX_PROGS || s->started || !p->nversions)
 		return -EINVAL;
-	for (unsigned i = 0; i < s->nprogs; i++)
-		if (s->progs[i].p->prog == p->prog)
-			return -EEXIST;
+	/* the same program again only with versions of its own */
+	for (unsigned i = 0; i < s->nprogs; i++) {
+		const struct svc_program *q = s->progs[i].p;
+		if (q->prog != p->prog)
+			continue;
+		for (uint32_t a = 0; a < q->nversions; a++)
+			for (uint32_t b = 0; b < p->nversions; b++)
+				if (q->versions[a].vers == p->versions[b].vers)
+					return -EEXIST;
+	}
 	struct svc_prog_ent *pe = &s->progs[s->nprogs++];
 	pe->p = p;
 	pe->ctx = ctx;

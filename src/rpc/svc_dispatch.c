@@ -214,13 +214,6 @@ static void req_garbage(struct svc_req *rq, const char *why)
 	svc_req_put(rq);
 }
 
-static struct svc_prog_ent *find_prog(struct svc *s, uint32_t prog)
-{
-	for (unsigned i = 0; i < s->nprogs; i++)
-		if (s->progs[i].p->prog == prog)
-			return &s->progs[i];
-	return NULL;
-}
 
 /* The duplicate request cache; false when the call is answered or
  * dropped already. */
@@ -292,22 +285,32 @@ static void req_process(struct svc_work *w)
 		req_send(rq, REPLY_AUTH_ERROR);
 		return;
 	}
-	rq->pe = find_prog(s, rq->hdr.prog);
-	if (!rq->pe) {
+	/* a program may be registered several times, each with its own
+	 * versions and context (NFSv3 and NFSv4 under 100003) */
+	const struct svc_version *v = NULL;
+	uint32_t vi = 0, low = UINT32_MAX, high = 0;
+	bool known = false;
+	for (unsigned i = 0; i < s->nprogs && !v; i++) {
+		struct svc_prog_ent *pe = &s->progs[i];
+		if (pe->p->prog != rq->hdr.prog)
+			continue;
+		known = true;
+		low = MIN(low, pe->low);
+		high = MAX(high, pe->high);
+		for (vi = 0; vi < pe->p->nversions; vi++) {
+			if (pe->p->versions[vi].vers == rq->hdr.vers) {
+				v = &pe->p->versions[vi];
+				rq->pe = pe;
+				break;
+			}
+		}
+	}
+	if (!known) {
 		reply_accept_stat(rq, RPC_PROG_UNAVAIL);
 		return;
 	}
-	const struct svc_program *p = rq->pe->p;
-	const struct svc_version *v = NULL;
-	uint32_t vi;
-	for (vi = 0; vi < p->nversions; vi++) {
-		if (p->versions[vi].vers == rq->hdr.vers) {
-			v = &p->versions[vi];
-			break;
-		}
-	}
 	if (!v) {
-		BUG_ON(rpc_enc_prog_mismatch(&rq->reply, xid, rq->pe->low, rq->pe->high));
+		BUG_ON(rpc_enc_prog_mismatch(&rq->reply, xid, low, high));
 		req_send(rq, REPLY_PROG_MISMATCH);
 		return;
 	}
