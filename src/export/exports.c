@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "fs/fs.h"
 
 static void fail(char *err, size_t errlen, const char *name, unsigned line, const char *fmt, ...)
 {
@@ -287,6 +288,39 @@ void exports_free(struct exports *e)
 	free(e->v);
 	e->v = NULL;
 	e->n = 0;
+}
+
+int exports_resolve(struct exports *e, struct fs *fs, const char *name, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < e->n; i++) {
+		struct export *ex = &e->v[i];
+		struct fs_inode *ip;
+		int rc = fs_root(fs, &ip);
+		char *path = xstrdup(ex->path);
+		for (char *save = NULL, *c = strtok_r(path, "/", &save); c && !rc;
+		     c = strtok_r(NULL, "/", &save)) {
+			struct fs_inode *next;
+			rc = fs_lookup(ip, c, strlen(c), &next);
+			fs_iput(ip);
+			ip = rc ? NULL : next;
+		}
+		free(path);
+		struct fs_attr a;
+		if (!rc) {
+			fs_getattr(ip, &a);
+			fs_iput(ip);
+			if ((a.mode & 0170000) != 0040000)
+				rc = -ENOTDIR;
+		}
+		if (rc) {
+			fail(err, errlen, name, ex->line, "cannot export %s: %s", ex->path,
+			     strerror(-rc));
+			return rc;
+		}
+		ex->root_ino = a.ino;
+		ex->root_gen = a.gen;
+	}
+	return 0;
 }
 
 const struct export *exports_by_path(const struct exports *e, const char *path)

@@ -69,6 +69,12 @@ const struct export *exports_by_fsid(const struct exports *e, uint32_t fsid);
 const struct export_opts *export_client_opts(const struct export *ex,
 					     const struct sockaddr_storage *peer);
 
+/* Find every export's root directory in the filesystem (root_ino and
+ * root_gen); an export whose path is missing or not a directory is an
+ * error naming its line. */
+struct fs;
+int exports_resolve(struct exports *e, struct fs *fs, const char *name, char *err, size_t errlen);
+
 /* Privileged source port (< 1024), as "secure" requires. */
 bool export_peer_secure(const struct sockaddr_storage *peer);
 

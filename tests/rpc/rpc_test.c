@@ -107,11 +107,25 @@ void tc_jnfsd_start(struct tc_jnfsd *j, const char *bin, const char *const *args
 	int nlisten = 0;
 	const char *argv[64];
 	int argc = 0;
+	bool image = false;
+	char path[96];
 	argv[argc++] = bin;
 	for (int i = 0; args[i]; i++) {
 		if (strcmp(args[i], "--listen") == 0)
 			nlisten++;
+		if (strcmp(args[i], "--image") == 0)
+			image = true;
 		argv[argc++] = args[i];
+	}
+	j->dir[0] = '\0';
+	if (!image) {
+		strcpy(j->dir, "/tmp/jnfsd-test.XXXXXX");
+		CHECK(mkdtemp(j->dir) != NULL);
+		snprintf(path, sizeof(path), "%s/img", j->dir);
+		argv[argc++] = "--image";
+		argv[argc++] = path;
+		argv[argc++] = "--size";
+		argv[argc++] = "256M";
 	}
 	argv[argc] = NULL;
 	CHECK_OK(pipe(pfd));
@@ -157,6 +171,11 @@ int tc_jnfsd_stop(struct tc_jnfsd *j)
 		pid_t r = waitpid(j->pid, &status, WNOHANG);
 		if (r == j->pid) {
 			close(j->out_fd);
+			if (j->dir[0]) {
+				char cmd[128];
+				snprintf(cmd, sizeof(cmd), "rm -rf %s", j->dir);
+				CHECK(system(cmd) == 0);
+			}
 			return status;
 		}
 		usleep(10000);
@@ -170,8 +189,7 @@ int tc_jnfsd_stop(struct tc_jnfsd *j)
 uint64_t tc_jnfsd_stat(struct tc_jnfsd *j, const char *name)
 {
 	CHECK_OK(kill(j->pid, SIGUSR1));
-	/* the dump ends with the per-procedure lines; read until one of the
-	 * last ones ("rpc.mount.v3.null") */
+	/* read up to the dump's last line */
 	char line[256];
 	size_t n = 0;
 	uint64_t value = UINT64_MAX;
@@ -191,7 +209,7 @@ uint64_t tc_jnfsd_stat(struct tc_jnfsd *j, const char *name)
 		*sp = '\0';
 		if (strcmp(line, name) == 0)
 			value = strtoull(sp + 1, NULL, 10);
-		if (strcmp(line, "rpc.mount.v3.null") == 0)
+		if (strcmp(line, "stats.end") == 0)
 			break;
 	}
 	CHECK(value != UINT64_MAX);
