@@ -207,6 +207,17 @@ static uint32_t name_check(const struct nfs3_name *n)
 	return NFS3_OK;
 }
 
+/* A directory operation on something else is NOTDIR, before any
+ * permission check (as knfsd's fh_verify(S_IFDIR)). */
+static uint32_t is_dir(struct fs_inode *ip)
+{
+	struct fs_attr a;
+	int err = fs_getattr(ip, &a);
+	if (err)
+		return nfs3_status(err);
+	return S_ISDIR(a.mode) ? NFS3_OK : NFS3ERR_NOTDIR;
+}
+
 static bool is_dotdot(const struct nfs3_name *n)
 {
 	return n->len == 2 && n->s[0] == '.' && n->s[1] == '.';
@@ -500,7 +511,8 @@ static enum svc_stat nfs3_lookup(struct svc_req *rq, const struct rpc_cred *rc, 
 	call_init(&c, rq, rc);
 	if ((r->status = fh_get(&c, &a->what.dir, &dp)))
 		return SVC_OK;
-	if ((r->status = name_check(&a->what.name)) || (r->status = may(&c, dp, 1, false)))
+	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->what.name)) ||
+	    (r->status = may(&c, dp, 1, false)))
 		goto out;
 	int err;
 	if (is_dotdot(&a->what.name) && is_export_root(&c, dp))
@@ -686,7 +698,8 @@ static enum svc_stat do_create(struct svc_req *rq, const struct rpc_cred *rc,
 		return SVC_OK;
 	wcc_pre(dp, &r->dir);
 	const struct nfs3_name *nm = &a->where.name;
-	if ((r->status = name_check(nm)) || (r->status = may(&c, dp, 3, false)))
+	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)) ||
+	    (r->status = may(&c, dp, 3, false)))
 		goto out;
 	if ((r->status = nfs3_status(fs_getattr(dp, &dat))))
 		goto out;
@@ -858,8 +871,8 @@ static enum svc_stat do_remove(struct svc_req *rq, const struct rpc_cred *rc, vo
 		return SVC_OK;
 	wcc_pre(dp, &r->wcc);
 	const struct nfs3_name *nm = &a->what.name;
-	if ((r->status = name_check(nm)) || (r->status = may(&c, dp, 3, false)) ||
-	    (r->status = sticky_check(&c, dp, nm)))
+	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)) ||
+	    (r->status = may(&c, dp, 3, false)) || (r->status = sticky_check(&c, dp, nm)))
 		goto out;
 	int err = dir ? fs_rmdir(dp, nm->s, nm->len, &csn) : fs_unlink(dp, nm->s, nm->len, &csn);
 	r->status = nfs3_status(err);
@@ -898,7 +911,8 @@ static enum svc_stat nfs3_rename(struct svc_req *rq, const struct rpc_cred *rc, 
 	if ((r->status = fh_get(&c, &a->to.dir, &ddp)))
 		goto out;
 	wcc_pre(ddp, &r->to);
-	if ((r->status = name_check(&a->from.name)) || (r->status = name_check(&a->to.name)) ||
+	if ((r->status = is_dir(sdp)) || (r->status = is_dir(ddp)) ||
+	    (r->status = name_check(&a->from.name)) || (r->status = name_check(&a->to.name)) ||
 	    (r->status = may(&c, sdp, 3, false)) || (r->status = may(&c, ddp, 3, false)) ||
 	    (r->status = sticky_check(&c, sdp, &a->from.name)))
 		goto out;
@@ -929,7 +943,8 @@ static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, vo
 	if ((r->status = fh_get(&c, &a->link.dir, &dp)))
 		goto out;
 	wcc_pre(dp, &r->dir);
-	if ((r->status = name_check(&a->link.name)) || (r->status = may(&c, dp, 3, false)))
+	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->link.name)) ||
+	    (r->status = may(&c, dp, 3, false)))
 		goto out;
 	r->status = nfs3_status(fs_link(ip, dp, a->link.name.s, a->link.name.len, &csn));
 out:
