@@ -110,7 +110,15 @@ uint64_t tc_jnfsd_stat(struct tc_jnfsd *j, const char *name)
 	uint64_t value = UINT64_MAX;
 	for (;;) {
 		char ch;
-		CHECK(read(j->out_fd, &ch, 1) == 1);
+		ssize_t r = read(j->out_fd, &ch, 1);
+		if (r != 1) {
+			int status = 0;
+			waitpid(j->pid, &status, 0);
+			fprintf(stderr, "jnfsd is gone while reading %s: %s %d\n", name,
+				WIFSIGNALED(status) ? "killed by signal" : "exit status",
+				WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+			exit(1);
+		}
 		if (ch != '\n') {
 			if (n < sizeof(line) - 1)
 				line[n++] = ch;

@@ -397,6 +397,15 @@ int main(int argc, char **argv)
 	if (!nlisten)
 		listen[nlisten++] = "127.0.0.1:2049";
 
+	/* block before any thread exists (the engine starts its own at mount), so every thread inherits the mask */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);
+	sigaddset(&sigs, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
 	/* the exports first: a bad line stops the start before anything opens */
 	struct exports exports;
 	char why[512];
@@ -434,15 +443,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	nfs3_server_init(&srv.nfs3, srv.fs, &exports);
-
-	/* block before any thread exists, so every thread inherits the mask */
-	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGUSR1);
-	sigaddset(&sigs, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	struct svc *s = svc_create(&cfg);
 	srv.svc = s;

@@ -31,106 +31,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <nfsc/libnfs.h>
-#include <nfsc/libnfs-raw.h>
-#include <nfsc/libnfs-raw-mount.h>
-#include <nfsc/libnfs-raw-nfs.h>
-
 #include "check.h"
 #include "jnfsd_proc.h"
+#include "nfs3/nfs3_client.h"
 
 static struct tc_jnfsd jnfsd;
 static char tmpdir[] = "/tmp/test-nfs3.XXXXXX";
-static char url_args[128];
 
 static void kill_server(void)
 {
 	if (jnfsd.pid > 0)
 		kill(jnfsd.pid, SIGKILL); /* a failed check leaves it running */
-}
-
-/* ---- synchronous raw calls ---- */
-
-struct raw {
-	bool done;
-	int rpc_status;
-	uint32_t nfs_status;
-	void (*inspect)(struct raw *r, void *res);
-	/* what inspect functions keep */
-	struct nfs_fh3 fh;
-	char fhbuf[64];
-	uint64_t u64[4];
-	uint32_t u32[4];
-	uint8_t verf[8];
-	char text[1024];
-};
-
-static void raw_cb(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-	struct raw *r = priv;
-	r->done = true;
-	r->rpc_status = status;
-	if (status == RPC_STATUS_SUCCESS && data) {
-		r->nfs_status = *(uint32_t *)data; /* every result starts with its status */
-		if (r->inspect)
-			r->inspect(r, data);
-	}
-}
-
-static void raw_wait(struct rpc_context *rpc, struct raw *r)
-{
-	while (!r->done) {
-		struct pollfd p = {.fd = rpc_get_fd(rpc), .events = rpc_which_events(rpc)};
-		CHECK(poll(&p, 1, 20000) > 0);
-		CHECK(rpc_service(rpc, p.revents) >= 0);
-	}
-	CHECK_EQ(r->rpc_status, RPC_STATUS_SUCCESS);
-}
-
-#define RAW(rpc, r, call)                                                                          \
-	do {                                                                                       \
-		(r)->done = false;                                                                 \
-		CHECK_OK(call);                                                                    \
-		raw_wait(rpc, r);                                                                  \
-	} while (0)
-
-static void keep_fh(struct raw *r, const struct nfs_fh3 *fh)
-{
-	CHECK(fh->data.data_len <= sizeof(r->fhbuf));
-	memcpy(r->fhbuf, fh->data.data_val, fh->data.data_len);
-	r->fh.data.data_len = fh->data.data_len;
-	r->fh.data.data_val = r->fhbuf;
-}
-
-static void inspect_lookup(struct raw *r, void *res)
-{
-	LOOKUP3res *l = res;
-	if (l->status == NFS3_OK)
-		keep_fh(r, &l->LOOKUP3res_u.resok.object);
-}
-
-static void inspect_create(struct raw *r, void *res)
-{
-	CREATE3res *c = res;
-	if (c->status == NFS3_OK && c->CREATE3res_u.resok.obj.handle_follows)
-		keep_fh(r, &c->CREATE3res_u.resok.obj.post_op_fh3_u.handle);
-}
-
-static void inspect_write(struct raw *r, void *res)
-{
-	WRITE3res *w = res;
-	if (w->status == NFS3_OK) {
-		r->u32[0] = w->WRITE3res_u.resok.count;
-		r->u32[1] = w->WRITE3res_u.resok.committed;
-		memcpy(r->verf, w->WRITE3res_u.resok.verf, 8);
-	}
-}
-
-static void inspect_commit(struct raw *r, void *res)
-{
-	COMMIT3res *c = res;
-	if (c->status == NFS3_OK)
-		memcpy(r->verf, c->COMMIT3res_u.resok.verf, 8);
 }
 
 static void inspect_readdir(struct raw *r, void *res)
@@ -194,57 +105,7 @@ static void inspect_access(struct raw *r, void *res)
 		r->u32[0] = a->ACCESS3res_u.resok.access;
 }
 
-static void inspect_getattr(struct raw *r, void *res)
-{
-	GETATTR3res *g = res;
-	if (g->status == NFS3_OK) {
-		fattr3 *a = &g->GETATTR3res_u.resok.obj_attributes;
-		r->u64[0] = a->size;
-		r->u32[0] = a->mode;
-		r->u32[1] = a->ctime.seconds;
-		r->u32[2] = a->ctime.nseconds;
-		r->u32[3] = a->nlink;
-		r->u64[1] = a->atime.seconds;
-		r->u64[2] = a->mtime.seconds;
-	}
-}
-
-/* ---- mounting ---- */
-
-static struct nfs_context *mount_as(const char *export, int uid, int gid)
-{
-	char url[256];
-	struct nfs_context *n = nfs_init_context();
-	CHECK(n != NULL);
-	nfs_set_uid(n, uid);
-	nfs_set_gid(n, gid);
-	snprintf(url, sizeof(url), "nfs://127.0.0.1%s%s", export, url_args);
-	struct nfs_url *u = nfs_parse_url_dir(n, url);
-	CHECK(u != NULL);
-	int rc = nfs_mount(n, u->server, u->path);
-	if (rc)
-		fprintf(stderr, "mount %s: %s\n", export, nfs_get_error(n));
-	CHECK_OK(rc);
-	nfs_destroy_url(u);
-	return n;
-}
-
 /* ---- MOUNT v3 ---- */
-
-static void inspect_mnt(struct raw *r, void *res)
-{
-	mountres3 *m = res;
-	if (m->fhs_status == MNT3_OK) {
-		struct nfs_fh3 fh = {{m->mountres3_u.mountinfo.fhandle.fhandle3_len,
-				      m->mountres3_u.mountinfo.fhandle.fhandle3_val}};
-		keep_fh(r, &fh);
-		r->u32[0] = m->mountres3_u.mountinfo.fhandle.fhandle3_len;
-		r->u32[1] = m->mountres3_u.mountinfo.auth_flavors.auth_flavors_len;
-		r->u32[2] = r->u32[1] ? (uint32_t)m->mountres3_u.mountinfo.auth_flavors
-						.auth_flavors_val[0]
-				      : 0;
-	}
-}
 
 static void inspect_dump(struct raw *r, void *res)
 {
@@ -271,38 +132,6 @@ static void inspect_export(struct raw *r, void *res)
 		len = strlen(r->text);
 		snprintf(r->text + len, sizeof(r->text) - len, ") ");
 	}
-}
-
-static void connect_cb(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-	struct raw *r = priv;
-	r->done = true;
-	r->rpc_status = status;
-}
-
-/* The handle of a path under an export: MNT, then LOOKUP by LOOKUP. */
-static struct nfs_fh3 handle_of(struct rpc_context *nfs_rpc, const char *export,
-				const char *path, struct raw *keep)
-{
-	struct rpc_context *rpc = rpc_init_context();
-	struct raw r = {0};
-	RAW(rpc, &r, rpc_connect_port_async(rpc, "127.0.0.1", jnfsd.port[0], MOUNT_PROGRAM,
-					    MOUNT_V3, connect_cb, &r));
-	r.inspect = inspect_mnt;
-	RAW(rpc, &r, rpc_mount3_mnt_async(rpc, raw_cb, (char *)export, &r));
-	CHECK_EQ(r.nfs_status, MNT3_OK);
-	rpc_destroy_context(rpc);
-	char *copy = strdup(path), *save = NULL;
-	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		struct nfs_fh3 dir = r.fh;
-		r.inspect = inspect_lookup;
-		RAW(nfs_rpc, &r, rpc_nfs3_lookup_async(nfs_rpc, raw_cb, &(LOOKUP3args){{dir, c}}, &r));
-		CHECK_EQ(r.nfs_status, NFS3_OK);
-	}
-	free(copy);
-	*keep = r;
-	keep->fh.data.data_val = keep->fhbuf;
-	return keep->fh;
 }
 
 static void test_mount_protocol(void)
@@ -356,7 +185,7 @@ static void test_mount_protocol(void)
 
 static void test_file_api(void)
 {
-	struct nfs_context *n = mount_as("/", 0, 0);
+	struct nfs_context *n = tn_mount(jnfsd.port[0], "/", 0, 0);
 	struct nfsfh *f;
 	struct nfs_stat_64 st;
 	char buf[8192], back[8192];
@@ -475,14 +304,14 @@ static void test_file_api(void)
 	nfs_destroy_context(n);
 
 	/* as an ordinary user: permissions are checked on every call */
-	n = mount_as("/", 1234, 5678);
+	n = tn_mount(jnfsd.port[0], "/", 1234, 5678);
 	CHECK_OK(nfs_open(n, "/d/f", O_RDWR, &f)); /* owner, mode 0600 */
 	nfs_close(n, f);
 	CHECK_EQ(nfs_creat(n, "/d/mine", 0644, &f), -EACCES); /* /d is root's 0755 */
 	CHECK_EQ(nfs_chown(n, "/d/f", 0, 0), -EPERM);
 	CHECK_EQ(nfs_chmod(n, "/d/chr", 0666), -EPERM);
 	nfs_destroy_context(n);
-	n = mount_as("/", 4321, 4321);
+	n = tn_mount(jnfsd.port[0], "/", 4321, 4321);
 	CHECK_EQ(nfs_open(n, "/d/f", O_RDONLY, &f), -EACCES);
 	CHECK_EQ(nfs_access(n, "/d/f", R_OK), -EACCES);
 	nfs_destroy_context(n);
@@ -498,14 +327,14 @@ static void test_exports(void)
 	struct nfs_stat_64 st;
 
 	/* root_squash: root is nobody, /squash is root's 0755 */
-	n = mount_as("/squash", 0, 0);
+	n = tn_mount(jnfsd.port[0], "/squash", 0, 0);
 	CHECK_EQ(nfs_creat(n, "/x", 0644, &f), -EACCES);
 	CHECK_EQ(nfs_mkdir(n, "/x"), -EACCES);
 	CHECK_OK(nfs_stat64(n, "/", &st));
 	nfs_destroy_context(n);
 
 	/* read-only */
-	n = mount_as("/ro", 0, 0);
+	n = tn_mount(jnfsd.port[0], "/ro", 0, 0);
 	CHECK_EQ(nfs_creat(n, "/x", 0644, &f), -EROFS);
 	CHECK_EQ(nfs_mkdir(n, "/x"), -EROFS);
 	CHECK_EQ(nfs_chmod(n, "/", 0777), -EROFS);
@@ -516,7 +345,7 @@ static void test_exports(void)
 	nfs_destroy_context(n);
 
 	/* async: works the same from the client's side */
-	n = mount_as("/async", 0, 0);
+	n = tn_mount(jnfsd.port[0], "/async", 0, 0);
 	CHECK_OK(nfs_creat(n, "/x", 0644, &f));
 	CHECK_EQ(nfs_pwrite(n, f, 0, 5, "hello"), 5);
 	nfs_close(n, f);
@@ -525,8 +354,8 @@ static void test_exports(void)
 	/* LOOKUP ".." of an export's root stays in the export */
 	struct rpc_context *rpc = nfs_get_rpc_context(n);
 	struct raw root = {0}, up = {0};
-	handle_of(rpc, "/async", "/", &root);
-	handle_of(rpc, "/async", "/..", &up);
+	tn_handle_of(rpc, jnfsd.port[0], "/async", "/", &root);
+	tn_handle_of(rpc, jnfsd.port[0], "/async", "/..", &up);
 	CHECK(up.fh.data.data_len == root.fh.data.data_len &&
 	      memcmp(up.fhbuf, root.fhbuf, root.fh.data.data_len) == 0);
 	nfs_destroy_context(n);
@@ -542,12 +371,12 @@ static void sattr_none(sattr3 *s)
 
 static void test_raw(void)
 {
-	struct nfs_context *n = mount_as("/", 0, 0);
+	struct nfs_context *n = tn_mount(jnfsd.port[0], "/", 0, 0);
 	struct rpc_context *rpc = nfs_get_rpc_context(n);
 	struct raw r = {0}, keep_root = {0}, keep_d = {0}, keep_f = {0};
-	struct nfs_fh3 root = handle_of(rpc, "/", "/", &keep_root);
-	struct nfs_fh3 d = handle_of(rpc, "/", "/d", &keep_d);
-	struct nfs_fh3 f = handle_of(rpc, "/", "/d/f", &keep_f);
+	struct nfs_fh3 root = tn_handle_of(rpc, jnfsd.port[0], "/", "/", &keep_root);
+	struct nfs_fh3 d = tn_handle_of(rpc, jnfsd.port[0], "/", "/d", &keep_d);
+	struct nfs_fh3 f = tn_handle_of(rpc, jnfsd.port[0], "/", "/d/f", &keep_f);
 	char name256[257], name255[256];
 	memset(name256, 'n', 256);
 	name256[256] = '\0';
@@ -783,19 +612,6 @@ static void test_raw(void)
 		  "READDIR counts and cookies, forged/truncated/stale handles");
 }
 
-static void sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int st = system(cmd);
-	if (st != 0)
-		fprintf(stderr, "command failed (%d): %s\n", st, cmd);
-	CHECK_EQ(st, 0);
-}
-
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -807,8 +623,8 @@ int main(int argc, char **argv)
 	char image[64], exports[64];
 	snprintf(image, sizeof(image), "%s/img", tmpdir);
 	snprintf(exports, sizeof(exports), "%s/exports", tmpdir);
-	sh("%s mkfs %s --size 256M >/dev/null", argv[2], image);
-	sh("%s io %s -c 'mkdir squash' -c 'mkdir ro' -c 'mkdir async' -c 'mkdir other' "
+	tn_sh("%s mkfs %s --size 256M >/dev/null", argv[2], image);
+	tn_sh("%s io %s -c 'mkdir squash' -c 'mkdir ro' -c 'mkdir async' -c 'mkdir other' "
 	   "-c 'open ro/file create' -c 'pwrite 0 5 65' >/dev/null",
 	   argv[2], image);
 	FILE *f = fopen(exports, "w");
@@ -824,9 +640,6 @@ int main(int argc, char **argv)
 			      "--rpcbind", "off", "--threads", "4", NULL};
 	tc_jnfsd_start(&jnfsd, argv[1], args);
 	atexit(kill_server);
-	snprintf(url_args, sizeof(url_args),
-		 "?version=3&nfsport=%u&mountport=%u&auto-traverse-mounts=0", jnfsd.port[0],
-		 jnfsd.port[0]);
 
 	test_mount_protocol();
 	test_file_api();
@@ -839,8 +652,8 @@ int main(int argc, char **argv)
 	int status = tc_jnfsd_stop(&jnfsd);
 	jnfsd.pid = 0;
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	sh("%s check %s", argv[2], image);
-	sh("rm -rf %s", tmpdir);
+	tn_sh("%s check %s", argv[2], image);
+	tn_sh("rm -rf %s", tmpdir);
 	TEST_PASS("jnfsd stopped cleanly, image checks clean");
 	return 0;
 }
