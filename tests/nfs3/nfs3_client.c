@@ -24,11 +24,17 @@ void raw_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 	}
 }
 
+volatile int tn_abort;
+
 int raw_wait(struct rpc_context *rpc, struct raw *r)
 {
-	while (!r->done) {
+	/* 100 ms at a time, so that tn_abort is seen; 20 s in all */
+	for (int waited = 0; !r->done; waited += 100) {
+		if (tn_abort || waited >= 20000)
+			return -1;
 		struct pollfd p = {.fd = rpc_get_fd(rpc), .events = rpc_which_events(rpc)};
-		if (poll(&p, 1, 20000) <= 0 || rpc_service(rpc, p.revents) < 0)
+		int n = poll(&p, 1, 100);
+		if (n < 0 || (n > 0 && rpc_service(rpc, p.revents) < 0))
 			return -1;
 	}
 	return r->rpc_status == RPC_STATUS_SUCCESS ? 0 : -1;

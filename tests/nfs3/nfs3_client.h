@@ -36,7 +36,10 @@ struct raw {
 
 void raw_cb(struct rpc_context *rpc, int status, void *data, void *priv);
 /* Service rpc until r's callback ran: 0 if the call succeeded at the RPC
- * level (r->nfs_status holds the NFS status), -1 otherwise. */
+ * level (r->nfs_status holds the NFS status), -1 otherwise, or when
+ * tn_abort is set (a test that killed the server; libnfs would otherwise
+ * keep reconnecting), or after 20 s. */
+extern volatile int tn_abort;
 int raw_wait(struct rpc_context *rpc, struct raw *r);
 /* Make a call and wait; CHECK-fails unless the RPC itself succeeded. */
 #define RAW(rpc, r, call)                                                                          \
