@@ -282,15 +282,17 @@ static enum svc_stat mnt_export(struct svc_req *rq, const struct rpc_cred *rc, v
 }
 
 static const struct svc_proc mount3_procs[] = {
-	[0] = {"null", svc_dec_void, mnt_null, svc_enc_void},
-	[1] = {"mnt", dec_path, mnt_mnt, enc_mnt, NULL, sizeof(struct mnt_args),
-	       sizeof(struct mnt_res)},
-	[2] = {"dump", svc_dec_void, mnt_dump, enc_dump, release_strlist, 0,
-	       sizeof(struct strlist_res)},
-	[3] = {"umnt", dec_path, mnt_umnt, svc_enc_void, NULL, sizeof(struct mnt_args), 0},
-	[4] = {"umntall", svc_dec_void, mnt_umntall, svc_enc_void},
-	[5] = {"export", svc_dec_void, mnt_export, enc_export, release_strlist, 0,
-	       sizeof(struct strlist_res)},
+	[0] = {.name = "null", .decode = svc_dec_void, .handler = mnt_null, .encode = svc_enc_void},
+	[1] = {.name = "mnt", .decode = dec_path, .handler = mnt_mnt, .encode = enc_mnt,
+	       .args_size = sizeof(struct mnt_args), .res_size = sizeof(struct mnt_res)},
+	[2] = {.name = "dump", .decode = svc_dec_void, .handler = mnt_dump, .encode = enc_dump,
+	       .release = release_strlist, .res_size = sizeof(struct strlist_res)},
+	[3] = {.name = "umnt", .decode = dec_path, .handler = mnt_umnt, .encode = svc_enc_void,
+	       .args_size = sizeof(struct mnt_args)},
+	[4] = {.name = "umntall", .decode = svc_dec_void, .handler = mnt_umntall,
+	       .encode = svc_enc_void},
+	[5] = {.name = "export", .decode = svc_dec_void, .handler = mnt_export, .encode = enc_export,
+	       .release = release_strlist, .res_size = sizeof(struct strlist_res)},
 };
 
 const struct svc_version mount3_version = {.vers = 3, .nprocs = 6, .procs = mount3_procs};

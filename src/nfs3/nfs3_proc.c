@@ -1201,10 +1201,13 @@ static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, 
 }
 
 #define PROC(n, dec, fn, enc, rel, at, rt, fl)                                                     \
-	[NFS3PROC_##n] = {#fn, dec, nfs3_##fn, enc, rel, sizeof(struct at), sizeof(struct rt), fl}
+	[NFS3PROC_##n] = {.name = #fn, .decode = dec, .handler = nfs3_##fn, .encode = enc,        \
+			  .release = rel, .args_size = sizeof(struct at),                          \
+			  .res_size = sizeof(struct rt), .flags = fl}
 
 static const struct svc_proc nfs3_procs[NFS3_NPROCS] = {
-	[NFS3PROC_NULL] = {"null", svc_dec_void, nfs3_null, svc_enc_void},
+	[NFS3PROC_NULL] = {.name = "null", .decode = svc_dec_void, .handler = nfs3_null,
+			   .encode = svc_enc_void},
 	PROC(GETATTR, nfs3_dec_fh, getattr, nfs3_enc_getattr, NULL, nfs3_fh_args,
 	     nfs3_getattr_res, 0),
 	PROC(SETATTR, nfs3_dec_setattr, setattr, nfs3_enc_wcc_res, NULL, nfs3_setattr_args,

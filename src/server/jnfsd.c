@@ -120,8 +120,9 @@ static void release_stats(void *args, void *res)
 
 static const struct svc_proc admin_procs[] = {
 	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void},
-	[JNFS_ADMIN_PROC_STATS] = {"stats", svc_dec_void, admin_stats, enc_stats, release_stats, 0,
-				   sizeof(struct stats_res)},
+	[JNFS_ADMIN_PROC_STATS] = {.name = "stats", .decode = svc_dec_void, .handler = admin_stats,
+				   .encode = enc_stats, .release = release_stats,
+				   .res_size = sizeof(struct stats_res)},
 };
 static const struct svc_version admin_versions[] = {
 	{.vers = JNFS_ADMIN_VERS, .nprocs = 2, .procs = admin_procs},
