@@ -2,7 +2,7 @@
 # libnfs_tools.sh - issue 5, acceptance 1 with libnfs's command-line tools:
 # nfs-cp copies a file to jnfsd and back, nfs-cat prints it, nfs-ls lists
 # it, all through nfs://127.0.0.1/?version=3&nfsport=P&mountport=P on the
-# embedded default exports. jnfsd is stopped by PID and must exit 0; the
+# embedded default exports; `jnfs stat --server` then shows the counters. jnfsd is stopped by PID and must exit 0; the
 # image must then check clean.
 #
 # usage: libnfs_tools.sh JNFSD JNFS
@@ -46,6 +46,17 @@ nfs-ls "nfs://127.0.0.1/$Q" >"$TMP/ls" || fail "nfs-ls"
 cat "$TMP/ls"
 grep -q ' 3000000 data$' "$TMP/ls" || fail "nfs-ls does not show data with its size"
 grep -q ' small.txt$' "$TMP/ls" || fail "nfs-ls does not show small.txt"
+
+# the running server's counters, as `jnfs stat --server` prints them
+"$JNFS" stat --server "127.0.0.1:$PORT" >"$TMP/stat" || fail "jnfs stat --server"
+for c in rpc.nfs.v3.write rpc.nfs.v3.create rpc.mount.v3.mnt; do
+	v=$(sed -n "s/^$c \([0-9]*\)$/\1/p" "$TMP/stat")
+	[ -n "$v" ] && [ "$v" -gt 0 ] || fail "jnfs stat: $c is '$v'"
+done
+for c in rpc.nfs.v3.write.p50_us rpc.nfs.v3.write.p99_us log.buffer_writes dev.flushes \
+	nfs3.sync_waits fs.inode_writebacks; do
+	grep -q "^$c [0-9]*$" "$TMP/stat" || fail "jnfs stat does not print $c"
+done
 
 kill -TERM "$PID"
 status=0
