@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/mem.h"
 #include "base/msg.h"
 #include "cli/cli.h"
 #include "fs/fs.h"
@@ -182,14 +183,21 @@ static int cmd_check(int argc, char **argv)
 }
 
 struct stats_text {
-	const void *p;
+	char *p;
 	uint32_t len;
 };
 
+/* A copy: the reply's buffer is gone once the call returns. */
 static int dec_stats(struct xdr_dec *x, void *res)
 {
 	struct stats_text *t = res;
-	return xdr_dec_opaque_ref(x, JNFS_ADMIN_MAX_STATS, &t->p, &t->len);
+	const void *p;
+	int err = xdr_dec_opaque_ref(x, JNFS_ADMIN_MAX_STATS, &p, &t->len);
+	if (!err) {
+		t->p = xmalloc(t->len + 1);
+		memcpy(t->p, p, t->len);
+	}
+	return err;
 }
 
 /* A running server's counters, through its administration program. */
@@ -200,7 +208,7 @@ static int server_stat(const char *addr)
 		fprintf(stderr, "jnfs stat: cannot reach %s: %s\n", addr, strerror(-fd));
 		return 1;
 	}
-	struct stats_text t;
+	struct stats_text t = {0};
 	struct rpc_reply_hdr rh;
 	int err = rpc_clnt_call(fd, 1, JNFS_ADMIN_PROG, JNFS_ADMIN_VERS, JNFS_ADMIN_PROC_STATS, NULL,
 				svc_enc_void, NULL, dec_stats, &t, &rh);
@@ -210,12 +218,14 @@ static int server_stat(const char *addr)
 			err == -EPROTO ? "not a jnfsd (the call was refused)" : strerror(-err));
 		return 1;
 	}
+	int status = 0;
 	if (t.len == 0) {
 		fprintf(stderr, "jnfs stat: %s answers only on its loopback address\n", addr);
-		return 1;
+		status = 1;
 	}
 	fwrite(t.p, 1, t.len, stdout);
-	return 0;
+	free(t.p);
+	return status;
 }
 
 static int cmd_stat(int argc, char **argv)
