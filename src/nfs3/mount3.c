@@ -334,5 +334,6 @@ void nfs3_stats(struct nfs3_server *s, const struct stat_sink *sink)
 	C(stale);
 	C(badhandle);
 	C(perm_denied);
+	C(jukebox);
 #undef C
 }

@@ -31,7 +31,7 @@ struct nfs3_server {
 	struct mutex mnt_lock;
 	struct nfs3_mount *mounts;
 	struct {
-		counter_t sync_waits, sync_flushes, stale, badhandle, perm_denied;
+		counter_t sync_waits, sync_flushes, stale, badhandle, perm_denied, jukebox;
 	} st;
 };
 

@@ -458,10 +458,12 @@ static void sattr_to_fs(const struct nfs3_sattr *sa, struct fs_setattr *fsa)
 
 /* Rule 9: a change of data through the server breaks other clients'
  * layouts first; v3 answers JUKEBOX while a recall runs. */
-static uint32_t break_layouts(struct fs_inode *ip)
+static uint32_t break_layouts(struct call *c, struct fs_inode *ip)
 {
-	int err = fs_break_layouts(ip, NULL, 0);
-	return err ? NFS3ERR_JUKEBOX : NFS3_OK;
+	if (!fs_break_layouts(ip, NULL, 0))
+		return NFS3_OK;
+	counter_inc(&c->s->st.jukebox);
+	return NFS3ERR_JUKEBOX;
 }
 
 static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
@@ -490,7 +492,7 @@ static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc,
 	}
 	if ((r->status = setattr_check(&c, ip, &at, &a->sattr)))
 		goto out;
-	if (a->sattr.set_size && (r->status = break_layouts(ip)))
+	if (a->sattr.set_size && (r->status = break_layouts(&c, ip)))
 		goto out;
 	sattr_to_fs(&a->sattr, &fsa);
 	r->status = nfs3_status(fs_setattr(ip, &fsa, &csn));
@@ -639,7 +641,7 @@ static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, v
 		r->status = NFS3ERR_INVAL; /* the count disagrees with the data */
 		goto out;
 	}
-	if ((r->status = may(&c, ip, 2, true)) || (r->status = break_layouts(ip)))
+	if ((r->status = may(&c, ip, 2, true)) || (r->status = break_layouts(&c, ip)))
 		goto out;
 	r->status = nfs3_status(fs_write(ip, a->offset, a->data.iov_base, a->count, &csn));
 	if (r->status)
