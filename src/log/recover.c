@@ -159,7 +159,8 @@ static int find_newest(struct log *log, uint8_t *rbuf, uint64_t *newest, uint64_
 		goto out;
 	}
 
-	qsort(cand, ncand, sizeof(*cand), cmp_desc);
+	if (ncand) /* cand is NULL when nothing was found */
+		qsort(cand, ncand, sizeof(*cand), cmp_desc);
 	for (size_t i = 0; i < ncand; i++) {
 		int r = rec_read(log, cand[i], rbuf);
 		if (r < 0) {
@@ -238,6 +239,8 @@ static int clear_stale(struct log *log, uint8_t *rbuf, const uint64_t *cand, siz
 
 static void ckpt_append(struct rc_ckpt *c, const uint8_t *p, size_t n)
 {
+	if (n == 0)
+		return; /* an empty region: nothing to copy (p may be NULL) */
 	if (c->len + n > c->cap) {
 		c->cap = MAX(c->cap * 2, c->len + n);
 		c->data = xrealloc(c->data, c->cap);
