@@ -211,15 +211,27 @@ static int ino_read(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 	return 0;
 }
 
-/* Evict idle unreferenced inodes while over the limit. icache lock held. */
+/*
+ * Evict idle unreferenced inodes while over the limit. icache lock held.
+ * A busy inode (pinned, or in the AIL: not written back yet) cannot go; it
+ * moves to the tail of the LRU, and one call looks at no more than
+ * ICACHE_SHRINK_SCAN inodes. After a burst of creates the AIL can hold more
+ * inodes than the cache limit: without the bound every iput walked all of
+ * them (a lookup in a 100,000-entry directory ran 40x slower than in a
+ * 1,000-entry one).
+ */
+#define ICACHE_SHRINK_SCAN 32
+
 static void ino_shrink(struct fs *fs)
 {
-	struct fs_inode *ip, *tmp;
-	list_for_each_entry_safe (ip, tmp, &fs->f_ilru, i_lru) {
-		if (fs->f_ninodes <= fs->f_ninodes_max)
+	for (unsigned scanned = 0; scanned < ICACHE_SHRINK_SCAN; scanned++) {
+		if (fs->f_ninodes <= fs->f_ninodes_max || list_empty(&fs->f_ilru))
 			break;
-		if (ino_item_busy(ip))
+		struct fs_inode *ip = list_first_entry(&fs->f_ilru, struct fs_inode, i_lru);
+		if (ino_item_busy(ip)) {
+			list_move_tail(&ip->i_lru, &fs->f_ilru);
 			continue;
+		}
 		list_del(&ip->i_lru);
 		hashmap_remove(&fs->f_inodes, ip->i_ino);
 		fs->f_ninodes--;
