@@ -74,14 +74,20 @@ static void fsbuf_free(struct fsbuf *bp)
 /*
  * Evict unreferenced, idle buffers while over the limit. Cache lock held.
  * A busy buffer (pinned, or in the AIL) cannot go; it moves to the tail of
- * the LRU, and one call looks at no more than BCACHE_SHRINK_SCAN buffers,
- * so that a release never walks all the buffers a burst of transactions
- * left in the AIL (inode.c's ino_shrink does the same for inodes).
+ * the LRU, and one call looks at no more than BCACHE_SHRINK_SCAN buffers
+ * (and after a call that could evict none, the next BCACHE_SHRINK_SCAN
+ * calls do not try), so that a release never walks all the buffers a burst
+ * of transactions left in the AIL (inode.c's ino_shrink does the same).
  */
 #define BCACHE_SHRINK_SCAN 32
 
 static void fsbuf_shrink(struct fs *fs)
 {
+	if (fs->f_bshrink_skip) {
+		fs->f_bshrink_skip--;
+		return;
+	}
+	unsigned evicted = 0;
 	for (unsigned scanned = 0; scanned < BCACHE_SHRINK_SCAN; scanned++) {
 		if (fs->f_nbufs <= fs->f_nbufs_max || list_empty(&fs->f_buf_lru))
 			break;
@@ -95,7 +101,10 @@ static void fsbuf_shrink(struct fs *fs)
 		fs->f_nbufs--;
 		counter_inc(&fs->f_stats.buf_evictions);
 		fsbuf_free(bp);
+		evicted++;
 	}
+	if (!evicted)
+		fs->f_bshrink_skip = BCACHE_SHRINK_SCAN;
 }
 
 /* Take a reference on a cached buffer. Cache lock held. */
