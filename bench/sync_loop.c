@@ -27,7 +27,9 @@
  * engine's image). Each run works in a fresh directory that is removed
  * afterwards, and starts with everything synced. The two systems take
  * turns (jnfs first in even rounds, XFS first in odd ones) and every
- * figure is the median of R rounds; *.spread is (max - min) / median.
+ * figure is the median of R rounds; *.spread is (max - min) / median;
+ * *.ratio is the ratio of the medians, *.ratio_paired_median the median of
+ * the per-round ratios (each round's two runs were back to back).
  *
  * Counters per op:
  *   jnfs  log_writes (log.buffer_writes), checkpoints (log.checkpoints),
@@ -907,6 +909,25 @@ int main(int argc, char **argv)
 		goto out;
 
 	struct summary sum[WL_N][16][SYS_N];
+	/* the median over rounds of jnfs/XFS in the same round: the two ran
+	 * one after the other, so slow drifts of the machine's load cancel */
+	double paired[WL_N][16] = {{0}};
+	for (int wl = 0; wl < WL_N; wl++) {
+		for (unsigned ti = 0; o.wl[wl] && ti < o.nthreads; ti++) {
+			double v[MAX_ROUND];
+			unsigned k = 0;
+			for (unsigned rd = 0; rd < o.rounds; rd++) {
+				struct result *j = &results[wl][ti][SYS_JNFS][rd];
+				struct result *x = &results[wl][ti][SYS_XFS][rd];
+				if (j->valid && x->valid && x->ops_per_s > 0)
+					v[k++] = j->ops_per_s / x->ops_per_s;
+			}
+			if (!k)
+				continue;
+			qsort(v, k, sizeof(v[0]), cmp_double);
+			paired[wl][ti] = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+		}
+	}
 	for (int wl = 0; wl < WL_N; wl++) {
 		if (!o.wl[wl])
 			continue;
@@ -928,9 +949,12 @@ int main(int argc, char **argv)
 				printf("%s.log_forces_per_op %.3f\n", p, s->forces);
 			}
 			struct summary *j = &sum[wl][ti][SYS_JNFS], *x = &sum[wl][ti][SYS_XFS];
-			if (j->valid && x->valid && x->median > 0)
+			if (j->valid && x->valid && x->median > 0) {
 				printf("sync_loop.%s.t%u.ratio %.2f\n", wl_name[wl], o.threads[ti],
 				       j->median / x->median);
+				printf("sync_loop.%s.t%u.ratio_paired_median %.2f\n", wl_name[wl],
+				       o.threads[ti], paired[wl][ti]);
+			}
 		}
 	}
 	/* d: how the largest thread count scales over one thread */
@@ -950,7 +974,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (o.csv) {
-		printf("csv,workload,threads,jnfs_ops_per_s,xfs_ops_per_s,ratio,"
+		printf("csv,workload,threads,jnfs_ops_per_s,xfs_ops_per_s,ratio,ratio_paired_median,"
 		       "jnfs_log_writes_per_op,xfs_log_writes_per_op,jnfs_checkpoints_per_op,"
 		       "jnfs_flushes_per_op,xfs_flushes_per_op,jnfs_spread,xfs_spread\n");
 		for (int wl = 0; wl < WL_N; wl++) {
@@ -958,9 +982,11 @@ int main(int argc, char **argv)
 				continue;
 			for (unsigned ti = 0; ti < o.nthreads; ti++) {
 				struct summary *j = &sum[wl][ti][SYS_JNFS], *x = &sum[wl][ti][SYS_XFS];
-				printf("csv,%s,%u,%.0f,%.0f,%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+				printf("csv,%s,%u,%.0f,%.0f,%.2f,%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
+				       "%.3f\n",
 				       wl_name[wl], o.threads[ti], j->median, x->median,
-				       x->median > 0 ? j->median / x->median : 0.0, j->log_writes,
+				       x->median > 0 ? j->median / x->median : 0.0, paired[wl][ti],
+				       j->log_writes,
 				       x->log_writes, j->checkpoints, j->flushes, x->flushes, j->spread,
 				       x->spread);
 			}
