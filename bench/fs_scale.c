@@ -38,6 +38,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,14 @@ static struct dev *g_dev;
 static struct fs *g_fs;
 static unsigned g_failures;
 static char g_tmp_image[PATH_MAX]; /* removed on the way out, unless kept */
+
+/* Interrupted: remove the temporary image (unlink is async-signal-safe). */
+static void on_signal(int sig)
+{
+	if (g_tmp_image[0])
+		unlink(g_tmp_image);
+	_exit(128 + sig);
+}
 
 static double secs_since(uint64_t t0)
 {
@@ -681,6 +690,10 @@ int main(int argc, char **argv)
 		if (!o.keep)
 			memcpy(g_tmp_image, tmp, sizeof(tmp));
 	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	signal(SIGPIPE, on_signal);
 	int err = dev_file_open(image, DEV_OPEN_CREATE, o.image_gib * GIB, &g_dev);
 	if (err) {
 		fprintf(stderr, "fs-scale: %s: %s\n", image, strerror(-err));

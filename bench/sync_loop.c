@@ -39,6 +39,8 @@
  *         /sys/fs/xfs/<dev>/stats/stats, xs_log_writes: iclog writes),
  *         flushes (flush requests completed by the loop device, field 16 of
  *         /sys/block/<dev>/stat; each is one fsync of its backing file)
+ *   both  disk_flushes: flushes completed by the disk under --dir, which
+ *         holds both images (anything else using that disk adds to it)
  *
  * Output: "name value" lines, sync_loop.<workload>.t<T>.<system>.<what>,
  * the ratio jnfs/XFS of ops/s as sync_loop.<workload>.t<T>.ratio, and for
@@ -53,6 +55,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +98,7 @@ struct opts {
 /* One measured run. */
 struct result {
 	double ops_per_s;
-	double log_writes, checkpoints, flushes, forces; /* per op */
+	double log_writes, checkpoints, flushes, forces, disk_flushes; /* per op */
 	bool valid;
 };
 
@@ -137,7 +140,32 @@ struct run {
 
 struct counters {
 	uint64_t log_writes, checkpoints, flushes, forces;
+	uint64_t disk_flushes; /* of the disk under both images */
 };
+
+/* /sys/dev/block/M:m/stat of the disk holding --dir (both images). */
+static char disk_stat[128];
+
+static void find_disk(const char *dir)
+{
+	struct stat st;
+	if (stat(dir, &st) == 0)
+		snprintf(disk_stat, sizeof(disk_stat), "/sys/dev/block/%u:%u/stat",
+			 major(st.st_dev), minor(st.st_dev));
+}
+
+static uint64_t stat_file_flushes(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	unsigned long long v[17] = {0};
+	int n = 0;
+	while (n < 17 && fscanf(f, "%llu", &v[n]) == 1)
+		n++;
+	fclose(f);
+	return n >= 16 ? v[15] : 0;
+}
 
 static uint64_t tget(const struct stat_table *t, const char *n)
 {
@@ -153,6 +181,7 @@ static void jnfs_counters(struct fs *fs, struct counters *c)
 	c->checkpoints = tget(&t, "log.checkpoints");
 	c->flushes = tget(&t, "dev.flushes") + tget(&t, "dev.fua_writes");
 	c->forces = tget(&t, "log.forces");
+	c->disk_flushes = stat_file_flushes(disk_stat);
 }
 
 /* The kernel's name of the block device holding the filesystem at path. */
@@ -175,6 +204,14 @@ static void find_xfs_dev(const char *path)
 		memcpy(xfs_devname, base, strlen(base) + 1);
 }
 
+/* Flushes completed by a block device (field 16 of /sys/block/NAME/stat). */
+static uint64_t blockdev_flushes(const char *name)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/sys/block/%s/stat", name);
+	return stat_file_flushes(path);
+}
+
 static void xfs_counters(struct counters *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -192,17 +229,8 @@ static void xfs_counters(struct counters *c)
 		}
 		fclose(f);
 	}
-	snprintf(path, sizeof(path), "/sys/block/%s/stat", xfs_devname);
-	f = fopen(path, "r");
-	if (f) {
-		unsigned long long v[17] = {0};
-		int n = 0;
-		while (n < 17 && fscanf(f, "%llu", &v[n]) == 1)
-			n++;
-		if (n >= 16)
-			c->flushes = v[15];
-		fclose(f);
-	}
+	c->flushes = blockdev_flushes(xfs_devname);
+	c->disk_flushes = stat_file_flushes(disk_stat);
 }
 
 /* ---- jnfs side ---- */
@@ -626,6 +654,7 @@ static int run_one(const struct opts *o, struct fs *fs, enum sys sys, enum wl wl
 		res->checkpoints = (double)(c1.checkpoints - c0.checkpoints) / (double)ops;
 		res->flushes = (double)(c1.flushes - c0.flushes) / (double)ops;
 		res->forces = (double)(c1.forces - c0.forces) / (double)ops;
+		res->disk_flushes = (double)(c1.disk_flushes - c0.disk_flushes) / (double)ops;
 	}
 out:;
 	int terr = sys == SYS_JNFS ? jnfs_teardown(r, seq) : xfs_teardown(r);
@@ -638,6 +667,17 @@ out:;
 }
 
 /* ---- the engine's image ---- */
+
+/* The temporary image, removed if we are interrupted (unlink is
+ * async-signal-safe). */
+static char tmp_image[PATH_MAX];
+
+static void on_signal(int sig)
+{
+	if (tmp_image[0])
+		unlink(tmp_image);
+	_exit(128 + sig);
+}
 
 static int prefill(struct dev *d)
 {
@@ -662,7 +702,7 @@ static int cmp_double(const void *a, const void *b)
 
 struct summary {
 	double median, spread;
-	double log_writes, checkpoints, flushes, forces; /* averages over rounds */
+	double log_writes, checkpoints, flushes, forces, disk_flushes; /* averages over rounds */
 	bool valid;
 };
 
@@ -679,6 +719,7 @@ static struct summary summarize(const struct result *r, unsigned n)
 		s.checkpoints += r[i].checkpoints;
 		s.flushes += r[i].flushes;
 		s.forces += r[i].forces;
+		s.disk_flushes += r[i].disk_flushes;
 	}
 	if (!k)
 		return s;
@@ -690,6 +731,7 @@ static struct summary summarize(const struct result *r, unsigned n)
 	s.checkpoints /= k;
 	s.flushes /= k;
 	s.forces /= k;
+	s.disk_flushes /= k;
 	return s;
 }
 
@@ -855,6 +897,11 @@ int main(int argc, char **argv)
 			close(fd);
 			unlink(tmp);
 			image = tmp;
+			memcpy(tmp_image, tmp, sizeof(tmp));
+			signal(SIGINT, on_signal);
+			signal(SIGTERM, on_signal);
+			signal(SIGHUP, on_signal);
+			signal(SIGPIPE, on_signal);
 		}
 		err = dev_file_open(image, DEV_OPEN_CREATE | (o.direct ? DEV_OPEN_DIRECT : 0),
 				    o.image_mib * MIB, &d);
@@ -875,6 +922,7 @@ int main(int argc, char **argv)
 		}
 	}
 
+	find_disk(o.dir);
 	printf("sync_loop.seconds %g\n", o.seconds);
 	printf("sync_loop.rounds %u\n", o.rounds);
 	printf("sync_loop.image_mib %llu\n", (unsigned long long)o.image_mib);
@@ -947,6 +995,7 @@ int main(int argc, char **argv)
 					printf("%s.checkpoints_per_op %.3f\n", p, s->checkpoints);
 				printf("%s.flushes_per_op %.3f\n", p, s->flushes);
 				printf("%s.log_forces_per_op %.3f\n", p, s->forces);
+				printf("%s.disk_flushes_per_op %.3f\n", p, s->disk_flushes);
 			}
 			struct summary *j = &sum[wl][ti][SYS_JNFS], *x = &sum[wl][ti][SYS_XFS];
 			if (j->valid && x->valid && x->median > 0) {
