@@ -67,21 +67,26 @@ echo
 column -s, -t <"$OUT/sync-loop.csv" 2>/dev/null || cat "$OUT/sync-loop.csv"
 
 if command -v gnuplot >/dev/null 2>&1; then
-	# one cluster per workload and thread count: jnfs and XFS ops/s
-	awk -F, 'NR > 1 { printf "\"%s T=%s\" %s %s %s\n", $1, $2, $3, $4, $5 }' \
+	# one cluster per workload and thread count: jnfs and XFS ops/s; below,
+	# the paired jnfs/XFS ratio against the goal of 1.0
+	awk -F, 'NR > 1 { printf "\"%s T=%s\" %s %s %s\n", $1, $2, $3, $4, $6 }' \
 		"$OUT/sync-loop.csv" >"$TMP/plot.dat"
 	gnuplot <<GP
-set terminal png size 1200,600
+set terminal png size 1200,900 noenhanced
 set output "$OUT/sync-loop.png"
-set title "sync-loop: ops/s, jnfs engine vs kernel XFS (loop over an image file, same disk)"
+set multiplot layout 2,1 title "sync-loop: jnfs engine vs kernel XFS (loop device over an image file, same disk)"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set ylabel "ops/s (median)"
-set xtics rotate by -30 scale 0 font ",9"
-set key top left
+set xtics rotate by -25 scale 0 font ",9"
 set grid ytics
+set key top left
+set ylabel "ops/s (median of rounds)"
 plot "$TMP/plot.dat" using 2:xtic(1) title "jnfs", "" using 3 title "XFS"
+set ylabel "jnfs / XFS (median of paired rounds)"
+set yrange [0:*]
+plot "$TMP/plot.dat" using 4:xtic(1) title "ratio" lc rgb "#4060c0", 1.0 with lines lw 2 lc rgb "red" title "goal"
+unset multiplot
 GP
 	echo "run-sync-loop: plot in $OUT/sync-loop.png" >&2
 fi
