@@ -11,12 +11,14 @@
  *
  * On one image file (sparse, --image-gib, 16 by default, in --dir,
  * /var/tmp by default; removed at the end unless --keep-image):
- *   (i)   one directory grows to N entries (100,000); at 1,000 entries and
- *         at N it measures random lookups/s (fs_lookup + fs_iput of an
- *         existing name), lookups/s of absent names, a full readdir and a
- *         readdir in pages of 128 entries resumed by cookie (as NFS READDIR
- *         does); it prints both figures and the ratio, then the same lookups
- *         after a remount (cold engine caches);
+ *   (i)   a directory of N entries (100,000) and one of 1,000: random
+ *         lookups/s (fs_lookup + fs_iput of an existing name), lookups/s of
+ *         absent names, a full readdir and a readdir in pages of 128 entries
+ *         resumed by cookie (as NFS READDIR does), in each directory; the
+ *         two take turns for 5 rounds and each figure is the best round (the
+ *         machine is shared: the best is what the code can do); then the
+ *         ratios small/big, and the lookups in the big one after a remount
+ *         (cold engine caches);
  *   (ii)  a sparse file of S GiB (1024 = 1 TiB): 4 KiB written at 0 and at
  *         S GiB - 4 KiB, fsynced; size, space used, both blocks read back,
  *         holes read as zeros, SEEK_DATA / SEEK_HOLE answers;
@@ -263,56 +265,80 @@ static void print_rates(const char *at, const struct dir_rates *r, bool with_rea
 	val(name, "%.0f", r->readdir_paged);
 }
 
-static void part_dir(const struct opts *o)
+static struct fs_inode *make_dir(const char *dname, uint64_t n, double *creates_per_s)
 {
 	struct fs_inode *r = root(), *dir;
-	int err = create(r, "big", 3, S_IFDIR | 0755, &dir);
+	int err = create(r, dname, strlen(dname), S_IFDIR | 0755, &dir);
 	fs_iput(r);
 	if (err)
-		die("mkdir big", err);
-	uint64_t small = MIN((uint64_t)1000, o->entries);
-	char name[64], at[32];
-	struct dir_rates r1 = {0}, rn = {0};
-	uint64_t t0 = now_ns(), tc = 0;
-	for (uint64_t i = 0; i < o->entries; i++) {
+		die("mkdir", err);
+	char name[64];
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < n; i++) {
 		size_t len = entry_name(name, i);
 		err = create(dir, name, len, S_IFREG | 0644, NULL);
 		if (err)
-			die("create in big", err);
-		if (i + 1 == small) {
-			tc += now_ns() - t0;
-			r1 = measure_dir(dir, small, o, true);
-			snprintf(at, sizeof(at), "%llu", (unsigned long long)small);
-			print_rates(at, &r1, true);
-			t0 = now_ns();
-		}
+			die("create", err);
 	}
-	tc += now_ns() - t0;
+	*creates_per_s = (double)n / secs_since(t0);
+	return dir;
+}
+
+static void best_of(struct dir_rates *best, const struct dir_rates *r)
+{
+	best->lookups = MAX(best->lookups, r->lookups);
+	best->misses = MAX(best->misses, r->misses);
+	best->readdir = MAX(best->readdir, r->readdir);
+	best->readdir_paged = MAX(best->readdir_paged, r->readdir_paged);
+}
+
+#define DIR_ROUNDS 5
+
+static void part_dir(const struct opts *o)
+{
+	uint64_t nsmall = MIN((uint64_t)1000, o->entries);
+	double cps, cps_small;
+	struct fs_inode *big = make_dir("big", o->entries, &cps);
+	struct fs_inode *small = make_dir("small", nsmall, &cps_small);
 	val("fs_scale.dir.entries", "%.0f", (double)o->entries);
-	val("fs_scale.dir.creates_per_s", "%.0f", (double)o->entries / ((double)tc / 1e9));
-	err = fs_sync(g_fs);
+	val("fs_scale.dir.creates_per_s", "%.0f", cps);
+	int err = fs_sync(g_fs);
 	if (err)
 		die("sync", err);
-	rn = measure_dir(dir, o->entries, o, true);
+	/* the two directories take turns, so that load from elsewhere hits
+	 * both alike; each figure is the best of DIR_ROUNDS */
+	struct dir_rates r1 = {0}, rn = {0};
+	for (int round = 0; round < DIR_ROUNDS; round++) {
+		struct dir_rates a = measure_dir(small, nsmall, o, true);
+		struct dir_rates b = measure_dir(big, o->entries, o, true);
+		best_of(&r1, &a);
+		best_of(&rn, &b);
+	}
+	char at[48];
+	snprintf(at, sizeof(at), "%llu", (unsigned long long)nsmall);
+	print_rates(at, &r1, true);
 	snprintf(at, sizeof(at), "%llu", (unsigned long long)o->entries);
 	print_rates(at, &rn, true);
 	double ratio = rn.lookups > 0 ? r1.lookups / rn.lookups : 0;
 	val("fs_scale.dir.lookup_ratio_small_over_big", "%.2f", ratio);
 	result("fs_scale.dir.lookups_within_2x", ratio > 0 && ratio <= 2.0);
+	val("fs_scale.dir.absent_lookup_ratio_small_over_big", "%.2f",
+	    rn.misses > 0 ? r1.misses / rn.misses : 0);
 	val("fs_scale.dir.readdir_ratio_small_over_big", "%.2f",
 	    rn.readdir > 0 ? r1.readdir / rn.readdir : 0);
 	val("fs_scale.dir.readdir_paged_ratio_small_over_big", "%.2f",
 	    rn.readdir_paged > 0 ? r1.readdir_paged / rn.readdir_paged : 0);
-	fs_iput(dir);
+	fs_iput(small);
+	fs_iput(big);
 
 	/* the same lookups with the engine's caches cold */
 	unmount_fs();
 	mount_fs();
-	dir = lookup_path("big");
-	struct dir_rates rc = measure_dir(dir, o->entries, o, false);
+	big = lookup_path("big");
+	struct dir_rates rc = measure_dir(big, o->entries, o, false);
 	snprintf(at, sizeof(at), "%llu_after_remount", (unsigned long long)o->entries);
 	print_rates(at, &rc, false);
-	fs_iput(dir);
+	fs_iput(big);
 }
 
 /* ---- (ii) a huge sparse file ---- */
@@ -610,7 +636,7 @@ static void run_check(const struct opts *o, const char *image)
 int main(int argc, char **argv)
 {
 	struct opts o = {.entries = 100000, .inodes = 1000000, .per_dir = 10000, .image_gib = 16,
-			 .sparse_gib = 1024, .lookups = 200000, .seed = 1, .dir = "/var/tmp"};
+			 .sparse_gib = 1024, .lookups = 100000, .seed = 1, .dir = "/var/tmp"};
 	static const struct option lopts[] = {{"entries", required_argument, NULL, 'e'},
 					      {"inodes", required_argument, NULL, 'n'},
 					      {"per-dir", required_argument, NULL, 'p'},
