@@ -31,10 +31,15 @@
  *         build's bench/ folder, or --jnfs PATH), or fs_check() in-process
  *         when the tool is not there; then mount again and re-verify (ii).
  *
+ * --lookups is the number of lookups per directory and round (100,000;
+ * a quarter as many of absent names).
+ *
  * Prints "name value" lines (fs_scale.<part>.<what>): timings, rates and
- * results (1 = as expected). Exit status 0 only if every result is as
- * expected and the check is clean. Not part of the test suite; it never
- * asserts on time. The whole default run takes a few minutes.
+ * results (1 = as expected). Exit status 0 only if every functional result
+ * is as expected and the check is clean; the goal on lookup rates
+ * (fs_scale.dir.lookups_within_2x) is printed, never enforced: this is a
+ * benchmark on a shared machine. Not part of the test suite. The whole
+ * default run takes one to two minutes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -91,6 +96,13 @@ static void result(const char *name, bool ok)
 		g_failures++;
 		fprintf(stderr, "fs-scale: %s: NOT as expected\n", name);
 	}
+	fflush(stdout);
+}
+
+/* A goal on a measured rate: printed, not counted as a failure. */
+static void goal(const char *name, bool met)
+{
+	printf("%s %d\n", name, met ? 1 : 0);
 	fflush(stdout);
 }
 
@@ -321,7 +333,7 @@ static void part_dir(const struct opts *o)
 	print_rates(at, &rn, true);
 	double ratio = rn.lookups > 0 ? r1.lookups / rn.lookups : 0;
 	val("fs_scale.dir.lookup_ratio_small_over_big", "%.2f", ratio);
-	result("fs_scale.dir.lookups_within_2x", ratio > 0 && ratio <= 2.0);
+	goal("fs_scale.dir.lookups_within_2x", ratio > 0 && ratio <= 2.0);
 	val("fs_scale.dir.absent_lookup_ratio_small_over_big", "%.2f",
 	    rn.misses > 0 ? r1.misses / rn.misses : 0);
 	val("fs_scale.dir.readdir_ratio_small_over_big", "%.2f",
