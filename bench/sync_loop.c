@@ -26,10 +26,12 @@
  * then never allocates during the runs; --no-prefill skips it for the
  * engine's image). Each run works in a fresh directory that is removed
  * afterwards, and starts with everything synced. The two systems take
- * turns (jnfs first in even rounds, XFS first in odd ones) and every
- * figure is the median of R rounds; *.spread is (max - min) / median;
+ * turns (jnfs first in even rounds, XFS first in odd ones), a round runs
+ * one workload's thread counts back to back, and every figure is the
+ * median of R rounds; *.spread is (max - min) / median;
  * *.ratio is the ratio of the medians, *.ratio_paired_median the median of
- * the per-round ratios (each round's two runs were back to back).
+ * the per-round ratios (each round's two runs were back to back), and
+ * likewise for the scaling of workload d over thread counts.
  *
  * Counters per op:
  *   jnfs  log_writes (log.buffer_writes), checkpoints (log.checkpoints),
@@ -933,11 +935,14 @@ int main(int argc, char **argv)
 	/* results[wl][ti][sys][round] */
 	static struct result results[WL_N][16][SYS_N][MAX_ROUND];
 	err = 0;
+	/* within a round, one workload's thread counts and systems run back to
+	 * back, so that both the jnfs/XFS ratio and the scaling over thread
+	 * counts compare runs made under the same load */
 	for (unsigned rd = 0; rd < o.rounds && !err; rd++) {
-		for (unsigned ti = 0; ti < o.nthreads && !err; ti++) {
-			for (int wl = 0; wl < WL_N && !err; wl++) {
-				if (!o.wl[wl])
-					continue;
+		for (int wl = 0; wl < WL_N && !err; wl++) {
+			if (!o.wl[wl])
+				continue;
+			for (unsigned ti = 0; ti < o.nthreads && !err; ti++) {
 				for (int k = 0; k < SYS_N && !err; k++) {
 					enum sys sys = (enum sys)(rd % 2 ? SYS_N - 1 - k : k);
 					if (!sys_on[sys])
@@ -1017,9 +1022,25 @@ int main(int argc, char **argv)
 		}
 		for (int sys = 0; one != UINT_MAX && o.threads[big] > 1 && sys < SYS_N; sys++) {
 			struct summary *a = &sum[WL_D][one][sys], *b = &sum[WL_D][big][sys];
-			if (a->valid && b->valid && a->median > 0)
-				printf("sync_loop.%s.scaling_t%u_over_t1.%s %.2f\n", wl_name[WL_D],
-				       o.threads[big], sys_name[sys], b->median / a->median);
+			if (!a->valid || !b->valid || a->median <= 0)
+				continue;
+			printf("sync_loop.%s.scaling_t%u_over_t1.%s %.2f\n", wl_name[WL_D],
+			       o.threads[big], sys_name[sys], b->median / a->median);
+			/* and the median of the same round's ratios */
+			double v[MAX_ROUND];
+			unsigned k = 0;
+			for (unsigned rd = 0; rd < o.rounds; rd++) {
+				struct result *r1 = &results[WL_D][one][sys][rd];
+				struct result *rb = &results[WL_D][big][sys][rd];
+				if (r1->valid && rb->valid && r1->ops_per_s > 0)
+					v[k++] = rb->ops_per_s / r1->ops_per_s;
+			}
+			if (!k)
+				continue;
+			qsort(v, k, sizeof(v[0]), cmp_double);
+			printf("sync_loop.%s.scaling_t%u_over_t1_paired_median.%s %.2f\n",
+			       wl_name[WL_D], o.threads[big], sys_name[sys],
+			       k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2);
 		}
 	}
 	if (o.csv) {
