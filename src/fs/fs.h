@@ -149,6 +149,14 @@ int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len);
 
 /* ---- data ---- */
 
+/*
+ * An overwrite moves mtime and ctime only when this much time has passed
+ * since mtime was last set (a clock tick, as kernel filesystems do); the
+ * change attribute moves on every write. Within a tick, fsync after an
+ * overwrite flushes the data device and writes no log.
+ */
+#define FS_TIME_GRAN_NS 4000000ull
+
 int fs_read(struct fs_inode *ip, uint64_t off, void *buf, size_t len, size_t *nread, bool *eof);
 int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uint64_t *csn);
 /* DESIGN.md rules 3-5. *log_written (may be NULL): the force wrote the log. */
