@@ -6,7 +6,8 @@
 # Counting, on a fresh image after the file is written and fsynced once
 # (deltas of `counters` printed before and after, in one jnfs io run):
 #   5 x (overwrite 4 KiB + fdatasync)                  0 checkpoints, 5 flushes
-#   5 x (sleep 2 ms + overwrite + fsync)               5 checkpoints
+#   5 x (sleep 5 ms + overwrite + fsync)               5 checkpoints
+#       (past the 4 ms timestamp granularity, FS_TIME_GRAN_NS)
 #   5 x (extending write + fdatasync)                  5 checkpoints
 #   5 x (map_blocks rw, write_direct, commit_blocks    0 checkpoints, 5 flushes
 #        keeping the size)
@@ -70,7 +71,7 @@ expect "overwrite + fdatasync x5" "$TMP/a" dev.flushes 5
 # 5 x (overwrite + fsync), each after the timestamp granularity
 set -- -c "open f" -c counters
 for i in 0 1 2 3 4; do
-	set -- "$@" -c "sleep 2" -c "pwrite $((i * 4096)) 4096 0x33" -c fsync
+	set -- "$@" -c "sleep 5" -c "pwrite $((i * 4096)) 4096 0x33" -c fsync
 done
 "$JNFS" io "$IMG" "$@" -c counters >"$TMP/b"
 expect "overwrite + fsync x5" "$TMP/b" log.checkpoints 5

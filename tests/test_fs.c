@@ -12,6 +12,7 @@
 #include "check.h"
 #include "dev/dev.h"
 #include "fs/fs.h"
+#include "fs/fs_priv.h" /* test_cache_limits sets the cache limits */
 
 static struct dev *mkimg(uint64_t size)
 {
@@ -283,6 +284,57 @@ static void test_bigdir(void)
 	TEST_PASS("big directory");
 }
 
+/*
+ * More busy inodes and buffers (logged, not yet written back) than the
+ * cache limits allow: lookups stay right while the caches are over their
+ * limits, and once everything is written back the caches shrink to their
+ * limits again, although one release looks at a bounded number of entries
+ * and only rotates the busy ones it meets.
+ */
+static void test_cache_limits(void)
+{
+	struct dev *d = mkimg(64 << 20);
+	struct fs *fs = mnt(d);
+	fs->f_ninodes_max = 64;
+	fs->f_nbufs_max = 64;
+	struct fs_inode *root, *dir;
+	CHECK_OK(fs_root(fs, &root));
+	dir = mk(root, "c", S_IFDIR | 0755);
+	enum { N = 3000 };
+	static uint64_t inos[N];
+	char name[64];
+	for (int i = 0; i < N; i++) {
+		int l = snprintf(name, sizeof(name), "f%05d", i);
+		struct fs_inode *ip;
+		struct fs_create_args a = {.mode = S_IFREG | 0644};
+		CHECK_OK(fs_create(dir, name, (size_t)l, &a, &ip, NULL));
+		inos[i] = fs_ino(ip);
+		fs_iput(ip);
+	}
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 1) {
+			CHECK_OK(fs_sync(fs));
+			CHECK_OK(log_ail_push_all(fs->f_log));
+		}
+		for (int i = 0; i < N; i++) {
+			int l = snprintf(name, sizeof(name), "f%05d", (i * 7919) % N);
+			struct fs_inode *ip;
+			CHECK_OK(fs_lookup(dir, name, (size_t)l, &ip));
+			CHECK_EQ(fs_ino(ip), inos[(i * 7919) % N]);
+			fs_iput(ip);
+		}
+		if (pass == 0)
+			CHECK(fs->f_ninodes > 64); /* busy: still cached */
+	}
+	CHECK(fs->f_ninodes <= 64);
+	CHECK(fs->f_nbufs <= 64);
+	fs_iput(dir);
+	fs_iput(root);
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("cache limits with busy inodes and buffers");
+}
+
 /* An unlinked file that is still referenced lives until the last
  * reference; a crash in between leaves an orphan that mount frees. */
 static void test_orphans(void)
@@ -326,6 +378,7 @@ int main(void)
 	test_namespace();
 	test_data();
 	test_bigdir();
+	test_cache_limits();
 	test_orphans();
 	return 0;
 }

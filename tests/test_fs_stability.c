@@ -143,7 +143,7 @@ static void test_counting(bool ext)
 
 	a = snap(fs);
 	for (int i = 0; i < 5; i++) {
-		sleep_ns(2 * NSEC_PER_MSEC); /* past the timestamp granularity */
+		sleep_ns(FS_TIME_GRAN_NS + NSEC_PER_MSEC); /* past the timestamp granularity */
 		write_pattern(f, (uint64_t)i * 4096, 4096, 0x33);
 		CHECK_OK(fs_fsync(f, false, NULL));
 	}
@@ -199,6 +199,66 @@ static void test_counting(bool ext)
 	dev_close(l);
 	printf("counting experiment (%s): as above\n", variant(ext));
 	TEST_PASS(ext ? "counting experiment, external log" : "counting experiment");
+}
+
+/*
+ * Overwrites within one timestamp tick (FS_TIME_GRAN_NS): the change
+ * attribute moves on every write, mtime only once per tick, and "overwrite
+ * + fsync" writes a checkpoint exactly when the write moved mtime; otherwise
+ * it costs one device flush. The change attribute's last steps, logged
+ * without being forced, are there after a clean unmount.
+ */
+static void test_timestamp_tick(void)
+{
+	struct dev *d;
+	CHECK_OK(dev_mem_create(64 * MIB, NULL, &d));
+	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = d}));
+	struct fs *fs;
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d}, &fs));
+	struct fs_inode *root, *f;
+	CHECK_OK(fs_root(fs, &root));
+	struct fs_create_args ca = {.mode = S_IFREG | 0644};
+	CHECK_OK(fs_create(root, "f", 1, &ca, &f, NULL));
+	write_pattern(f, 0, MIB, 0x11);
+	CHECK_OK(fs_fsync(f, false, NULL));
+	struct fs_attr a0, a1;
+	CHECK_OK(fs_getattr(f, &a0));
+	int moved_count = 0;
+	for (int i = 0; i < 60; i++) {
+		if (i % 10 == 0)
+			sleep_ns(FS_TIME_GRAN_NS + NSEC_PER_MSEC);
+		struct snap s0 = snap(fs);
+		write_pattern(f, (uint64_t)(i % 16) * 4096, 4096, (uint8_t)i);
+		CHECK_OK(fs_getattr(f, &a1));
+		CHECK_EQ(a1.change, a0.change + 1);
+		bool moved = a1.mtime.tv_sec != a0.mtime.tv_sec || a1.mtime.tv_nsec != a0.mtime.tv_nsec;
+		if (i % 10 == 0)
+			CHECK(moved);
+		bool logged;
+		CHECK_OK(fs_fsync(f, false, &logged));
+		struct snap s1 = snap(fs);
+		CHECK_EQ(logged, moved);
+		CHECK_EQ(s1.ckpts - s0.ckpts, moved ? 1 : 0);
+		if (!moved)
+			CHECK_EQ(s1.flushes - s0.flushes, 1);
+		moved_count += moved;
+		a0 = a1;
+	}
+	printf("overwrite + fsync x60 (a tick passed before every 10th): mtime moved %d times\n",
+	       moved_count);
+	fs_iput(f);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d}, &fs));
+	CHECK_OK(fs_root(fs, &root));
+	CHECK_OK(fs_lookup(root, "f", 1, &f));
+	CHECK_OK(fs_getattr(f, &a1));
+	CHECK_EQ(a1.change, a0.change);
+	fs_iput(f);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+	dev_close(d);
 }
 
 /* The two crash cases of seed 000, with many power cuts. */
@@ -282,6 +342,8 @@ int main(void)
 	msg_set_level(MSG_ERR);
 	for (int ext = 0; ext < 2; ext++) {
 		test_counting(ext);
+		if (!ext)
+			test_timestamp_tick();
 		test_layout_crash('a', ext);
 		test_layout_crash('b', ext);
 	}

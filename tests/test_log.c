@@ -524,17 +524,85 @@ static void test_background(void)
 	       (unsigned long long)stat_of(log, "log.cil_pushes"),
 	       (unsigned long long)stat_of(log, "log.throttles"));
 	CHECK_OK(log_unmount(log));
-	/* the journal is gone: buf_item_destroy() would ask it whether the
-	 * items are in its AIL (a use after free); nothing refers to them now */
 	for (int b = 0; b < NBLOCKS; b++)
-		mutex_destroy(&bi[b].bi_lock);
+		buf_item_destroy(&bi[b]);
 	free(data);
 	dev_close(d);
 	TEST_PASS("background push, durable callback, CIL share");
 }
 
+struct async_w {
+	struct log_force_waiter w;
+	_Atomic int done;
+	int err;
+	bool flushed;
+	struct log *log;
+	uint64_t durable_at_call;
+};
+
+static void async_fn(struct log_force_waiter *w, int err, bool flushed)
+{
+	struct async_w *a = container_of(w, struct async_w, w);
+	a->err = err;
+	a->flushed = flushed;
+	atomic_store(&a->done, 1);
+}
+
+/* log_force_async: the callback runs once the checkpoint is durable. */
+static void test_force_async(void)
+{
+	struct dev *d = new_image(256 * 1024);
+	struct log_params p = params(d, 256 * 1024, uuid_a);
+	struct log *log;
+	CHECK_OK(log_mount(&p, &log));
+	uint8_t *data = calloc(1, WL_BLOCK);
+	struct buf_item bi;
+	buf_item_init(&bi, log, 0, data, NULL);
+	struct trans *tp;
+	CHECK_OK(trans_alloc(log, log_calc_res(log, 1, 64), 0, &tp));
+	buf_item_join(tp, &bi);
+	data[0] = 1;
+	buf_item_log(tp, &bi, 0, 1);
+	uint64_t csn;
+	CHECK_OK(trans_commit(tp, &csn));
+	struct async_w a = {.w.fn = async_fn};
+	CHECK_EQ(log_force_async(log, csn, &a.w), 1);
+	for (int i = 0; i < 1000 && !atomic_load(&a.done); i++)
+		usleep(1000);
+	CHECK_EQ(atomic_load(&a.done), 1);
+	CHECK_OK(a.err);
+	CHECK(a.flushed);
+	CHECK(stat_of(log, "log.durable_seq") >= csn);
+	/* already durable: nothing to wait for */
+	struct async_w b = {.w.fn = async_fn};
+	CHECK_EQ(log_force_async(log, csn, &b.w), 0);
+	CHECK_EQ(atomic_load(&b.done), 0);
+	/* a shutdown fails the waiters */
+	CHECK_OK(trans_alloc(log, log_calc_res(log, 1, 64), 0, &tp));
+	buf_item_join(tp, &bi);
+	data[1] = 1;
+	buf_item_log(tp, &bi, 1, 1);
+	CHECK_OK(trans_commit(tp, &csn));
+	struct async_w c = {.w.fn = async_fn};
+	dev_inject_fault(d, 1, true); /* the push cannot write */
+	int r = log_force_async(log, csn, &c.w);
+	CHECK(r == 1 || r == -EIO);
+	for (int i = 0; r == 1 && i < 1000 && !atomic_load(&c.done); i++)
+		usleep(1000);
+	if (r == 1) {
+		CHECK_EQ(atomic_load(&c.done), 1);
+		CHECK_EQ(c.err, -EIO);
+	}
+	log_unmount(log);
+	mutex_destroy(&bi.bi_lock);
+	free(data);
+	dev_close(d);
+	TEST_PASS("asynchronous force");
+}
+
 int main(void)
 {
+	test_force_async();
 	test_background();
 	test_clean();
 	test_relog();

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -125,8 +126,10 @@ static void run_tests(void)
 		     (unsigned long)e.re_vers.high);
 	clnt_destroy(cl);
 	cl = client(false, 100005, 3);
-	if (null_call(cl, 1) != RPC_PROCUNAVAIL)
-		FAIL("mount MNT: %s", clnt_sperror(cl, "expected PROC_UNAVAIL"));
+	if (null_call(cl, 6) != RPC_PROCUNAVAIL)
+		FAIL("mount proc 6: %s", clnt_sperror(cl, "expected PROC_UNAVAIL"));
+	if (null_call(cl, 1) != RPC_CANTDECODEARGS)
+		FAIL("mount MNT without a path: %s", clnt_sperror(cl, "expected GARBAGE_ARGS"));
 	clnt_destroy(cl);
 	cl = client(false, 100021, 4);
 	if (null_call(cl, 0) != RPC_PROGUNAVAIL)
@@ -147,13 +150,17 @@ int main(int argc, char **argv)
 	int pfd[2];
 	if (pipe(pfd))
 		FAIL("pipe");
+	char dir[] = "/tmp/jnfsd-tirpc.XXXXXX", image[64];
+	if (!mkdtemp(dir))
+		FAIL("mkdtemp: %s", strerror(errno));
+	snprintf(image, sizeof(image), "%s/img", dir);
 	pid_t pid = fork();
 	if (pid == 0) {
 		dup2(pfd[1], 1);
 		close(pfd[0]);
 		close(pfd[1]);
 		execl(argv[1], argv[1], "--listen", "127.0.0.1:0", "--listen", "[::1]:0",
-		      "--rpcbind", "off", (char *)NULL);
+		      "--rpcbind", "off", "--image", image, "--size", "64M", (char *)NULL);
 		_exit(127);
 	}
 	close(pfd[1]);
@@ -180,6 +187,8 @@ int main(int argc, char **argv)
 	kill(pid, SIGTERM);
 	waitpid(pid, &status, 0);
 	fclose(out);
+	unlink(image);
+	rmdir(dir);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		FAIL("jnfsd exit status %d", status);
 	printf("ok jnfsd stopped cleanly\n");

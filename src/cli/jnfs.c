@@ -4,6 +4,7 @@
  *   jnfs mkfs IMAGE [--size SIZE] [--log-size SIZE] [--log-device PATH] [--label L]
  *   jnfs check IMAGE [--log-device PATH]
  *   jnfs stat IMAGE [--log-device PATH]
+ *   jnfs stat --server ADDR:PORT   (a running jnfsd's counters)
  *   jnfs io IMAGE [--crash] [--flush-latency-us N] [--log-device PATH] -c CMD [-c CMD ...]
  *
  * Sizes take K, M, G, T suffixes. `io` runs one command per -c against the
@@ -15,10 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/mem.h"
 #include "base/msg.h"
 #include "cli/cli.h"
 #include "fs/fs.h"
+#include "rpc/clnt.h"
+#include "rpc/svc.h"
+#include "server/admin.h"
 
 int cli_parse_size(const char *s, uint64_t *out)
 {
@@ -176,8 +182,58 @@ static int cmd_check(int argc, char **argv)
 	return 0;
 }
 
+struct stats_text {
+	char *p;
+	uint32_t len;
+};
+
+/* A copy: the reply's buffer is gone once the call returns. */
+static int dec_stats(struct xdr_dec *x, void *res)
+{
+	struct stats_text *t = res;
+	const void *p;
+	int err = xdr_dec_opaque_ref(x, JNFS_ADMIN_MAX_STATS, &p, &t->len);
+	if (!err) {
+		t->p = xmalloc(t->len + 1);
+		memcpy(t->p, p, t->len);
+	}
+	return err;
+}
+
+/* A running server's counters, through its administration program. */
+static int server_stat(const char *addr)
+{
+	int fd = rpc_clnt_connect(addr, 10000);
+	if (fd < 0) {
+		fprintf(stderr, "jnfs stat: cannot reach %s: %s\n", addr, strerror(-fd));
+		return 1;
+	}
+	struct stats_text t = {0};
+	struct rpc_reply_hdr rh;
+	int err = rpc_clnt_call(fd, 1, JNFS_ADMIN_PROG, JNFS_ADMIN_VERS, JNFS_ADMIN_PROC_STATS, NULL,
+				svc_enc_void, NULL, dec_stats, &t, &rh);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "jnfs stat: %s: %s\n", addr,
+			err == -EPROTO ? "not a jnfsd (the call was refused)" : strerror(-err));
+		return 1;
+	}
+	int status = 0;
+	if (t.len == 0) {
+		fprintf(stderr, "jnfs stat: %s answers only on its loopback address\n", addr);
+		status = 1;
+	}
+	fwrite(t.p, 1, t.len, stdout);
+	free(t.p);
+	return status;
+}
+
 static int cmd_stat(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--server"))
+		return server_stat(argv[2]);
+	if (argc == 2 && !strncmp(argv[1], "--server=", 9))
+		return server_stat(argv[1] + 9);
 	struct dev *d, *l;
 	struct fs *fs;
 	int r = mount_image(argc, argv, "stat", false, &d, &l, &fs);
@@ -202,6 +258,7 @@ static void usage(FILE *f)
 		   "  mkfs IMAGE [--size SIZE] [--log-size SIZE] [--log-device PATH] [--label L]\n"
 		   "  check IMAGE [--log-device PATH]\n"
 		   "  stat IMAGE [--log-device PATH]\n"
+		   "  stat --server ADDR:PORT\n"
 		   "  io IMAGE [--crash] [--flush-latency-us N] [--log-device PATH] -c CMD ...\n"
 		   "  help\n");
 }

@@ -71,21 +71,40 @@ static void fsbuf_free(struct fsbuf *bp)
 	free(bp);
 }
 
-/* Evict unreferenced, idle buffers while over the limit. Cache lock held. */
+/*
+ * Evict unreferenced, idle buffers while over the limit. Cache lock held.
+ * A busy buffer (pinned, or in the AIL) cannot go; it moves to the tail of
+ * the LRU, and one call looks at no more than BCACHE_SHRINK_SCAN buffers
+ * (and after a call that could evict none, the next BCACHE_SHRINK_SCAN
+ * calls do not try), so that a release never walks all the buffers a burst
+ * of transactions left in the AIL (inode.c's ino_shrink does the same).
+ */
+#define BCACHE_SHRINK_SCAN 32
+
 static void fsbuf_shrink(struct fs *fs)
 {
-	struct fsbuf *bp, *tmp;
-	list_for_each_entry_safe (bp, tmp, &fs->f_buf_lru, b_lru) {
-		if (fs->f_nbufs <= fs->f_nbufs_max)
+	if (fs->f_bshrink_skip) {
+		fs->f_bshrink_skip--;
+		return;
+	}
+	unsigned evicted = 0;
+	for (unsigned scanned = 0; scanned < BCACHE_SHRINK_SCAN; scanned++) {
+		if (fs->f_nbufs <= fs->f_nbufs_max || list_empty(&fs->f_buf_lru))
 			break;
-		if (buf_item_busy(&bp->b_bi))
+		struct fsbuf *bp = list_first_entry(&fs->f_buf_lru, struct fsbuf, b_lru);
+		if (buf_item_busy(&bp->b_bi)) {
+			list_move_tail(&bp->b_lru, &fs->f_buf_lru);
 			continue;
+		}
 		list_del(&bp->b_lru);
 		hashmap_remove(&fs->f_bufs, bp->b_blkno);
 		fs->f_nbufs--;
 		counter_inc(&fs->f_stats.buf_evictions);
 		fsbuf_free(bp);
+		evicted++;
 	}
+	if (!evicted)
+		fs->f_bshrink_skip = BCACHE_SHRINK_SCAN;
 }
 
 /* Take a reference on a cached buffer. Cache lock held. */

@@ -34,6 +34,7 @@
 
 #include "base/stats.h"
 #include "dev/dev.h"
+#include "log/log.h"
 
 struct fs;
 struct fs_inode;
@@ -148,6 +149,14 @@ int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len);
 
 /* ---- data ---- */
 
+/*
+ * An overwrite moves mtime and ctime only when this much time has passed
+ * since mtime was last set (a clock tick, as kernel filesystems do); the
+ * change attribute moves on every write. Within a tick, fsync after an
+ * overwrite flushes the data device and writes no log.
+ */
+#define FS_TIME_GRAN_NS 4000000ull
+
 int fs_read(struct fs_inode *ip, uint64_t off, void *buf, size_t len, size_t *nread, bool *eof);
 int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uint64_t *csn);
 /* DESIGN.md rules 3-5. *log_written (may be NULL): the force wrote the log. */
@@ -179,6 +188,23 @@ int fs_statfs(struct fs *fs, struct fs_statfs *st);
 int fs_force(struct fs *fs, uint64_t csn, bool *log_written);
 /* Everything committed so far: log forced, data device flushed. */
 int fs_sync(struct fs *fs);
+
+/*
+ * fsync without a thread waiting: fs_sync_seq() is the sequence fsync
+ * (datasync) would force to (0: nothing to force); fs_force_async() starts
+ * the force and calls w->fn once it is durable, with log_flushed telling
+ * whether a data-device flush started after the call (if not, and data
+ * must be durable, the caller still calls fs_flush_data(), rule 5). fn
+ * runs on the journal's push thread and must not block. Returns 0 if csn
+ * is durable already (fn is not called), 1 if fn will be, -errno.
+ */
+struct fs_sync_waiter {
+	void (*fn)(struct fs_sync_waiter *w, int err, bool log_flushed);
+	struct log_force_waiter lw; /* the engine's */
+};
+uint64_t fs_sync_seq(struct fs_inode *ip, bool datasync);
+int fs_force_async(struct fs *fs, uint64_t csn, struct fs_sync_waiter *w);
+int fs_flush_data(struct fs *fs);
 
 /* ---- pNFS block layouts ---- */
 

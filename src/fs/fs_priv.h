@@ -383,12 +383,14 @@ struct fs {
 	struct hashmap f_bufs;
 	struct list f_buf_lru;
 	uint64_t f_nbufs, f_nbufs_max;
+	unsigned f_bshrink_skip; /* releases left before the next shrink try */
 
 	/* inode cache */
 	struct mutex f_icache_lock;
 	struct hashmap f_inodes;
 	struct list f_ilru;
 	uint64_t f_ninodes, f_ninodes_max;
+	unsigned f_ishrink_skip; /* iputs left before the next shrink try */
 	struct cond f_icache_cond;
 
 	/* allocation */

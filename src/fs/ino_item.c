@@ -5,7 +5,12 @@
  * (ii_fields: FS_ILOG_*). At commit the item is formatted whole (the 512-byte
  * on-disk inode), and committing(csn), still before the inode is unlocked,
  * sets under the item's own lock:
- *   ii_commit_seq   = csn                always;
+ *   ii_commit_seq   = csn                unless only the change attribute
+ *                                         changed (an overwrite within one
+ *                                         timestamp tick, file.c: it goes
+ *                                         out with the next checkpoint, as
+ *                                         a kernel filesystem's unlogged
+ *                                         i_version does);
  *   ii_datasync_seq = csn                unless only timestamps or the change
  *                                         attribute changed (rule 4).
  * Both are cleared together when the inode's last pinned checkpoint becomes
@@ -58,7 +63,8 @@ static void ino_item_committing(struct log_item *lip, uint64_t csn)
 {
 	struct ino_item *ii = &to_ip(lip)->i_item;
 	mutex_lock(&ii->ii_lock);
-	ii->ii_commit_seq = csn;
+	if (ii->ii_fields != FS_ILOG_CHANGE)
+		ii->ii_commit_seq = csn;
 	if (ii->ii_fields & ~FS_ILOG_NOSYNC)
 		ii->ii_datasync_seq = csn;
 	ii->ii_fields = 0;

@@ -200,20 +200,42 @@ static int ino_read(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 	return 0;
 }
 
-/* Evict idle unreferenced inodes while over the limit. icache lock held. */
+/*
+ * Evict idle unreferenced inodes while over the limit. icache lock held.
+ * A busy inode (pinned, or in the AIL: not written back yet) cannot go; it
+ * moves to the tail of the LRU, and one call looks at no more than
+ * ICACHE_SHRINK_SCAN inodes; when none of them could go, the next
+ * ICACHE_SHRINK_SCAN calls do not try, so an iput costs at most about one
+ * look on average. After a burst of creates the AIL can hold more inodes
+ * than the cache limit until it writes them back: without the bound every
+ * iput walked all of them (a lookup in a 100,000-entry directory ran 30-40x
+ * slower than in a 1,000-entry one).
+ */
+#define ICACHE_SHRINK_SCAN 32
+
 static void ino_shrink(struct fs *fs)
 {
-	struct fs_inode *ip, *tmp;
-	list_for_each_entry_safe (ip, tmp, &fs->f_ilru, i_lru) {
-		if (fs->f_ninodes <= fs->f_ninodes_max)
+	if (fs->f_ishrink_skip) {
+		fs->f_ishrink_skip--;
+		return;
+	}
+	unsigned evicted = 0;
+	for (unsigned scanned = 0; scanned < ICACHE_SHRINK_SCAN; scanned++) {
+		if (fs->f_ninodes <= fs->f_ninodes_max || list_empty(&fs->f_ilru))
 			break;
-		if (ino_item_busy(ip))
+		struct fs_inode *ip = list_first_entry(&fs->f_ilru, struct fs_inode, i_lru);
+		if (ino_item_busy(ip)) {
+			list_move_tail(&ip->i_lru, &fs->f_ilru);
 			continue;
+		}
 		list_del(&ip->i_lru);
 		hashmap_remove(&fs->f_inodes, ip->i_ino);
 		fs->f_ninodes--;
 		ino_destroy(ip);
+		evicted++;
 	}
+	if (!evicted)
+		fs->f_ishrink_skip = ICACHE_SHRINK_SCAN;
 }
 
 static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_inode **ipp)

@@ -352,6 +352,23 @@ int fs_force(struct fs *fs, uint64_t csn, bool *log_written)
 	return log_force_seq(fs->f_log, csn, true, log_written);
 }
 
+static void sync_waiter_done(struct log_force_waiter *lw, int err, bool flushed)
+{
+	struct fs_sync_waiter *w = container_of(lw, struct fs_sync_waiter, lw);
+	w->fn(w, err, flushed);
+}
+
+int fs_force_async(struct fs *fs, uint64_t csn, struct fs_sync_waiter *w)
+{
+	w->lw.fn = sync_waiter_done;
+	return log_force_async(fs->f_log, csn, &w->lw);
+}
+
+int fs_flush_data(struct fs *fs)
+{
+	return dev_flush(fs->f_ddev);
+}
+
 int fs_sync(struct fs *fs)
 {
 	if (fs_is_shutdown(fs))

@@ -195,9 +195,14 @@ void buf_item_set_lock_class(struct buf_item *bip, const struct lock_class *cls)
 	bip->bi_lock.cls = cls;
 }
 
+/*
+ * The owner destroys an item nobody else can reach any more, typically
+ * after log_unmount() freed the log: so the check reads the item's own
+ * fields and never follows li_log (the AIL lock is gone with the log).
+ */
 void buf_item_destroy(struct buf_item *bip)
 {
-	BUG_ON(buf_item_busy(bip));
+	BUG_ON(atomic_load(&bip->bi_pin) || bip->bi_item.li_ail_pos || bip->bi_item.li_pushing);
 	mutex_destroy(&bip->bi_lock);
 }
 

@@ -50,8 +50,6 @@ struct buf_item {
 
 void buf_item_init(struct buf_item *bip, struct log *log, uint64_t daddr, uint8_t *data,
 		   const struct buf_item_ops *ops);
-/* While the journal is mounted (it asks the AIL whether the item is idle);
- * after log_unmount() nothing refers to the item: destroy its lock only. */
 void buf_item_destroy(struct buf_item *bip);
 /* The owner's lock class for bi_lock (only while nobody holds it). */
 void buf_item_set_lock_class(struct buf_item *bip, const struct lock_class *cls);

@@ -329,16 +329,26 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 		cb->dc_fn(cb, 0);
 	}
 
-	/* G3: durable now. Published last, so that a force that returns has
-	 * seen every effect of the checkpoint: its items unpinned and in the
-	 * AIL, its durable callbacks run (the engine releases the space a
-	 * checkpoint freed in one, and an allocator that forced the log to get
-	 * that space must find it free) */
+	/* G3: durable now. Published last (waking the forces, waiting and
+	 * asynchronous), so that a force that returns has seen every effect
+	 * of the checkpoint: its items unpinned and in the AIL, its durable
+	 * callbacks run (the engine releases the space a checkpoint freed in
+	 * one, and an allocator that forced the log to get that space must
+	 * find it free) */
+	struct list ready = LIST_INIT(ready);
 	mutex_lock(&log->l_push_lock);
 	log->l_durable_seq = ctx->c_seq;
 	log->l_pushing_seq = 0;
 	cond_broadcast(&log->l_durable_cond);
+	struct log_force_waiter *fw, *fwt;
+	list_for_each_entry_safe (fw, fwt, &log->l_force_waiters, link)
+		if (fw->csn <= ctx->c_seq)
+			list_move_tail(&fw->link, &ready);
 	mutex_unlock(&log->l_push_lock);
+	list_for_each_entry_safe (fw, fwt, &ready, link) {
+		list_del(&fw->link);
+		fw->fn(fw, 0, fw->flushed);
+	}
 	free(ctx);
 }
 
@@ -493,6 +503,51 @@ int log_force_seq(struct log *log, uint64_t csn, bool wait, bool *log_flushed)
 	if (!err && log_flushed)
 		*log_flushed = flushed;
 	return err;
+}
+
+int log_force_async(struct log *log, uint64_t csn, struct log_force_waiter *w)
+{
+	if (!csn)
+		return 0;
+	counter_inc(&log->l_stats.forces);
+	mutex_lock(&log->l_push_lock);
+	if (log_is_shutdown(log)) {
+		mutex_unlock(&log->l_push_lock);
+		return -EIO;
+	}
+	if (csn <= log->l_durable_seq) {
+		mutex_unlock(&log->l_push_lock);
+		return 0;
+	}
+	if (csn > log->l_cur_seq) {
+		mutex_unlock(&log->l_push_lock);
+		return -EINVAL;
+	}
+	w->csn = csn;
+	w->flushed = !(csn == log->l_pushing_seq && log->l_pushing_flushed);
+	list_add_tail(&w->link, &log->l_force_waiters);
+	if (csn == log->l_cur_seq && log->l_push_seq < csn) {
+		log->l_push_seq = csn;
+		cond_signal(&log->l_push_cond);
+		counter_inc(&log->l_stats.forces_wrote);
+	}
+	counter_inc(&log->l_stats.forces_waited);
+	mutex_unlock(&log->l_push_lock);
+	return 1;
+}
+
+/* After a shutdown: every queued asynchronous force fails. */
+void log_fail_force_waiters(struct log *log)
+{
+	struct list failed = LIST_INIT(failed);
+	mutex_lock(&log->l_push_lock);
+	list_splice_tail(&log->l_force_waiters, &failed);
+	mutex_unlock(&log->l_push_lock);
+	struct log_force_waiter *fw, *fwt;
+	list_for_each_entry_safe (fw, fwt, &failed, link) {
+		list_del(&fw->link);
+		fw->fn(fw, -EIO, false);
+	}
 }
 
 int log_force_all(struct log *log)

@@ -151,6 +151,7 @@ int log_mount(const struct log_params *in, struct log **out)
 	cond_init(&log->l_ail_empty_cond);
 	cond_init(&log->l_io_cond);
 	list_init(&log->l_ail);
+	list_init(&log->l_force_waiters);
 
 	int err = log_check_params(in, &log->l_p);
 	if (err)
@@ -269,6 +270,7 @@ void log_shutdown(struct log *log, const char *why)
 	cond_broadcast(&log->l_ail_cond);
 	cond_broadcast(&log->l_ail_empty_cond);
 	mutex_unlock(&log->l_ail_lock);
+	log_fail_force_waiters(log);
 }
 
 bool log_is_shutdown(const struct log *log)

@@ -166,6 +166,22 @@ bool log_is_shutdown(const struct log *log);
 int log_force_seq(struct log *log, uint64_t csn, bool wait, bool *log_flushed);
 /* Force everything committed so far and wait. */
 int log_force_all(struct log *log);
+
+/*
+ * Asynchronous force: start pushing csn and call w->fn once it is durable
+ * (err 0, and log_flushed as G6 defines it: a data-device flush started
+ * after this call) or can never be (-EIO after a shutdown). fn runs on the
+ * push thread and must not block. Returns 0 when csn is already durable
+ * (fn is not called; nothing was flushed for this call), 1 when fn will be
+ * called, -errno otherwise (fn not called).
+ */
+struct log_force_waiter {
+	void (*fn)(struct log_force_waiter *w, int err, bool log_flushed);
+	uint64_t csn;
+	bool flushed;
+	struct list link;
+};
+int log_force_async(struct log *log, uint64_t csn, struct log_force_waiter *w);
 /* Write every item in the AIL back and wait until the AIL is empty. */
 int log_ail_push_all(struct log *log);
 

@@ -125,6 +125,7 @@ struct log {
 	uint64_t l_pushing_seq;	    /* the PUSHING context, 0 if none */
 	bool l_pushing_flushed;	    /* ... and its data-device flush has started */
 	bool l_want_cover;	    /* write an empty checkpoint to move the tail */
+	struct list l_force_waiters; /* struct log_force_waiter, any order */
 	bool l_stop;
 
 	/* head, tail and space */
@@ -190,6 +191,7 @@ void cil_commit(struct log *log, struct trans *tp, uint64_t *csn);
 void cil_throttle(struct log *log, uint64_t seq);
 void *log_push_thread(void *arg);
 void cil_abandon(struct log *log);
+void log_fail_force_waiters(struct log *log);
 
 /* io.c */
 void *log_io_thread(void *arg);

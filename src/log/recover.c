@@ -159,7 +159,7 @@ static int find_newest(struct log *log, uint8_t *rbuf, uint64_t *newest, uint64_
 		goto out;
 	}
 
-	if (ncand) /* cand is NULL when there are none */
+	if (ncand) /* cand is NULL when nothing was found */
 		qsort(cand, ncand, sizeof(*cand), cmp_desc);
 	for (size_t i = 0; i < ncand; i++) {
 		int r = rec_read(log, cand[i], rbuf);
@@ -239,8 +239,8 @@ static int clear_stale(struct log *log, uint8_t *rbuf, const uint64_t *cand, siz
 
 static void ckpt_append(struct rc_ckpt *c, const uint8_t *p, size_t n)
 {
-	if (!n)
-		return; /* an empty record: c->data may still be NULL */
+	if (n == 0)
+		return; /* an empty region: nothing to copy (p may be NULL) */
 	if (c->len + n > c->cap) {
 		c->cap = MAX(c->cap * 2, c->len + n);
 		c->data = xrealloc(c->data, c->cap);

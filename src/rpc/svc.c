@@ -96,20 +96,30 @@ int svc_add_program(struct svc *s, const struct svc_program *p, void *ctx)
 {
 	if (s->nprogs == SVC_MAX_PROGS || s->started || !p->nversions)
 		return -EINVAL;
-	for (unsigned i = 0; i < s->nprogs; i++)
-		if (s->progs[i].p->prog == p->prog)
-			return -EEXIST;
+	/* the same program again only with versions of its own */
+	for (unsigned i = 0; i < s->nprogs; i++) {
+		const struct svc_program *q = s->progs[i].p;
+		if (q->prog != p->prog)
+			continue;
+		for (uint32_t a = 0; a < q->nversions; a++)
+			for (uint32_t b = 0; b < p->nversions; b++)
+				if (q->versions[a].vers == p->versions[b].vers)
+					return -EEXIST;
+	}
 	struct svc_prog_ent *pe = &s->progs[s->nprogs++];
 	pe->p = p;
 	pe->ctx = ctx;
 	pe->low = UINT32_MAX;
 	pe->high = 0;
 	pe->proc_calls = xcalloc(p->nversions, sizeof(*pe->proc_calls));
+	pe->proc_lat = xcalloc(p->nversions, sizeof(*pe->proc_lat));
 	for (uint32_t v = 0; v < p->nversions; v++) {
 		pe->low = MIN(pe->low, p->versions[v].vers);
 		pe->high = MAX(pe->high, p->versions[v].vers);
 		pe->proc_calls[v] = xcalloc(p->versions[v].nprocs ? p->versions[v].nprocs : 1,
 					    sizeof(counter_t));
+		pe->proc_lat[v] = xcalloc(p->versions[v].nprocs ? p->versions[v].nprocs : 1,
+					  sizeof(struct svc_lat));
 	}
 	return 0;
 }
@@ -681,9 +691,12 @@ void svc_destroy(struct svc *s)
 	for (unsigned i = 0; i < s->nlisteners; i++)
 		close(s->listeners[i].fd);
 	for (unsigned i = 0; i < s->nprogs; i++) {
-		for (uint32_t v = 0; v < s->progs[i].p->nversions; v++)
+		for (uint32_t v = 0; v < s->progs[i].p->nversions; v++) {
 			free(s->progs[i].proc_calls[v]);
+			free(s->progs[i].proc_lat[v]);
+		}
 		free(s->progs[i].proc_calls);
+		free(s->progs[i].proc_lat);
 	}
 	drc_destroy(s->drc);
 	timers_destroy(&s->timers);

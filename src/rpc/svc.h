@@ -187,7 +187,9 @@ struct svc_program {
 };
 
 /* Register a program before svc_start(). The table must outlive the
- * server; ctx is handed to handlers through svc_req_ctx(). */
+ * server; ctx is handed to handlers through svc_req_ctx(). A program number
+ * may be registered again with other versions and its own ctx (-EEXIST if
+ * a version repeats); PROG_MISMATCH then names the range of all of them. */
 int svc_add_program(struct svc *s, const struct svc_program *p, void *ctx);
 
 /* For procedures without arguments or results. */

@@ -48,6 +48,7 @@ struct svc_req *req_new(struct svc_conn *c, uint8_t *record, size_t len)
 	rq->record = record;
 	rq->record_len = len;
 	rq->accounted = len + sizeof(*rq);
+	rq->start_ns = now_ns();
 	list_init(&rq->parked_link);
 	timer_init(&rq->timer, NULL);
 	atomic_fetch_add(&c->svc->live_reqs, 1);
@@ -122,6 +123,11 @@ static void req_send(struct svc_req *rq, enum svc_reply_kind kind)
 	size_t total = xdr_enc_len(&rq->reply);
 	if (kind < REPLY_NKINDS)
 		counter_inc(&s->st.replies[kind]);
+	if (rq->proc_lat) {
+		uint64_t us = (now_ns() - rq->start_ns) / 1000;
+		unsigned b = us ? 63 - (unsigned)__builtin_clzll(us) : 0;
+		counter_inc(&rq->proc_lat->b[MIN(b, SVC_LAT_BUCKETS - 1u)]);
+	}
 	if (rq->drc) {
 		uint8_t *flat = xmalloc(total);
 		xdr_enc_flatten(&rq->reply, flat);
@@ -208,13 +214,6 @@ static void req_garbage(struct svc_req *rq, const char *why)
 	svc_req_put(rq);
 }
 
-static struct svc_prog_ent *find_prog(struct svc *s, uint32_t prog)
-{
-	for (unsigned i = 0; i < s->nprogs; i++)
-		if (s->progs[i].p->prog == prog)
-			return &s->progs[i];
-	return NULL;
-}
 
 /* The duplicate request cache; false when the call is answered or
  * dropped already. */
@@ -286,22 +285,32 @@ static void req_process(struct svc_work *w)
 		req_send(rq, REPLY_AUTH_ERROR);
 		return;
 	}
-	rq->pe = find_prog(s, rq->hdr.prog);
-	if (!rq->pe) {
+	/* a program may be registered several times, each with its own
+	 * versions and context (NFSv3 and NFSv4 under 100003) */
+	const struct svc_version *v = NULL;
+	uint32_t vi = 0, low = UINT32_MAX, high = 0;
+	bool known = false;
+	for (unsigned i = 0; i < s->nprogs && !v; i++) {
+		struct svc_prog_ent *pe = &s->progs[i];
+		if (pe->p->prog != rq->hdr.prog)
+			continue;
+		known = true;
+		low = MIN(low, pe->low);
+		high = MAX(high, pe->high);
+		for (vi = 0; vi < pe->p->nversions; vi++) {
+			if (pe->p->versions[vi].vers == rq->hdr.vers) {
+				v = &pe->p->versions[vi];
+				rq->pe = pe;
+				break;
+			}
+		}
+	}
+	if (!known) {
 		reply_accept_stat(rq, RPC_PROG_UNAVAIL);
 		return;
 	}
-	const struct svc_program *p = rq->pe->p;
-	const struct svc_version *v = NULL;
-	uint32_t vi;
-	for (vi = 0; vi < p->nversions; vi++) {
-		if (p->versions[vi].vers == rq->hdr.vers) {
-			v = &p->versions[vi];
-			break;
-		}
-	}
 	if (!v) {
-		BUG_ON(rpc_enc_prog_mismatch(&rq->reply, xid, rq->pe->low, rq->pe->high));
+		BUG_ON(rpc_enc_prog_mismatch(&rq->reply, xid, low, high));
 		req_send(rq, REPLY_PROG_MISMATCH);
 		return;
 	}
@@ -311,6 +320,7 @@ static void req_process(struct svc_work *w)
 	}
 	rq->proc = &v->procs[rq->hdr.proc];
 	counter_inc(&rq->pe->proc_calls[vi][rq->hdr.proc]);
+	rq->proc_lat = &rq->pe->proc_lat[vi][rq->hdr.proc];
 	rq->argx = x;
 	if ((rq->proc->flags & SVC_PROC_DRC) && !req_drc(rq))
 		return;

@@ -6,11 +6,30 @@
  *   rpc.drc_entries/_bytes/_evictions/_in_progress_entries, rpc.deferred,
  *   rpc.deferred_timeouts,
  *   rpc.deferred_wakes, rpc.cb.calls/replies/timeouts/cancelled/unmatched/
- *   errors, and rpc.<program>.v<version>.<procedure> per procedure.
+ *   errors, and rpc.<program>.v<version>.<procedure> per procedure, with
+ *   .p50_us and .p99_us (reply latency percentiles, call arrival to reply,
+ *   from power-of-two buckets: the upper bound of the bucket) once it has
+ *   replies.
  */
 #include <stdio.h>
 
 #include "rpc/svc_internal.h"
+
+/* The upper bound (us) of the bucket holding the q-th quantile. */
+static uint64_t lat_quantile(const struct svc_lat *l, double q)
+{
+	uint64_t total = 0, acc = 0;
+	for (int i = 0; i < SVC_LAT_BUCKETS; i++)
+		total += counter_get(&l->b[i]);
+	if (!total)
+		return 0;
+	for (int i = 0; i < SVC_LAT_BUCKETS; i++) {
+		acc += counter_get(&l->b[i]);
+		if ((double)acc >= q * (double)total)
+			return 2ull << i;
+	}
+	return 2ull << (SVC_LAT_BUCKETS - 1);
+}
 
 void svc_stats(struct svc *s, const struct stat_sink *sink)
 {
@@ -57,6 +76,15 @@ void svc_stats(struct svc *s, const struct stat_sink *sink)
 				snprintf(name, sizeof(name), "rpc.%s.v%u.%s", p->name, ver->vers,
 					 ver->procs[k].name);
 				stat_emit(sink, name, counter_get(&s->progs[i].proc_calls[v][k]));
+				const struct svc_lat *l = &s->progs[i].proc_lat[v][k];
+				uint64_t p50 = lat_quantile(l, 0.5);
+				if (!p50)
+					continue;
+				char lname[112];
+				snprintf(lname, sizeof(lname), "%s.p50_us", name);
+				stat_emit(sink, lname, p50);
+				snprintf(lname, sizeof(lname), "%s.p99_us", name);
+				stat_emit(sink, lname, lat_quantile(l, 0.99));
 			}
 		}
 	}

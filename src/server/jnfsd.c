@@ -1,10 +1,21 @@
 /*
  * jnfsd - the jnfs NFS server.
  *
- * For now it serves the NULL procedure of NFS (100003, v3 and v4) and of
- * MOUNT (100005, v3) on every --listen address, registers them with
- * rpcbind when one runs, and stops cleanly on SIGTERM or SIGINT. SIGUSR1
- * prints the RPC counters on stdout.
+ * It mounts the engine on an image file or block device (creating and
+ * formatting ./var/jnfs.img, 8 GiB sparse, on the first start when run
+ * without --image), reads the exports (an exports(5) file, or the
+ * embedded default: "/" to everyone, read-write, sync, insecure ports
+ * allowed, root not squashed, since it listens on 127.0.0.1 only), and
+ * serves NFSv3 and MOUNT v3 (and the NFSv4 NULL procedure) on every
+ * --listen address, registering them with rpcbind when one runs. SIGTERM
+ * or SIGINT stops it cleanly: the RPC service first (every parked reply is
+ * finished or dropped), then a clean unmount. SIGUSR1 prints every counter
+ * on stdout, ending with "stats.end 1"; `jnfs stat --server ADDR` fetches
+ * the same through the administration program (admin.h).
+ *
+ * With --crash the image sits behind the crash device (dev/crash.h):
+ * writes the server has not flushed stay in its memory, so SIGKILL is a
+ * power failure. Tests use it; nobody else should.
  *
  * Signals: they are blocked in every thread (the mask is set before any
  * thread starts) and taken synchronously by the main thread with
@@ -17,14 +28,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "base/mem.h"
 #include "base/msg.h"
+#include "dev/crash.h"
+#include "export/exports.h"
+#include "fs/fs.h"
+#include "nfs3/nfs3.h"
+#include "nfs3/nfs3_xdr.h"
 #include "rpc/rpcb.h"
 #include "rpc/svc.h"
+#include "server/admin.h"
 
-#define NFS_PROGRAM   100003
-#define MOUNT_PROGRAM 100005
-#define MAX_LISTEN    16
+#define MAX_LISTEN 16
+#define DEFAULT_IMAGE "var/jnfs.img"
+#define DEFAULT_SIZE (8ull << 30)
+#define DEFAULT_EXPORTS "/ *(rw,sync,insecure,no_root_squash)\n"
+
+struct server {
+	struct svc *svc;
+	struct fs *fs;
+	struct nfs3_server nfs3;
+};
 
 static enum svc_stat proc_null(struct svc_req *rq, const struct rpc_cred *cred, void *args,
 			       void *res)
@@ -32,38 +59,111 @@ static enum svc_stat proc_null(struct svc_req *rq, const struct rpc_cred *cred, 
 	return SVC_OK;
 }
 
-static const struct svc_proc nfs3_procs[] = {
-	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void},
+/* ---- counters ---- */
+
+static void server_stats(struct server *srv, const struct stat_sink *sink)
+{
+	svc_stats(srv->svc, sink);
+	nfs3_stats(&srv->nfs3, sink);
+	fs_stats(srv->fs, sink);
+	stat_emit(sink, "stats.end", 1);
+}
+
+struct stats_res {
+	char *text;
+	size_t len;
 };
+
+static void emit_text(void *arg, const char *name, uint64_t value)
+{
+	fprintf(arg, "%s %llu\n", name, (unsigned long long)value);
+}
+
+static bool peer_is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+static enum svc_stat admin_stats(struct svc_req *rq, const struct rpc_cred *cred, void *args,
+				 void *res)
+{
+	struct stats_res *r = res;
+	if (!peer_is_loopback(svc_conn_peer(svc_req_conn(rq))))
+		return SVC_OK;
+	FILE *f = open_memstream(&r->text, &r->len);
+	if (!f)
+		return SVC_SYSERR;
+	struct stat_sink sink = {.emit = emit_text, .arg = f};
+	server_stats(svc_req_ctx(rq), &sink);
+	fclose(f);
+	return SVC_OK;
+}
+
+static int enc_stats(struct xdr_enc *x, const void *res)
+{
+	const struct stats_res *r = res;
+	size_t len = r->len < JNFS_ADMIN_MAX_STATS ? r->len : 0;
+	return xdr_enc_opaque(x, r->text ? r->text : "", (uint32_t)len);
+}
+
+static void release_stats(void *args, void *res)
+{
+	free(((struct stats_res *)res)->text);
+}
+
+static const struct svc_proc admin_procs[] = {
+	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void},
+	[JNFS_ADMIN_PROC_STATS] = {.name = "stats", .decode = svc_dec_void, .handler = admin_stats,
+				   .encode = enc_stats, .release = release_stats,
+				   .res_size = sizeof(struct stats_res)},
+};
+static const struct svc_version admin_versions[] = {
+	{.vers = JNFS_ADMIN_VERS, .nprocs = 2, .procs = admin_procs},
+};
+
+/* ---- programs ---- */
+
 static const struct svc_proc nfs4_procs[] = {
 	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void},
 };
-static const struct svc_proc mount3_procs[] = {
-	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void},
-};
+static const struct svc_version nfs4_versions[] = {{.vers = 4, .nprocs = 1, .procs = nfs4_procs}};
 
-static const struct svc_version nfs_versions[] = {
-	{.vers = 3, .nprocs = 1, .procs = nfs3_procs},
-	{.vers = 4, .nprocs = 1, .procs = nfs4_procs},
-};
-static const struct svc_version mount_versions[] = {
-	{.vers = 3, .nprocs = 1, .procs = mount3_procs},
-};
-
-static const struct svc_program nfs_program = {
-	.prog = NFS_PROGRAM, .name = "nfs", .nversions = 2, .versions = nfs_versions};
+static const struct svc_program nfs3_program = {
+	.prog = NFS_PROGRAM, .name = "nfs", .nversions = 1, .versions = &nfs3_version};
+static const struct svc_program nfs4_program = {
+	.prog = NFS_PROGRAM, .name = "nfs", .nversions = 1, .versions = nfs4_versions};
 static const struct svc_program mount_program = {
-	.prog = MOUNT_PROGRAM, .name = "mount", .nversions = 1, .versions = mount_versions};
+	.prog = MOUNT_PROGRAM, .name = "mount", .nversions = 1, .versions = &mount3_version};
+static const struct svc_program admin_program = {
+	.prog = JNFS_ADMIN_PROG, .name = "admin", .nversions = 1, .versions = admin_versions};
 
-static const struct svc_program *const programs[] = {&nfs_program, &mount_program};
+/* Registered with rpcbind (the admin program is not). */
+static const struct svc_program *const public_programs[] = {&nfs3_program, &nfs4_program,
+							     &mount_program};
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: jnfsd [options]\n"
+		"  --image PATH           image file or block device (default ./" DEFAULT_IMAGE ",\n"
+		"                         created sparse and formatted if it does not exist)\n"
+		"  --size SIZE            size of an image created now (default 8G)\n"
+		"  --log-device PATH      external journal device (as given to jnfs mkfs)\n"
+		"  --exports FILE         exports(5) file (default: / *(rw,sync,insecure,\n"
+		"                         no_root_squash))\n"
 		"  --listen ADDR:PORT     listen here (repeatable; [::1]:2049 for IPv6);\n"
 		"                         default 127.0.0.1:2049, port 0 picks a free port\n"
 		"  --threads N            worker threads (default 8)\n"
+		"  --flush-latency-us N   add N us to every device flush and FUA write\n"
+		"  --crash                keep unflushed writes in memory: SIGKILL is a power\n"
+		"                         failure (for tests)\n"
 		"  --rpcbind ADDR:PORT    rpcbind to register with (default 127.0.0.1:111),\n"
 		"                         or 'off'\n"
 		"  --max-conns N          connections (default 1024)\n"
@@ -93,9 +193,9 @@ static void print_stat(void *arg, const char *name, uint64_t value)
 static void rpcbind_register(const char *rpcbind, struct sockaddr_storage *addrs, int naddrs,
 			     bool set)
 {
-	for (size_t p = 0; p < sizeof(programs) / sizeof(programs[0]); p++) {
-		for (uint32_t v = 0; v < programs[p]->nversions; v++) {
-			uint32_t prog = programs[p]->prog, vers = programs[p]->versions[v].vers;
+	for (size_t p = 0; p < sizeof(public_programs) / sizeof(public_programs[0]); p++) {
+		for (uint32_t v = 0; v < public_programs[p]->nversions; v++) {
+			uint32_t prog = public_programs[p]->prog, vers = public_programs[p]->versions[v].vers;
 			int err = rpcb_unset(rpcbind, prog, vers);
 			for (int i = 0; set && !err && i < naddrs; i++)
 				err = rpcb_set(rpcbind, prog, vers, &addrs[i]);
@@ -113,9 +213,78 @@ static void rpcbind_register(const char *rpcbind, struct sockaddr_storage *addrs
 	}
 }
 
+/* mkdir -p of path's directory. */
+static int make_parent(const char *path)
+{
+	char *dir = xstrdup(path);
+	int err = 0;
+	for (char *p = dir + 1; *p && !err; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST)
+			err = -errno;
+		*p = '/';
+	}
+	free(dir);
+	return err;
+}
+
+/* Open the data device, creating and formatting an image that does not
+ * exist yet; put the crash device in front with --crash. */
+static int open_storage(const char *image, uint64_t size, const char *logdev, bool crash,
+			struct dev **file, struct dev **ddev, struct dev **ldev)
+{
+	struct stat st;
+	bool create = stat(image, &st) && errno == ENOENT;
+	int err;
+	*file = *ddev = *ldev = NULL;
+	if (create && (err = make_parent(image))) {
+		msg_err("cannot create the directory of %s: %s", image, strerror(-err));
+		return err;
+	}
+	if ((err = dev_file_open(image, create ? DEV_OPEN_CREATE : 0, size, file))) {
+		msg_err("cannot open %s: %s", image, strerror(-err));
+		return err;
+	}
+	if (logdev && (err = dev_file_open(logdev, 0, 0, ldev))) {
+		msg_err("cannot open log device %s: %s", logdev, strerror(-err));
+		return err;
+	}
+	if (create) {
+		if ((err = fs_mkfs(&(struct fs_mkfs_opts){.ddev = *file, .ldev = *ldev}))) {
+			msg_err("cannot format %s: %s", image, strerror(-err));
+			unlink(image);
+			return err;
+		}
+		msg_info("created %s (%llu MiB)", image,
+			 (unsigned long long)(dev_size(*file) >> 20));
+	}
+	*ddev = *file;
+	if (crash && (err = crashdev_create(*file, 0, ddev))) {
+		msg_err("cannot create the crash device: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static void close_storage(struct dev *file, struct dev *ddev, struct dev *ldev)
+{
+	if (ddev && ddev != file)
+		dev_close(ddev);
+	dev_close(ldev);
+	dev_close(file);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{"image", required_argument, NULL, 'I'},
+		{"size", required_argument, NULL, 'S'},
+		{"log-device", required_argument, NULL, 'L'},
+		{"exports", required_argument, NULL, 'e'},
+		{"flush-latency-us", required_argument, NULL, 'f'},
+		{"crash", no_argument, NULL, 'C'},
 		{"listen", required_argument, NULL, 'l'},
 		{"threads", required_argument, NULL, 't'},
 		{"rpcbind", required_argument, NULL, 'r'},
@@ -130,6 +299,9 @@ int main(int argc, char **argv)
 	const char *listen[MAX_LISTEN];
 	int nlisten = 0;
 	const char *rpcbind = "127.0.0.1:111", *port_file = NULL;
+	const char *image = DEFAULT_IMAGE, *logdev = NULL, *exports_file = NULL;
+	uint64_t size = DEFAULT_SIZE, flush_us = 0;
+	bool crash = false;
 	struct svc_config cfg;
 	unsigned long long v;
 	int opt;
@@ -138,6 +310,35 @@ int main(int argc, char **argv)
 	svc_config_default(&cfg);
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'I':
+			image = optarg;
+			break;
+		case 'S': {
+			char *end;
+			v = strtoull(optarg, &end, 10);
+			unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30
+					 : *end == 'T' ? 40 : 0;
+			if (shift)
+				end++;
+			if (*end || v == 0 || v > (1ull << 50) >> shift)
+				goto bad_value;
+			size = v << shift;
+			break;
+		}
+		case 'L':
+			logdev = optarg;
+			break;
+		case 'e':
+			exports_file = optarg;
+			break;
+		case 'f':
+			if (!parse_num(optarg, 10000000, &v))
+				goto bad_value;
+			flush_us = v;
+			break;
+		case 'C':
+			crash = true;
+			break;
 		case 'l':
 			if (nlisten == MAX_LISTEN) {
 				msg_err("at most %d --listen addresses", MAX_LISTEN);
@@ -197,7 +398,7 @@ int main(int argc, char **argv)
 	if (!nlisten)
 		listen[nlisten++] = "127.0.0.1:2049";
 
-	/* block before any thread exists, so every thread inherits the mask */
+	/* block before any thread exists (the engine starts its own at mount), so every thread inherits the mask */
 	sigset_t sigs;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
@@ -206,21 +407,63 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* the exports first: a bad line stops the start before anything opens */
+	struct exports exports;
+	char why[512];
+	int err = exports_file ? exports_load(exports_file, &exports, why, sizeof(why))
+			       : exports_parse(DEFAULT_EXPORTS, "(default exports)", &exports, why,
+					       sizeof(why));
+	if (err) {
+		msg_err("%s", why);
+		return 1;
+	}
+
+	struct server srv = {0};
+	struct dev *file, *ddev, *ldev;
+	if (open_storage(image, size, logdev, crash, &file, &ddev, &ldev)) {
+		close_storage(file, ddev, ldev);
+		exports_free(&exports);
+		return 1;
+	}
+	dev_set_latency(ddev, flush_us * 1000, flush_us * 1000);
+	if (ldev)
+		dev_set_latency(ldev, flush_us * 1000, flush_us * 1000);
+	if ((err = fs_mount(&(struct fs_mount_opts){.ddev = ddev, .ldev = ldev}, &srv.fs))) {
+		msg_err("cannot mount %s: %s", image, strerror(-err));
+		close_storage(file, ddev, ldev);
+		exports_free(&exports);
+		return 1;
+	}
+	if ((err = exports_resolve(&exports, srv.fs, exports_file ? exports_file
+								  : "(default exports)",
+				   why, sizeof(why)))) {
+		msg_err("%s", why);
+		fs_unmount(srv.fs);
+		close_storage(file, ddev, ldev);
+		exports_free(&exports);
+		return 1;
+	}
+	nfs3_server_init(&srv.nfs3, srv.fs, &exports);
+
 	struct svc *s = svc_create(&cfg);
-	for (size_t p = 0; p < sizeof(programs) / sizeof(programs[0]); p++)
-		if (svc_add_program(s, programs[p], NULL))
-			panic("cannot register program %u", programs[p]->prog);
+	srv.svc = s;
+	if (svc_add_program(s, &nfs3_program, &srv.nfs3) ||
+	    svc_add_program(s, &nfs4_program, NULL) ||
+	    svc_add_program(s, &mount_program, &srv.nfs3) ||
+	    svc_add_program(s, &admin_program, &srv))
+		panic("cannot register the RPC programs");
 
 	struct sockaddr_storage bound[MAX_LISTEN];
 	uint16_t ports[MAX_LISTEN];
+	int status = 0;
 	for (int i = 0; i < nlisten; i++) {
 		socklen_t len;
-		int err = svc_listen(s, listen[i], &ports[i]);
+		err = svc_listen(s, listen[i], &ports[i]);
 		if (err) {
 			msg_err("cannot listen on %s: %s", listen[i],
 				err == -EINVAL ? "not ADDR:PORT or [ADDR6]:PORT" : strerror(-err));
-			svc_destroy(s);
-			return 1;
+			status = 1;
+			goto out;
 		}
 		svc_parse_addr(listen[i], &bound[i], &len);
 		if (bound[i].ss_family == AF_INET)
@@ -228,11 +471,11 @@ int main(int argc, char **argv)
 		else
 			((struct sockaddr_in6 *)&bound[i])->sin6_port = htons(ports[i]);
 	}
-	int err = svc_start(s);
+	err = svc_start(s);
 	if (err) {
 		msg_err("cannot start the RPC service: %s", strerror(-err));
-		svc_destroy(s);
-		return 1;
+		status = 1;
+		goto out;
 	}
 	if (rpcbind)
 		rpcbind_register(rpcbind, bound, nlisten, true);
@@ -265,7 +508,7 @@ int main(int argc, char **argv)
 			continue;
 		if (sig == SIGUSR1) {
 			struct stat_sink sink = {.emit = print_stat, .arg = stdout};
-			svc_stats(s, &sink);
+			server_stats(&srv, &sink);
 			fflush(stdout);
 			continue;
 		}
@@ -276,6 +519,14 @@ int main(int argc, char **argv)
 	if (rpcbind)
 		rpcbind_register(rpcbind, bound, nlisten, false);
 	svc_stop(s);
+out:
 	svc_destroy(s);
-	return 0;
+	nfs3_server_destroy(&srv.nfs3);
+	if ((err = fs_unmount(srv.fs))) {
+		msg_err("unmount: %s", strerror(-err));
+		status = 1;
+	}
+	close_storage(file, ddev, ldev);
+	exports_free(&exports);
+	return status;
 }

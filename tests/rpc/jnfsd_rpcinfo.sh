@@ -46,7 +46,8 @@ fail() {
 }
 
 start_jnfsd() {
-	"$JNFSD" --listen 127.0.0.1:0 --listen '[::1]:0' --threads 2 "$@" \
+	"$JNFSD" --listen 127.0.0.1:0 --listen '[::1]:0' --threads 2 --image "$TMP/img" \
+		--size 64M "$@" \
 		>"$TMP/out" 2>"$TMP/err" &
 	JNFSD_PID=$!
 	for _ in $(seq 100); do

@@ -13,6 +13,7 @@
 
 #include "rpc/rpc_msg.h"
 #include "rpc/xdr.h"
+#include "jnfsd_proc.h"
 
 /* Connect to 127.0.0.1:port (or "[::1]" when v6); 10 s I/O timeouts. */
 int tc_connect(uint16_t port, bool v6);
@@ -30,22 +31,6 @@ uint8_t *tc_recv(int fd, size_t *len);
 uint8_t *tc_recv_reply(int fd, struct rpc_reply_hdr *rh, struct xdr_dec *res);
 /* True when the peer closed the connection (EOF or reset) within ms. */
 bool tc_wait_closed(int fd, unsigned ms);
-
-/* A jnfsd child. */
-struct tc_jnfsd {
-	pid_t pid;
-	uint16_t port[4];
-	int nports;
-	int out_fd; /* the rest of its stdout */
-};
-/* Start bin with args (NULL-terminated) and wait for its "listening on"
- * lines (one per --listen in args). */
-void tc_jnfsd_start(struct tc_jnfsd *j, const char *bin, const char *const *args);
-/* SIGTERM by PID and wait; returns the exit status (CHECK-fails if it does
- * not stop within 10 s, after killing it). */
-int tc_jnfsd_stop(struct tc_jnfsd *j);
-/* Read "name value" lines after SIGUSR1; returns the value of name. */
-uint64_t tc_jnfsd_stat(struct tc_jnfsd *j, const char *name);
 
 uint64_t tc_now_us(void);
 

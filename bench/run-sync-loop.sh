@@ -1,0 +1,92 @@
+#!/bin/sh
+# run-sync-loop.sh - build/bench/sync-loop, jnfs against kernel XFS on one disk.
+#
+# Makes a temporary directory in $BENCH_DIR (default /var/tmp, the same disk
+# as the engine's image), writes an XFS image file there full of zeros,
+# attaches it to a loop device, runs mkfs.xfs (-K: no discard, which would
+# punch holes in the image) and mounts it, then runs sync-loop with the
+# engine's image in the same directory and the XFS mount as --xfs-dir.
+# Whatever happens, the mount is unmounted, the loop device this script
+# attached is detached (by its name, never any other) and the directory
+# removed. Needs root (losetup, mount) and scripts/install-bench-deps.
+#
+# Results go to $OUT (default build/bench-results): sync-loop.txt (the
+# "name value" lines), sync-loop.csv and, with gnuplot, sync-loop.png.
+#
+# usage: bench/run-sync-loop.sh [sync-loop options...]
+#   e.g. bench/run-sync-loop.sh --threads 1,8 --seconds 5 --rounds 3
+# environment: BENCH_DIR, OUT, IMAGE_MIB (both images, default 2048),
+#   LOOP_DIRECT_IO=on (loop device does O_DIRECT to its image; default off,
+#   like the engine, which writes its image through the page cache)
+set -eu
+cd "$(dirname "$0")/.."
+BENCH_DIR=${BENCH_DIR:-/var/tmp}
+OUT=${OUT:-build/bench-results}
+IMAGE_MIB=${IMAGE_MIB:-2048}
+LOOP_DIRECT_IO=${LOOP_DIRECT_IO:-off}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "run-sync-loop: needs root (losetup, mount)" >&2
+	exit 1
+fi
+scripts/install-bench-deps
+make -s build >/dev/null
+
+TMP=$(mktemp -d "$BENCH_DIR/jnfs-sync-loop.XXXXXX")
+LOOP=
+MNT=
+cleanup() {
+	if [ -n "$MNT" ]; then
+		umount "$MNT" || umount -l "$MNT" || true
+	fi
+	if [ -n "$LOOP" ]; then
+		losetup -d "$LOOP" || true
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+dd if=/dev/zero of="$TMP/xfs.img" bs=4M count=$((IMAGE_MIB / 4)) conv=fsync status=none
+LOOP=$(losetup --find --show --direct-io="$LOOP_DIRECT_IO" "$TMP/xfs.img")
+mkfs.xfs -q -K "$LOOP"
+mkdir "$TMP/mnt"
+mount -t xfs "$LOOP" "$TMP/mnt"
+MNT="$TMP/mnt"
+echo "run-sync-loop: XFS on $LOOP (direct-io=$LOOP_DIRECT_IO) at $MNT;" \
+	"kernel $(uname -r); $(xfs_info "$MNT" | grep -o 'log *=internal[^,]*,[^,]*' || true)" >&2
+
+mkdir -p "$OUT"
+./build/bench/sync-loop --dir "$TMP" --image-mib "$IMAGE_MIB" --xfs-dir "$MNT" --csv "$@" \
+	>"$OUT/sync-loop.out"
+grep -v '^csv,' "$OUT/sync-loop.out" >"$OUT/sync-loop.txt"
+sed -n 's/^csv,//p' "$OUT/sync-loop.out" >"$OUT/sync-loop.csv"
+rm -f "$OUT/sync-loop.out"
+cat "$OUT/sync-loop.txt"
+echo
+column -s, -t <"$OUT/sync-loop.csv" 2>/dev/null || cat "$OUT/sync-loop.csv"
+
+if command -v gnuplot >/dev/null 2>&1; then
+	# one cluster per workload and thread count: jnfs and XFS ops/s; below,
+	# the paired jnfs/XFS ratio against the goal of 1.0
+	awk -F, 'NR > 1 { printf "\"%s T=%s\" %s %s %s\n", $1, $2, $3, $4, $6 }' \
+		"$OUT/sync-loop.csv" >"$TMP/plot.dat"
+	gnuplot <<GP
+set terminal png size 1200,900 noenhanced
+set output "$OUT/sync-loop.png"
+set multiplot layout 2,1 title "sync-loop: jnfs engine vs kernel XFS (loop device over an image file, same disk)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set xtics rotate by -25 scale 0 font ",9"
+set grid ytics
+set key top left
+set ylabel "ops/s (median of rounds)"
+plot "$TMP/plot.dat" using 2:xtic(1) title "jnfs", "" using 3 title "XFS"
+set ylabel "jnfs / XFS (median of paired rounds)"
+set yrange [0:*]
+plot "$TMP/plot.dat" using 4:xtic(1) title "ratio" lc rgb "#4060c0", 1.0 with lines lw 2 lc rgb "red" title "goal"
+unset multiplot
+GP
+	echo "run-sync-loop: plot in $OUT/sync-loop.png" >&2
+fi

@@ -1,0 +1,94 @@
+/*
+ * exports.h - the exports table (exports(5) syntax), client matching and
+ * credential squashing. Shared by every protocol.
+ *
+ *   # comment
+ *   /path   client(opt,opt,...) client(opt,...) ...
+ *   /path   -opt,opt client client(opt)      (default options for the line)
+ *
+ * A client is "*", an IPv4 or IPv6 address, or a network in CIDR form
+ * (10.0.0.0/8, fd00::/8). A client with no options gets the line's
+ * defaults. Options: rw, ro, sync, async, root_squash, no_root_squash,
+ * all_squash, no_all_squash, anonuid=N, anongid=N, fsid=N, pnfs, no_pnfs,
+ * secure, insecure, no_subtree_check (the only mode there is). Defaults as
+ * in exports(5): ro, sync, root_squash, secure, anon 65534. Anything else,
+ * or a malformed line, is refused with a message naming the line.
+ *
+ * The first client entry of an export that matches the peer applies.
+ */
+#ifndef JNFS_EXPORT_EXPORTS_H
+#define JNFS_EXPORT_EXPORTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+
+enum export_squash { SQUASH_ROOT = 0, SQUASH_NONE, SQUASH_ALL };
+
+struct export_opts {
+	bool rw, sync, secure, pnfs;
+	enum export_squash squash;
+	uint32_t anonuid, anongid;
+};
+
+struct export_client {
+	int family;          /* 0: any ("*"), AF_INET, AF_INET6 */
+	uint8_t addr[16];
+	unsigned prefix;     /* bits that must match */
+	struct export_opts opts;
+};
+
+struct export {
+	char *path;          /* absolute, no trailing '/' except the root */
+	uint32_t fsid;       /* carried in file handles */
+	uint64_t root_ino;   /* resolved by the server at start */
+	uint32_t root_gen;
+	struct export_client *clients;
+	unsigned nclients;
+	unsigned line;
+};
+
+struct exports {
+	struct export *v;
+	unsigned n;
+};
+
+/* Parse text (name is used in messages). On error returns -EINVAL and
+ * writes "NAME:LINE: what is wrong" to err. */
+int exports_parse(const char *text, const char *name, struct exports *out, char *err,
+		  size_t errlen);
+int exports_load(const char *path, struct exports *out, char *err, size_t errlen);
+void exports_free(struct exports *e);
+
+const struct export *exports_by_path(const struct exports *e, const char *path);
+const struct export *exports_by_fsid(const struct exports *e, uint32_t fsid);
+
+/* The options for a peer, or NULL if the export does not admit it. */
+const struct export_opts *export_client_opts(const struct export *ex,
+					     const struct sockaddr_storage *peer);
+
+/* Find every export's root directory in the filesystem (root_ino and
+ * root_gen); an export whose path is missing or not a directory is an
+ * error naming its line. */
+struct fs;
+int exports_resolve(struct exports *e, struct fs *fs, const char *name, char *err, size_t errlen);
+
+/* Privileged source port (< 1024), as "secure" requires. */
+bool export_peer_secure(const struct sockaddr_storage *peer);
+
+/* A caller's identity as the filesystem sees it. */
+#define EXPORT_MAX_GROUPS 16
+struct export_cred {
+	uint32_t uid, gid;
+	uint32_t ngroups;
+	uint32_t groups[EXPORT_MAX_GROUPS];
+};
+
+/* The credential after squashing; auth_sys false (AUTH_NONE) counts as
+ * anonymous. */
+void export_squash(const struct export_opts *o, bool auth_sys, uint32_t uid, uint32_t gid,
+		   const uint32_t *groups, unsigned ngroups, struct export_cred *out);
+
+#endif

@@ -1,0 +1,1257 @@
+/*
+ * nfs3_proc.c - the NFSv3 procedures (RFC 1813 §3.3) on the engine.
+ *
+ * Every handler follows the same steps: resolve the file handle (fh_get:
+ * the MAC, the export, the client's options, the source port, squashing,
+ * then the inode), check permission, call the engine, fill in attributes,
+ * and, for a procedure that changed something, decide when the reply may
+ * leave (reply_stable). Access is checked on every call, never only at MNT.
+ *
+ * Stability. A procedure that changed metadata learns the commit sequence
+ * of its transaction (csn). On a sync export, or for WRITE/COMMIT that
+ * asked for stability, the request is parked (svc_defer) and the journal
+ * is forced asynchronously to that sequence; the push thread that makes it
+ * durable sends the reply (svc_complete). When data must be durable as
+ * well and that force did not flush the device (rule 5), the request is
+ * woken instead (svc_wake) and a worker flushes. No worker waits for the
+ * log. A rerun handler sees svc_req_wake() != SVC_WAKE_NONE and only
+ * finishes what is left (resume).
+ *
+ * Weak cache consistency: "pre" attributes are taken just before the
+ * engine call and "post" just after; they are not atomic with the change
+ * (another client's change may fall between), which RFC 1813 allows: the
+ * client then sees a mismatch and drops its cache.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "base/mem.h"
+#include "base/msg.h"
+#include "base/siphash.h"
+#include "export/fh.h"
+#include "nfs3/nfs3.h"
+#include "nfs3/nfs3_xdr.h"
+
+#define NFS3_NAME_MAX   255
+#define NFS3_DIRMAX     (256u << 10) /* largest READDIR reply we build */
+#define READDIR_RES_HDR (4 + 4 + NFS3_FATTR_SIZE + NFS3_VERFSIZE + 4 + 4)
+
+/* One call's resolved context. */
+struct call {
+	struct nfs3_server *s;
+	struct svc_req *rq;
+	const struct rpc_cred *rc;
+	const struct export *ex;
+	const struct export_opts *opts;
+	struct export_cred cred;
+};
+
+static void call_init(struct call *c, struct svc_req *rq, const struct rpc_cred *rc)
+{
+	memset(c, 0, sizeof(*c));
+	c->s = svc_req_ctx(rq);
+	c->rq = rq;
+	c->rc = rc;
+}
+
+uint32_t nfs3_status(int err)
+{
+	switch (err) {
+	case 0:
+		return NFS3_OK;
+	case -EPERM:
+		return NFS3ERR_PERM;
+	case -ENOENT:
+		return NFS3ERR_NOENT;
+	case -EIO:
+	case -EUCLEAN:
+	case -EBADMSG:
+		return NFS3ERR_IO;
+	case -ENXIO:
+		return NFS3ERR_NXIO;
+	case -EACCES:
+		return NFS3ERR_ACCES;
+	case -EEXIST:
+		return NFS3ERR_EXIST;
+	case -EXDEV:
+		return NFS3ERR_XDEV;
+	case -ENODEV:
+		return NFS3ERR_NODEV;
+	case -ENOTDIR:
+		return NFS3ERR_NOTDIR;
+	case -EISDIR:
+		return NFS3ERR_ISDIR;
+	case -EINVAL:
+	case -ELOOP:
+		return NFS3ERR_INVAL;
+	case -EFBIG:
+		return NFS3ERR_FBIG;
+	case -ENOSPC:
+		return NFS3ERR_NOSPC;
+	case -EROFS:
+		return NFS3ERR_ROFS;
+	case -EMLINK:
+		return NFS3ERR_MLINK;
+	case -ENAMETOOLONG:
+		return NFS3ERR_NAMETOOLONG;
+	case -ENOTEMPTY:
+		return NFS3ERR_NOTEMPTY;
+	case -EDQUOT:
+		return NFS3ERR_DQUOT;
+	case -ESTALE:
+		return NFS3ERR_STALE;
+	case -EOPNOTSUPP:
+		return NFS3ERR_NOTSUPP;
+	case -EWOULDBLOCK:
+	case -EINPROGRESS:
+	case -ENOMEM:
+		return NFS3ERR_JUKEBOX;
+	}
+	msg_warn("nfs3: unexpected engine error %d (%s)", err, strerror(-err));
+	return NFS3ERR_SERVERFAULT;
+}
+
+/* ---- handles and permissions ---- */
+
+static void fh_make(const struct call *c, const struct fs_attr *a, struct nfs3_fh *out)
+{
+	struct fh fh = {.fsid = c->ex->fsid, .ino = a->ino, .gen = a->gen};
+	fh_encode(c->s->fh_key, &fh, out->data);
+	out->len = FH_SIZE;
+}
+
+/*
+ * The inode a handle names, for this caller. The first handle of a call
+ * fixes the export (and with it the options and the credential); a second
+ * one (LINK, RENAME) must come from the same export, else XDEV.
+ */
+static uint32_t fh_get(struct call *c, const struct nfs3_fh *wfh, struct fs_inode **ipp)
+{
+	struct nfs3_server *s = c->s;
+	struct fh fh;
+	*ipp = NULL;
+	if (fh_decode(s->fh_key, wfh->data, wfh->len, &fh)) {
+		counter_inc(&s->st.badhandle);
+		return NFS3ERR_BADHANDLE;
+	}
+	if (c->ex) {
+		if (fh.fsid != c->ex->fsid)
+			return NFS3ERR_XDEV;
+	} else {
+		const struct export *ex = exports_by_fsid(s->exports, fh.fsid);
+		if (!ex) {
+			counter_inc(&s->st.stale);
+			return NFS3ERR_STALE;
+		}
+		const struct sockaddr_storage *peer = svc_conn_peer(svc_req_conn(c->rq));
+		const struct export_opts *o = export_client_opts(ex, peer);
+		if (!o) {
+			counter_inc(&s->st.perm_denied);
+			return NFS3ERR_ACCES;
+		}
+		if (o->secure && !export_peer_secure(peer)) {
+			counter_inc(&s->st.perm_denied);
+			return NFS3ERR_PERM;
+		}
+		c->ex = ex;
+		c->opts = o;
+		export_squash(o, c->rc->flavor == RPC_AUTH_SYS, c->rc->uid, c->rc->gid, c->rc->gids,
+			      c->rc->ngids, &c->cred);
+	}
+	int err = fs_iget(s->fs, fh.ino, fh.gen, ipp);
+	if (err) {
+		if (err == -ESTALE)
+			counter_inc(&s->st.stale);
+		return nfs3_status(err);
+	}
+	return NFS3_OK;
+}
+
+static bool is_owner(const struct call *c, const struct fs_attr *a)
+{
+	return c->cred.uid == 0 || c->cred.uid == a->uid;
+}
+
+/*
+ * May the caller do mask (4 r, 2 w, 1 x) on ip? With owner_override the
+ * owner may read and write whatever the mode says: the client checked the
+ * mode when the file was opened, and the owner may have changed it since
+ * (knfsd does the same for READ, WRITE and SETATTR of the size).
+ */
+static uint32_t may(struct call *c, struct fs_inode *ip, unsigned mask, bool owner_override)
+{
+	if ((mask & 2) && !c->opts->rw)
+		return NFS3ERR_ROFS;
+	const struct export_cred *cr = &c->cred;
+	if (!fs_access(ip, cr->uid, cr->gid, cr->groups, cr->ngroups, mask))
+		return NFS3_OK;
+	if (owner_override) {
+		struct fs_attr a;
+		if (!fs_getattr(ip, &a) && a.uid == cr->uid)
+			return NFS3_OK;
+	}
+	counter_inc(&c->s->st.perm_denied);
+	return NFS3ERR_ACCES;
+}
+
+/* As knfsd's check_filename: empty or with '/' or NUL is ACCES. */
+static uint32_t name_check(const struct nfs3_name *n)
+{
+	if (n->len == 0 || memchr(n->s, '/', n->len) || memchr(n->s, '\0', n->len))
+		return NFS3ERR_ACCES;
+	if (n->len > NFS3_NAME_MAX)
+		return NFS3ERR_NAMETOOLONG;
+	return NFS3_OK;
+}
+
+/* A directory operation on something else is NOTDIR, before any
+ * permission check (as knfsd's fh_verify(S_IFDIR)). */
+static uint32_t is_dir(struct fs_inode *ip)
+{
+	struct fs_attr a;
+	int err = fs_getattr(ip, &a);
+	if (err)
+		return nfs3_status(err);
+	return S_ISDIR(a.mode) ? NFS3_OK : NFS3ERR_NOTDIR;
+}
+
+static bool is_dotdot(const struct nfs3_name *n)
+{
+	return n->len == 2 && n->s[0] == '.' && n->s[1] == '.';
+}
+
+static bool is_export_root(const struct call *c, struct fs_inode *ip)
+{
+	return fs_ino(ip) == c->ex->root_ino;
+}
+
+/* ---- attributes ---- */
+
+static struct nfs3_time ts3(struct timespec t)
+{
+	return (struct nfs3_time){.sec = (uint32_t)t.tv_sec, .nsec = (uint32_t)t.tv_nsec};
+}
+
+static void fattr3(const struct call *c, const struct fs_attr *a, struct nfs3_fattr *f)
+{
+	switch (a->mode & S_IFMT) {
+	case S_IFDIR: f->type = NF3DIR; break;
+	case S_IFLNK: f->type = NF3LNK; break;
+	case S_IFBLK: f->type = NF3BLK; break;
+	case S_IFCHR: f->type = NF3CHR; break;
+	case S_IFSOCK: f->type = NF3SOCK; break;
+	case S_IFIFO: f->type = NF3FIFO; break;
+	default: f->type = NF3REG; break;
+	}
+	f->mode = a->mode & 07777;
+	f->nlink = a->nlink;
+	f->uid = a->uid;
+	f->gid = a->gid;
+	f->size = a->size;
+	f->used = a->used;
+	f->rdev_major = major(a->rdev);
+	f->rdev_minor = minor(a->rdev);
+	f->fsid = c->ex->fsid;
+	f->fileid = a->ino;
+	f->atime = ts3(a->atime);
+	f->mtime = ts3(a->mtime);
+	f->ctime = ts3(a->ctime);
+}
+
+static void post_attr(const struct call *c, struct fs_inode *ip, struct nfs3_post_attr *p)
+{
+	struct fs_attr a;
+	p->present = ip && !fs_getattr(ip, &a);
+	if (p->present)
+		fattr3(c, &a, &p->a);
+}
+
+static void wcc_pre(struct fs_inode *ip, struct nfs3_wcc *w)
+{
+	struct fs_attr a;
+	w->pre_present = ip && !fs_getattr(ip, &a);
+	if (w->pre_present) {
+		w->pre_size = a.size;
+		w->pre_mtime = ts3(a.mtime);
+		w->pre_ctime = ts3(a.ctime);
+	}
+}
+
+/* ---- stability ---- */
+
+static struct nfs3_sync *sync_of(void *res)
+{
+	return res; /* every deferrable result starts with its struct nfs3_sync */
+}
+
+/* Push thread: the force is done. Never blocks. */
+static void sync_done(struct fs_sync_waiter *w, int err, bool log_flushed)
+{
+	struct nfs3_sync *sy = container_of(w, struct nfs3_sync, w);
+	struct svc_req *rq = sy->rq;
+	if (err)
+		*sy->status = NFS3ERR_IO;
+	if (!err && sy->need_flush && !log_flushed) {
+		sy->flush_pending = true;
+		svc_wake(rq);
+	} else {
+		svc_complete(rq, SVC_OK);
+	}
+	svc_req_put(rq);
+}
+
+/*
+ * Reply once csn is durable (and, with data, once the data device holds
+ * what was written: rule 5). force says whether csn matters for this
+ * reply at all (a sync export's metadata, or a data sync on any export).
+ */
+static enum svc_stat reply_stable(struct call *c, struct nfs3_sync *sy, uint32_t *status,
+				  uint64_t csn, bool force, bool data)
+{
+	struct fs *fs = c->s->fs;
+	if (!force || (!csn && !data))
+		return SVC_OK;
+	if (!csn) {
+		/* nothing logged: only the device cache stands between the data
+		 * and stable storage; a flush on this worker is cheaper than a
+		 * round trip through the push thread */
+		counter_inc(&c->s->st.sync_flushes);
+		if (fs_flush_data(fs))
+			*status = NFS3ERR_IO;
+		return SVC_OK;
+	}
+	sy->rq = c->rq;
+	sy->status = status;
+	sy->need_flush = data;
+	sy->flush_pending = false;
+	sy->w.fn = sync_done;
+	counter_inc(&c->s->st.sync_waits);
+	svc_req_get(c->rq);
+	svc_defer(c->rq, 0);
+	int rc = fs_force_async(fs, csn, &sy->w);
+	if (rc == 1)
+		return SVC_DEFERRED;
+	/* durable already (or failed): nobody else will finish it */
+	if (rc < 0) {
+		*status = NFS3ERR_IO;
+	} else if (data) {
+		counter_inc(&c->s->st.sync_flushes);
+		if (fs_flush_data(fs))
+			*status = NFS3ERR_IO;
+	}
+	svc_complete(c->rq, SVC_OK);
+	svc_req_put(c->rq);
+	return SVC_DEFERRED;
+}
+
+/* A parked request runs again: finish what reply_stable left. */
+static enum svc_stat resume(struct svc_req *rq, void *res)
+{
+	struct nfs3_server *s = svc_req_ctx(rq);
+	struct nfs3_sync *sy = sync_of(res);
+	if (svc_req_wake(rq) == SVC_WAKE_SHUTDOWN)
+		return SVC_DROP; /* not stable yet: the client will retransmit */
+	if (sy->flush_pending) {
+		counter_inc(&s->st.sync_flushes);
+		if (fs_flush_data(s->fs))
+			*sy->status = NFS3ERR_IO;
+	}
+	return SVC_OK;
+}
+
+static bool sync_export(const struct call *c)
+{
+	return c->opts && c->opts->sync;
+}
+
+/* ---- procedures ---- */
+
+static enum svc_stat nfs3_null(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+			       void *res)
+{
+	return SVC_OK;
+}
+
+static enum svc_stat nfs3_getattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				  void *res)
+{
+	struct nfs3_fh_args *a = args;
+	struct nfs3_getattr_res *r = res;
+	struct call c;
+	struct fs_inode *ip;
+	struct fs_attr at;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	int err = fs_getattr(ip, &at);
+	if (!(r->status = nfs3_status(err)))
+		fattr3(&c, &at, &r->attr);
+	fs_iput(ip);
+	return SVC_OK;
+}
+
+/* SETATTR's permission rules (POSIX chmod/chown/utimes/truncate). */
+static uint32_t setattr_check(struct call *c, struct fs_inode *ip, const struct fs_attr *at,
+			      const struct nfs3_sattr *sa)
+{
+	bool owner = is_owner(c, at);
+	uint32_t st;
+	if (!c->opts->rw)
+		return NFS3ERR_ROFS;
+	if (sa->set_size && (st = may(c, ip, 2, true)))
+		return st;
+	if (sa->set_mode && !owner)
+		return NFS3ERR_PERM;
+	if (sa->set_uid && sa->uid != at->uid && c->cred.uid != 0)
+		return NFS3ERR_PERM;
+	if (sa->set_gid && sa->gid != at->gid && c->cred.uid != 0) {
+		bool member = c->cred.gid == sa->gid;
+		for (uint32_t i = 0; i < c->cred.ngroups && !member; i++)
+			member = c->cred.groups[i] == sa->gid;
+		if (!owner || !member)
+			return NFS3ERR_PERM;
+	}
+	if (sa->atime_how == SET_TO_CLIENT_TIME || sa->mtime_how == SET_TO_CLIENT_TIME) {
+		if (!owner)
+			return NFS3ERR_PERM;
+	} else if ((sa->atime_how || sa->mtime_how) && !owner && (st = may(c, ip, 2, false))) {
+		return st;
+	}
+	return NFS3_OK;
+}
+
+static void sattr_to_fs(const struct nfs3_sattr *sa, struct fs_setattr *fsa)
+{
+	memset(fsa, 0, sizeof(*fsa));
+	if (sa->set_mode) {
+		fsa->mask |= FS_SET_MODE;
+		fsa->mode = sa->mode & 07777;
+	}
+	if (sa->set_uid) {
+		fsa->mask |= FS_SET_UID;
+		fsa->uid = sa->uid;
+	}
+	if (sa->set_gid) {
+		fsa->mask |= FS_SET_GID;
+		fsa->gid = sa->gid;
+	}
+	if (sa->set_size) {
+		fsa->mask |= FS_SET_SIZE;
+		fsa->size = sa->size;
+	}
+	if (sa->atime_how == SET_TO_SERVER_TIME)
+		fsa->mask |= FS_SET_ATIME_NOW;
+	if (sa->atime_how == SET_TO_CLIENT_TIME) {
+		fsa->mask |= FS_SET_ATIME;
+		fsa->atime = (struct timespec){sa->atime.sec, sa->atime.nsec};
+	}
+	if (sa->mtime_how == SET_TO_SERVER_TIME)
+		fsa->mask |= FS_SET_MTIME_NOW;
+	if (sa->mtime_how == SET_TO_CLIENT_TIME) {
+		fsa->mask |= FS_SET_MTIME;
+		fsa->mtime = (struct timespec){sa->mtime.sec, sa->mtime.nsec};
+	}
+}
+
+/* Rule 9: a change of data through the server breaks other clients'
+ * layouts first; v3 answers JUKEBOX while a recall runs. */
+static uint32_t break_layouts(struct call *c, struct fs_inode *ip)
+{
+	if (!fs_break_layouts(ip, NULL, 0))
+		return NFS3_OK;
+	counter_inc(&c->s->st.jukebox);
+	return NFS3ERR_JUKEBOX;
+}
+
+static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				  void *res)
+{
+	struct nfs3_setattr_args *a = args;
+	struct nfs3_wcc_res *r = res;
+	struct call c;
+	struct fs_inode *ip;
+	struct fs_attr at;
+	struct fs_setattr fsa;
+	uint64_t csn = 0;
+	if (svc_req_wake(rq) != SVC_WAKE_NONE)
+		return resume(rq, res);
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	int err = fs_getattr(ip, &at);
+	if ((r->status = nfs3_status(err)))
+		goto out;
+	wcc_pre(ip, &r->wcc);
+	if (a->guard && (at.ctime.tv_sec != a->guard_ctime.sec ||
+			 at.ctime.tv_nsec != a->guard_ctime.nsec)) {
+		r->status = NFS3ERR_NOT_SYNC;
+		goto out;
+	}
+	if ((r->status = setattr_check(&c, ip, &at, &a->sattr)))
+		goto out;
+	if (a->sattr.set_size && (r->status = break_layouts(&c, ip)))
+		goto out;
+	sattr_to_fs(&a->sattr, &fsa);
+	r->status = nfs3_status(fs_setattr(ip, &fsa, &csn));
+out:
+	post_attr(&c, ip, &r->wcc.post);
+	fs_iput(ip);
+	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
+}
+
+static enum svc_stat nfs3_lookup(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	struct nfs3_dirop_args *a = args;
+	struct nfs3_lookup_res *r = res;
+	struct call c;
+	struct fs_inode *dp, *ip = NULL;
+	struct fs_attr at;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->what.dir, &dp)))
+		return SVC_OK;
+	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->what.name)) ||
+	    (r->status = may(&c, dp, 1, false)))
+		goto out;
+	int err;
+	if (is_dotdot(&a->what.name) && is_export_root(&c, dp))
+		err = fs_lookup(dp, ".", 1, &ip); /* never above the export */
+	else
+		err = fs_lookup(dp, a->what.name.s, a->what.name.len, &ip);
+	if (!err)
+		err = fs_getattr(ip, &at);
+	if (!(r->status = nfs3_status(err))) {
+		fh_make(&c, &at, &r->fh);
+		fattr3(&c, &at, &r->obj.a);
+		r->obj.present = true;
+	}
+	if (ip)
+		fs_iput(ip);
+out:
+	post_attr(&c, dp, &r->dir);
+	fs_iput(dp);
+	return SVC_OK;
+}
+
+static enum svc_stat nfs3_access(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	struct nfs3_access_args *a = args;
+	struct nfs3_access_res *r = res;
+	struct call c;
+	struct fs_inode *ip;
+	struct fs_attr at;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	if ((r->status = nfs3_status(fs_getattr(ip, &at))))
+		goto out;
+	const struct export_cred *cr = &c.cred;
+	bool dir = S_ISDIR(at.mode);
+	bool rd = !fs_access(ip, cr->uid, cr->gid, cr->groups, cr->ngroups, 4);
+	bool wr = c.opts->rw && !fs_access(ip, cr->uid, cr->gid, cr->groups, cr->ngroups, 2);
+	bool ex = !fs_access(ip, cr->uid, cr->gid, cr->groups, cr->ngroups, 1);
+	uint32_t ok = 0;
+	if (rd)
+		ok |= ACCESS3_READ;
+	if (wr)
+		ok |= ACCESS3_MODIFY | ACCESS3_EXTEND | (dir ? ACCESS3_DELETE : 0);
+	if (ex)
+		ok |= dir ? ACCESS3_LOOKUP : ACCESS3_EXECUTE;
+	r->access = a->access & ok;
+out:
+	post_attr(&c, ip, &r->obj);
+	fs_iput(ip);
+	return SVC_OK;
+}
+
+static enum svc_stat nfs3_readlink(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				   void *res)
+{
+	struct nfs3_fh_args *a = args;
+	struct nfs3_readlink_res *r = res;
+	struct call c;
+	struct fs_inode *ip;
+	size_t len = 0;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	r->path = xmalloc(NFS3_MAXPATH);
+	r->status = nfs3_status(fs_readlink(ip, r->path, NFS3_MAXPATH, &len));
+	r->len = (uint32_t)len;
+	post_attr(&c, ip, &r->obj);
+	fs_iput(ip);
+	return SVC_OK;
+}
+
+static void nfs3_release_readlink(void *args, void *res)
+{
+	free(((struct nfs3_readlink_res *)res)->path);
+}
+
+static enum svc_stat nfs3_read(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+			       void *res)
+{
+	struct nfs3_read_args *a = args;
+	struct nfs3_read_res *r = res;
+	struct call c;
+	struct fs_inode *ip;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	/* execute permission lets a client read a program it runs */
+	if ((r->status = may(&c, ip, 4, true)) && may(&c, ip, 1, false))
+		goto out;
+	r->status = NFS3_OK;
+	uint32_t count = a->count < NFS3_MAXDATA ? a->count : NFS3_MAXDATA;
+	size_t n = 0;
+	r->data = xmalloc(count ? count : 1);
+	r->status = nfs3_status(fs_read(ip, a->offset, r->data, count, &n, &r->eof));
+	r->count = (uint32_t)n;
+out:
+	post_attr(&c, ip, &r->obj);
+	fs_iput(ip);
+	return SVC_OK;
+}
+
+static void nfs3_release_read(void *args, void *res)
+{
+	free(((struct nfs3_read_res *)res)->data);
+}
+
+static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				void *res)
+{
+	struct nfs3_write_args *a = args;
+	struct nfs3_write_res *r = res;
+	struct call c;
+	struct fs_inode *ip;
+	uint64_t csn = 0, seq = 0;
+	if (svc_req_wake(rq) != SVC_WAKE_NONE)
+		return resume(rq, res);
+	call_init(&c, rq, rc);
+	memcpy(r->verf, c.s->write_verf, NFS3_VERFSIZE);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	wcc_pre(ip, &r->wcc);
+	if (a->count != a->data.iov_len) {
+		r->status = NFS3ERR_INVAL; /* the count disagrees with the data */
+		goto out;
+	}
+	if ((r->status = may(&c, ip, 2, true)) || (r->status = break_layouts(&c, ip)))
+		goto out;
+	r->status = nfs3_status(fs_write(ip, a->offset, a->data.iov_base, a->count, &csn));
+	if (r->status)
+		goto out;
+	r->count = a->count;
+	r->committed = a->stable;
+	if (a->stable != UNSTABLE)
+		seq = fs_sync_seq(ip, a->stable == DATA_SYNC);
+out:
+	post_attr(&c, ip, &r->wcc.post);
+	fs_iput(ip);
+	if (r->status)
+		return SVC_OK;
+	return reply_stable(&c, &r->sync, &r->status, seq, a->stable != UNSTABLE, true);
+}
+
+/* The exclusive-create verifier lives in atime and mtime (as in knfsd):
+ * it survives restarts with the inode, and a retransmission finds it. */
+static void verf_times(const uint8_t v[NFS3_VERFSIZE], struct timespec *at, struct timespec *mt)
+{
+	uint32_t hi, lo;
+	memcpy(&hi, v, 4);
+	memcpy(&lo, v + 4, 4);
+	*at = (struct timespec){.tv_sec = hi, .tv_nsec = 0};
+	*mt = (struct timespec){.tv_sec = lo, .tv_nsec = 0};
+}
+
+static bool verf_matches(const struct fs_attr *at, const uint8_t v[NFS3_VERFSIZE])
+{
+	struct timespec a, m;
+	verf_times(v, &a, &m);
+	return S_ISREG(at->mode) && at->atime.tv_sec == a.tv_sec && at->atime.tv_nsec == 0 &&
+	       at->mtime.tv_sec == m.tv_sec && at->mtime.tv_nsec == 0;
+}
+
+enum create_kind { CR_FILE, CR_DIR, CR_SYMLINK, CR_NODE };
+
+/*
+ * CREATE, MKDIR, SYMLINK and MKNOD. The new object's owner is the caller
+ * (sattr may set uid/gid only where SETATTR could); its group is the
+ * directory's when the directory is setgid (BSD semantics).
+ */
+static enum svc_stat do_create(struct svc_req *rq, const struct rpc_cred *rc,
+			       struct nfs3_create_args *a, struct nfs3_create_res *r,
+			       enum create_kind kind)
+{
+	struct call c;
+	struct fs_inode *dp, *ip = NULL;
+	struct fs_attr dat, at;
+	uint64_t csn = 0;
+	int err;
+	if (svc_req_wake(rq) != SVC_WAKE_NONE)
+		return resume(rq, r);
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->where.dir, &dp)))
+		return SVC_OK;
+	wcc_pre(dp, &r->dir);
+	const struct nfs3_name *nm = &a->where.name;
+	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)) ||
+	    (r->status = may(&c, dp, 3, false)))
+		goto out;
+	if ((r->status = nfs3_status(fs_getattr(dp, &dat))))
+		goto out;
+
+	struct fs_create_args ca = {.uid = c.cred.uid, .gid = c.cred.gid};
+	if (dat.mode & S_ISGID)
+		ca.gid = dat.gid;
+	switch (kind) {
+	case CR_FILE:
+		ca.mode = S_IFREG | (a->how == EXCLUSIVE ? 0600 : 0644);
+		break;
+	case CR_DIR:
+		ca.mode = S_IFDIR | 0755 | (dat.mode & S_ISGID);
+		break;
+	case CR_SYMLINK:
+		ca.mode = S_IFLNK | 0777;
+		if (a->target.len == 0 || memchr(a->target.s, '\0', a->target.len)) {
+			r->status = NFS3ERR_INVAL;
+			goto out;
+		}
+		ca.target = a->target.s;
+		ca.target_len = a->target.len;
+		break;
+	case CR_NODE:
+		switch (a->how) {
+		case NF3CHR: ca.mode = S_IFCHR; break;
+		case NF3BLK: ca.mode = S_IFBLK; break;
+		case NF3SOCK: ca.mode = S_IFSOCK; break;
+		case NF3FIFO: ca.mode = S_IFIFO; break;
+		default: r->status = NFS3ERR_BADTYPE; goto out;
+		}
+		if (a->how == NF3CHR || a->how == NF3BLK) {
+			if (c.cred.uid != 0) {
+				r->status = NFS3ERR_PERM;
+				goto out;
+			}
+			ca.rdev = makedev(a->major, a->minor);
+		}
+		ca.mode |= 0644;
+		break;
+	}
+	struct nfs3_sattr sa = a->sattr;
+	if (kind == CR_FILE && a->how == EXCLUSIVE)
+		memset(&sa, 0, sizeof(sa));
+	if (sa.set_mode) {
+		ca.mode = (ca.mode & S_IFMT) | (sa.mode & 07777);
+		sa.set_mode = false;
+	}
+	if (sa.set_uid && (sa.uid == ca.uid || c.cred.uid == 0)) {
+		ca.uid = sa.uid;
+		sa.set_uid = false;
+	}
+	if (sa.set_gid && (sa.gid == ca.gid || c.cred.uid == 0)) {
+		ca.gid = sa.gid;
+		sa.set_gid = false;
+	}
+
+	err = fs_create(dp, nm->s, nm->len, &ca, &ip, &csn);
+	if (err == -EEXIST && kind == CR_FILE && a->how != GUARDED) {
+		/* UNCHECKED opens what is there; EXCLUSIVE succeeds only for
+		 * its own retransmission */
+		if ((err = fs_lookup(dp, nm->s, nm->len, &ip)))
+			goto done;
+		if ((err = fs_getattr(ip, &at)))
+			goto done;
+		if (a->how == EXCLUSIVE) {
+			err = verf_matches(&at, a->verf) ? 0 : -EEXIST;
+			if (!err)
+				csn = fs_sync_seq(ip, false);
+			goto done;
+		}
+		if (!S_ISREG(at.mode)) {
+			err = -EEXIST;
+			goto done;
+		}
+		if (sa.set_size && (r->status = may(&c, ip, 2, true)))
+			goto fail;
+	}
+	if (err)
+		goto done;
+	if (kind == CR_FILE && a->how == EXCLUSIVE) {
+		struct fs_setattr fsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
+		verf_times(a->verf, &fsa.atime, &fsa.mtime);
+		err = fs_setattr(ip, &fsa, &csn);
+	} else if (sa.set_uid || sa.set_gid || sa.set_size || sa.atime_how || sa.mtime_how) {
+		/* what fs_create could not set; a chown is refused as SETATTR would */
+		if (sa.set_uid || sa.set_gid) {
+			r->status = NFS3ERR_PERM;
+			goto fail;
+		}
+		struct fs_setattr fsa;
+		sattr_to_fs(&sa, &fsa);
+		err = fs_setattr(ip, &fsa, &csn);
+	}
+done:
+	r->status = nfs3_status(err);
+fail:
+	if (ip && !fs_getattr(ip, &at)) {
+		r->fh_present = r->status == NFS3_OK;
+		if (r->fh_present)
+			fh_make(&c, &at, &r->fh);
+		fattr3(&c, &at, &r->obj.a);
+		r->obj.present = true;
+	}
+	if (ip)
+		fs_iput(ip);
+out:
+	post_attr(&c, dp, &r->dir.post);
+	fs_iput(dp);
+	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
+}
+
+static enum svc_stat nfs3_create(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	return do_create(rq, rc, args, res, CR_FILE);
+}
+
+static enum svc_stat nfs3_mkdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				void *res)
+{
+	return do_create(rq, rc, args, res, CR_DIR);
+}
+
+static enum svc_stat nfs3_symlink(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				  void *res)
+{
+	return do_create(rq, rc, args, res, CR_SYMLINK);
+}
+
+static enum svc_stat nfs3_mknod(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				void *res)
+{
+	return do_create(rq, rc, args, res, CR_NODE);
+}
+
+/*
+ * The sticky bit: in a directory with S_ISVTX only the owner of the entry,
+ * the owner of the directory or root may remove or rename it.
+ */
+static uint32_t sticky_check(struct call *c, struct fs_inode *dp, const struct nfs3_name *nm)
+{
+	struct fs_attr dat, at;
+	struct fs_inode *ip;
+	if (fs_getattr(dp, &dat) || !(dat.mode & S_ISVTX) || is_owner(c, &dat))
+		return NFS3_OK;
+	int err = fs_lookup(dp, nm->s, nm->len, &ip);
+	if (err)
+		return nfs3_status(err);
+	err = fs_getattr(ip, &at);
+	fs_iput(ip);
+	if (err)
+		return nfs3_status(err);
+	return is_owner(c, &at) ? NFS3_OK : NFS3ERR_ACCES;
+}
+
+static enum svc_stat do_remove(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+			       void *res, bool dir)
+{
+	struct nfs3_dirop_args *a = args;
+	struct nfs3_wcc_res *r = res;
+	struct call c;
+	struct fs_inode *dp;
+	uint64_t csn = 0;
+	if (svc_req_wake(rq) != SVC_WAKE_NONE)
+		return resume(rq, res);
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->what.dir, &dp)))
+		return SVC_OK;
+	wcc_pre(dp, &r->wcc);
+	const struct nfs3_name *nm = &a->what.name;
+	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)) ||
+	    (r->status = may(&c, dp, 3, false)) || (r->status = sticky_check(&c, dp, nm)))
+		goto out;
+	int err = dir ? fs_rmdir(dp, nm->s, nm->len, &csn) : fs_unlink(dp, nm->s, nm->len, &csn);
+	r->status = nfs3_status(err);
+out:
+	post_attr(&c, dp, &r->wcc.post);
+	fs_iput(dp);
+	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
+}
+
+static enum svc_stat nfs3_remove(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	return do_remove(rq, rc, args, res, false);
+}
+
+static enum svc_stat nfs3_rmdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				void *res)
+{
+	return do_remove(rq, rc, args, res, true);
+}
+
+static enum svc_stat nfs3_rename(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	struct nfs3_rename_args *a = args;
+	struct nfs3_rename_res *r = res;
+	struct call c;
+	struct fs_inode *sdp, *ddp = NULL;
+	uint64_t csn = 0;
+	if (svc_req_wake(rq) != SVC_WAKE_NONE)
+		return resume(rq, res);
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->from.dir, &sdp)))
+		return SVC_OK;
+	wcc_pre(sdp, &r->from);
+	if ((r->status = fh_get(&c, &a->to.dir, &ddp)))
+		goto out;
+	wcc_pre(ddp, &r->to);
+	if ((r->status = is_dir(sdp)) || (r->status = is_dir(ddp)) ||
+	    (r->status = name_check(&a->from.name)) || (r->status = name_check(&a->to.name)) ||
+	    (r->status = may(&c, sdp, 3, false)) || (r->status = may(&c, ddp, 3, false)) ||
+	    (r->status = sticky_check(&c, sdp, &a->from.name)))
+		goto out;
+	r->status = nfs3_status(fs_rename(sdp, a->from.name.s, a->from.name.len, ddp,
+					  a->to.name.s, a->to.name.len, &csn));
+out:
+	post_attr(&c, sdp, &r->from.post);
+	post_attr(&c, ddp, &r->to.post);
+	fs_iput(sdp);
+	if (ddp)
+		fs_iput(ddp);
+	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
+}
+
+static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+			       void *res)
+{
+	struct nfs3_link_args *a = args;
+	struct nfs3_link_res *r = res;
+	struct call c;
+	struct fs_inode *ip, *dp = NULL;
+	uint64_t csn = 0;
+	if (svc_req_wake(rq) != SVC_WAKE_NONE)
+		return resume(rq, res);
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	if ((r->status = fh_get(&c, &a->link.dir, &dp)))
+		goto out;
+	wcc_pre(dp, &r->dir);
+	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->link.name)) ||
+	    (r->status = may(&c, dp, 3, false)))
+		goto out;
+	r->status = nfs3_status(fs_link(ip, dp, a->link.name.s, a->link.name.len, &csn));
+out:
+	post_attr(&c, ip, &r->obj);
+	post_attr(&c, dp, &r->dir.post);
+	fs_iput(ip);
+	if (dp)
+		fs_iput(dp);
+	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
+}
+
+/* ---- READDIR, READDIRPLUS ---- */
+
+/*
+ * Cookies are the engine's (stable while entries come and go), so the
+ * verifier only has to tie a cookie to its directory: a keyed hash of the
+ * inode number and generation. Cookies 3..65535 are never handed out.
+ */
+static void cookie_verf(const struct nfs3_server *s, const struct fs_attr *dat,
+			uint8_t out[NFS3_VERFSIZE])
+{
+	uint64_t in[2] = {dat->ino, dat->gen};
+	uint64_t h = siphash24(s->verf_key, in, sizeof(in));
+	memcpy(out, &h, sizeof(h));
+}
+
+struct rd_fill {
+	struct nfs3_readdir_res *r;
+	uint32_t cap;             /* ents allocated */
+	size_t names_len, names_cap;
+	uint32_t count, dircount; /* bytes left */
+	bool plus;
+	bool stopped;             /* an entry did not fit */
+	uint64_t dotdot_ino;      /* ".." of the export root is itself */
+};
+
+static int rd_fill(void *arg, const char *name, size_t len, uint64_t ino, unsigned type,
+		   uint64_t cookie)
+{
+	struct rd_fill *f = arg;
+	struct nfs3_readdir_res *r = f->r;
+	uint32_t sz = nfs3_dirent_size((uint32_t)len, f->plus, FH_SIZE);
+	uint32_t dsz = nfs3_dirent_size((uint32_t)len, false, 0);
+	if (sz > f->count || dsz > f->dircount) {
+		f->stopped = true;
+		return 1;
+	}
+	f->count -= sz;
+	f->dircount -= dsz;
+	if (r->nents == f->cap) {
+		f->cap = f->cap ? f->cap * 2 : 32;
+		r->ents = xrealloc(r->ents, f->cap * sizeof(*r->ents));
+	}
+	if (f->names_len + len > f->names_cap) {
+		f->names_cap = (f->names_cap + len) * 2;
+		r->names = xrealloc(r->names, f->names_cap);
+	}
+	struct nfs3_dirent *e = &r->ents[r->nents++];
+	memset(e, 0, sizeof(*e));
+	e->fileid = len == 2 && name[0] == '.' && name[1] == '.' && f->dotdot_ino ? f->dotdot_ino
+										  : ino;
+	e->cookie = cookie;
+	e->name = (char *)(uintptr_t)f->names_len; /* an offset until the arena stops moving */
+	e->namelen = (uint32_t)len;
+	memcpy(r->names + f->names_len, name, len);
+	f->names_len += len;
+	return 0;
+}
+
+static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				void *res, bool plus)
+{
+	struct nfs3_readdir_args *a = args;
+	struct nfs3_readdir_res *r = res;
+	struct call c;
+	struct fs_inode *dp;
+	struct fs_attr dat;
+	static const uint8_t zero[NFS3_VERFSIZE];
+	call_init(&c, rq, rc);
+	r->plus = plus;
+	if ((r->status = fh_get(&c, &a->dir, &dp)))
+		return SVC_OK;
+	if ((r->status = nfs3_status(fs_getattr(dp, &dat))))
+		goto out;
+	if (!S_ISDIR(dat.mode)) {
+		r->status = NFS3ERR_NOTDIR;
+		goto out;
+	}
+	if ((r->status = may(&c, dp, plus ? 5 : 4, false)))
+		goto out;
+	cookie_verf(c.s, &dat, r->verf);
+	if (a->cookie && ((memcmp(a->verf, zero, NFS3_VERFSIZE) &&
+			   memcmp(a->verf, r->verf, NFS3_VERFSIZE)) ||
+			  (a->cookie > 2 && a->cookie < 65536))) {
+		r->status = NFS3ERR_BAD_COOKIE;
+		goto out;
+	}
+	uint32_t count = a->count < NFS3_DIRMAX ? a->count : NFS3_DIRMAX;
+	uint32_t dircount = a->dircount < NFS3_DIRMAX ? a->dircount : NFS3_DIRMAX;
+	if (count <= READDIR_RES_HDR) {
+		r->status = NFS3ERR_TOOSMALL;
+		goto out;
+	}
+	struct rd_fill f = {
+		.r = r, .count = count - READDIR_RES_HDR, .dircount = dircount, .plus = plus,
+		.dotdot_ino = is_export_root(&c, dp) ? dat.ino : 0,
+	};
+	int err = fs_readdir(dp, a->cookie, rd_fill, &f);
+	if ((r->status = nfs3_status(err)))
+		goto out;
+	r->eof = !f.stopped;
+	/* the arena no longer moves: offsets become pointers */
+	for (uint32_t i = 0; i < r->nents; i++)
+		r->ents[i].name = r->names + (uintptr_t)r->ents[i].name;
+	if (r->nents == 0 && !r->eof) {
+		r->status = NFS3ERR_TOOSMALL;
+		goto out;
+	}
+	if (plus) {
+		for (uint32_t i = 0; i < r->nents; i++) {
+			struct nfs3_dirent *e = &r->ents[i];
+			struct fs_inode *ip;
+			struct fs_attr at;
+			if (fs_iget(c.s->fs, e->fileid, 0, &ip))
+				continue; /* gone meanwhile: no attributes, no handle */
+			if (!fs_getattr(ip, &at)) {
+				fattr3(&c, &at, &e->attr.a);
+				e->attr.present = true;
+				fh_make(&c, &at, &e->fh);
+				e->fh_present = true;
+			}
+			fs_iput(ip);
+		}
+	}
+out:
+	post_attr(&c, dp, &r->dir);
+	fs_iput(dp);
+	return SVC_OK;
+}
+
+static enum svc_stat nfs3_readdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				  void *res)
+{
+	return do_readdir(rq, rc, args, res, false);
+}
+
+static enum svc_stat nfs3_readdirplus(struct svc_req *rq, const struct rpc_cred *rc,
+				      void *args, void *res)
+{
+	return do_readdir(rq, rc, args, res, true);
+}
+
+static void nfs3_release_readdir(void *args, void *res)
+{
+	struct nfs3_readdir_res *r = res;
+	free(r->ents);
+	free(r->names);
+}
+
+/* ---- filesystem information ---- */
+
+static enum svc_stat nfs3_fsstat(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	struct nfs3_fh_args *a = args;
+	struct nfs3_fsstat_res *r = res;
+	struct call c;
+	struct fs_inode *ip;
+	struct fs_statfs st;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	if (!(r->status = nfs3_status(fs_statfs(c.s->fs, &st)))) {
+		r->tbytes = st.blocks * st.bsize;
+		r->fbytes = r->abytes = st.bfree * st.bsize;
+		r->tfiles = st.files;
+		r->ffiles = r->afiles = st.ffree;
+		r->invarsec = 0;
+	}
+	post_attr(&c, ip, &r->obj);
+	fs_iput(ip);
+	return SVC_OK;
+}
+
+#define FSF3_LINK        0x1
+#define FSF3_SYMLINK     0x2
+#define FSF3_HOMOGENEOUS 0x8
+#define FSF3_CANSETTIME  0x10
+
+static enum svc_stat nfs3_fsinfo(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	struct nfs3_fh_args *a = args;
+	struct nfs3_fsinfo_res *r = res;
+	struct call c;
+	struct fs_inode *ip;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	r->rtmax = r->rtpref = r->wtmax = r->wtpref = NFS3_MAXDATA;
+	r->rtmult = r->wtmult = 4096;
+	r->dtpref = 64 << 10;
+	r->maxfilesize = INT64_MAX;
+	r->time_delta = (struct nfs3_time){0, 1};
+	r->properties = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;
+	post_attr(&c, ip, &r->obj);
+	fs_iput(ip);
+	return SVC_OK;
+}
+
+static enum svc_stat nfs3_pathconf(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				   void *res)
+{
+	struct nfs3_fh_args *a = args;
+	struct nfs3_pathconf_res *r = res;
+	struct call c;
+	struct fs_inode *ip;
+	struct fs_statfs st;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	r->status = nfs3_status(fs_statfs(c.s->fs, &st));
+	r->linkmax = UINT32_MAX;
+	r->name_max = st.namemax < NFS3_NAME_MAX ? st.namemax : NFS3_NAME_MAX;
+	r->no_trunc = true;
+	r->chown_restricted = true;
+	r->case_insensitive = false;
+	r->case_preserving = true;
+	post_attr(&c, ip, &r->obj);
+	fs_iput(ip);
+	return SVC_OK;
+}
+
+/* COMMIT is an fsync of the whole file (rule 8): the range is not used,
+ * since the engine tracks durability per inode, not per range. */
+static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	struct nfs3_commit_args *a = args;
+	struct nfs3_commit_res *r = res;
+	struct call c;
+	struct fs_inode *ip;
+	if (svc_req_wake(rq) != SVC_WAKE_NONE)
+		return resume(rq, res);
+	call_init(&c, rq, rc);
+	memcpy(r->verf, c.s->write_verf, NFS3_VERFSIZE);
+	if ((r->status = fh_get(&c, &a->fh, &ip)))
+		return SVC_OK;
+	wcc_pre(ip, &r->wcc);
+	uint64_t seq = fs_sync_seq(ip, false);
+	post_attr(&c, ip, &r->wcc.post);
+	fs_iput(ip);
+	return reply_stable(&c, &r->sync, &r->status, seq, true, true);
+}
+
+#define PROC(n, dec, fn, enc, rel, at, rt, fl)                                                     \
+	[NFS3PROC_##n] = {.name = #fn, .decode = dec, .handler = nfs3_##fn, .encode = enc,        \
+			  .release = rel, .args_size = sizeof(struct at),                          \
+			  .res_size = sizeof(struct rt), .flags = fl}
+
+static const struct svc_proc nfs3_procs[NFS3_NPROCS] = {
+	[NFS3PROC_NULL] = {.name = "null", .decode = svc_dec_void, .handler = nfs3_null,
+			   .encode = svc_enc_void},
+	PROC(GETATTR, nfs3_dec_fh, getattr, nfs3_enc_getattr, NULL, nfs3_fh_args,
+	     nfs3_getattr_res, 0),
+	PROC(SETATTR, nfs3_dec_setattr, setattr, nfs3_enc_wcc_res, NULL, nfs3_setattr_args,
+	     nfs3_wcc_res, SVC_PROC_DRC),
+	PROC(LOOKUP, nfs3_dec_dirop, lookup, nfs3_enc_lookup, NULL, nfs3_dirop_args,
+	     nfs3_lookup_res, 0),
+	PROC(ACCESS, nfs3_dec_access, access, nfs3_enc_access, NULL, nfs3_access_args,
+	     nfs3_access_res, 0),
+	PROC(READLINK, nfs3_dec_fh, readlink, nfs3_enc_readlink, nfs3_release_readlink,
+	     nfs3_fh_args, nfs3_readlink_res, 0),
+	PROC(READ, nfs3_dec_read, read, nfs3_enc_read, nfs3_release_read, nfs3_read_args,
+	     nfs3_read_res, 0),
+	PROC(WRITE, nfs3_dec_write, write, nfs3_enc_write, NULL, nfs3_write_args, nfs3_write_res,
+	     0),
+	PROC(CREATE, nfs3_dec_create, create, nfs3_enc_create, NULL, nfs3_create_args,
+	     nfs3_create_res, SVC_PROC_DRC),
+	PROC(MKDIR, nfs3_dec_mkdir, mkdir, nfs3_enc_create, NULL, nfs3_create_args,
+	     nfs3_create_res, SVC_PROC_DRC),
+	PROC(SYMLINK, nfs3_dec_symlink, symlink, nfs3_enc_create, NULL, nfs3_create_args,
+	     nfs3_create_res, SVC_PROC_DRC),
+	PROC(MKNOD, nfs3_dec_mknod, mknod, nfs3_enc_create, NULL, nfs3_create_args,
+	     nfs3_create_res, SVC_PROC_DRC),
+	PROC(REMOVE, nfs3_dec_dirop, remove, nfs3_enc_wcc_res, NULL, nfs3_dirop_args,
+	     nfs3_wcc_res, SVC_PROC_DRC),
+	PROC(RMDIR, nfs3_dec_dirop, rmdir, nfs3_enc_wcc_res, NULL, nfs3_dirop_args, nfs3_wcc_res,
+	     SVC_PROC_DRC),
+	PROC(RENAME, nfs3_dec_rename, rename, nfs3_enc_rename, NULL, nfs3_rename_args,
+	     nfs3_rename_res, SVC_PROC_DRC),
+	PROC(LINK, nfs3_dec_link, link, nfs3_enc_link, NULL, nfs3_link_args, nfs3_link_res,
+	     SVC_PROC_DRC),
+	PROC(READDIR, nfs3_dec_readdir, readdir, nfs3_enc_readdir, nfs3_release_readdir,
+	     nfs3_readdir_args, nfs3_readdir_res, 0),
+	PROC(READDIRPLUS, nfs3_dec_readdirplus, readdirplus, nfs3_enc_readdir,
+	     nfs3_release_readdir, nfs3_readdir_args, nfs3_readdir_res, 0),
+	PROC(FSSTAT, nfs3_dec_fh, fsstat, nfs3_enc_fsstat, NULL, nfs3_fh_args, nfs3_fsstat_res,
+	     0),
+	PROC(FSINFO, nfs3_dec_fh, fsinfo, nfs3_enc_fsinfo, NULL, nfs3_fh_args, nfs3_fsinfo_res,
+	     0),
+	PROC(PATHCONF, nfs3_dec_fh, pathconf, nfs3_enc_pathconf, NULL, nfs3_fh_args,
+	     nfs3_pathconf_res, 0),
+	PROC(COMMIT, nfs3_dec_commit, commit, nfs3_enc_commit, NULL, nfs3_commit_args,
+	     nfs3_commit_res, 0),
+};
+
+const struct svc_version nfs3_version = {.vers = 3, .nprocs = NFS3_NPROCS, .procs = nfs3_procs};

@@ -1,0 +1,161 @@
+/*
+ * test_export.c - exports parsing (and its error messages), client
+ * matching, credential squashing, file handles (forgery, truncation) and
+ * the SipHash that authenticates them.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+
+#include "base/siphash.h"
+#include "check.h"
+#include "export/exports.h"
+#include "export/fh.h"
+
+static void test_siphash(void)
+{
+	uint8_t key[16], msg[64];
+	for (int i = 0; i < 16; i++)
+		key[i] = (uint8_t)i;
+	for (int i = 0; i < 64; i++)
+		msg[i] = (uint8_t)i;
+	/* reference vectors of the SipHash paper's implementation */
+	CHECK(siphash24(key, msg, 0) == 0x726fdb47dd0e0e31ull);
+	CHECK(siphash24(key, msg, 1) == 0x74f839c593dc67fdull);
+	CHECK(siphash24(key, msg, 15) == 0xa129ca6149be45e5ull);
+	TEST_PASS("siphash");
+}
+
+static struct sockaddr_storage addr(const char *ip, int port)
+{
+	struct sockaddr_storage ss = {0};
+	if (strchr(ip, ':')) {
+		struct sockaddr_in6 *s6 = (void *)&ss;
+		s6->sin6_family = AF_INET6;
+		inet_pton(AF_INET6, ip, &s6->sin6_addr);
+		s6->sin6_port = htons((uint16_t)port);
+	} else {
+		struct sockaddr_in *s4 = (void *)&ss;
+		s4->sin_family = AF_INET;
+		inet_pton(AF_INET, ip, &s4->sin_addr);
+		s4->sin_port = htons((uint16_t)port);
+	}
+	return ss;
+}
+
+static void expect_error(const char *text, const char *want)
+{
+	struct exports e;
+	char err[256] = "";
+	CHECK_EQ(exports_parse(text, "exports", &e, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, want)) {
+		fprintf(stderr, "error '%s' does not contain '%s'\n", err, want);
+		CHECK(0);
+	}
+}
+
+static void test_exports(void)
+{
+	const char *text = "# comment\n"
+			   "/ *(rw,sync,insecure,no_subtree_check)\n"
+			   "\n"
+			   "/data 10.0.0.0/8(rw,async,no_root_squash) \\\n"
+			   "      192.168.1.5(ro,all_squash,anonuid=1000,anongid=1001) fd00::/8(rw)\n"
+			   "/pub -ro,insecure 127.0.0.1 ::1(rw,fsid=77,pnfs)\n";
+	struct exports e;
+	char err[256];
+	CHECK_OK(exports_parse(text, "exports", &e, err, sizeof(err)));
+	CHECK_EQ(e.n, 3);
+	const struct export *root = exports_by_path(&e, "/");
+	CHECK(root && root->fsid == 0);
+	struct sockaddr_storage lo = addr("127.0.0.1", 40000);
+	const struct export_opts *o = export_client_opts(root, &lo);
+	CHECK(o && o->rw && o->sync && !o->secure && o->squash == SQUASH_ROOT);
+	const struct export *data = exports_by_path(&e, "/data");
+	CHECK(data && data->fsid != 0);
+	struct sockaddr_storage a = addr("10.1.2.3", 700);
+	o = export_client_opts(data, &a);
+	CHECK(o && o->rw && !o->sync && o->squash == SQUASH_NONE && o->secure);
+	a = addr("192.168.1.5", 700);
+	o = export_client_opts(data, &a);
+	CHECK(o && !o->rw && o->squash == SQUASH_ALL && o->anonuid == 1000 && o->anongid == 1001);
+	a = addr("192.168.1.6", 700);
+	CHECK(export_client_opts(data, &a) == NULL);
+	a = addr("fd12::1", 700);
+	CHECK(export_client_opts(data, &a) != NULL);
+	a = addr("::ffff:10.9.9.9", 700); /* v4-mapped */
+	CHECK(export_client_opts(data, &a) != NULL);
+	const struct export *pub = exports_by_path(&e, "/pub");
+	CHECK(pub && pub->fsid == 77);
+	o = export_client_opts(pub, &lo);
+	CHECK(o && !o->rw && !o->secure && !o->pnfs);
+	a = addr("::1", 2000);
+	o = export_client_opts(pub, &a);
+	CHECK(o && o->rw && o->pnfs && !o->secure);
+	CHECK(exports_by_fsid(&e, 77) == pub);
+	a = addr("127.0.0.1", 800);
+	CHECK(export_peer_secure(&a));
+	CHECK(!export_peer_secure(&lo));
+	exports_free(&e);
+
+	expect_error("/ *(rw,frobnicate)\n", "exports:1: unknown option 'frobnicate'");
+	expect_error("\n\nrelative *(rw)\n", "exports:3:");
+	expect_error("/ host.example(rw)\n", "exports:1: 'host.example' is not a client");
+	expect_error("/ 10.0.0.0/33(rw)\n", "exports:1:");
+	expect_error("/a *(rw)\n/a *(ro)\n", "exports:2: /a is exported twice");
+	expect_error("/a\n", "exports:1: export /a names no client");
+	expect_error("/a *(rw\n", "exports:1: unterminated");
+	expect_error("/a *(rw,fsid=5)\n/b *(fsid=5)\n", "exports:2: fsid 5 is used twice");
+	expect_error("# nothing\n", "no exports");
+	expect_error("/a/ *(rw)\n", "not an absolute path");
+	TEST_PASS("exports");
+}
+
+static void test_squash(void)
+{
+	struct export_opts o = {.squash = SQUASH_ROOT, .anonuid = 65534, .anongid = 65534};
+	struct export_cred c;
+	uint32_t groups[] = {0, 10};
+	export_squash(&o, true, 0, 0, groups, 2, &c);
+	CHECK(c.uid == 65534 && c.gid == 65534 && c.groups[0] == 65534 && c.groups[1] == 10);
+	export_squash(&o, true, 1000, 100, groups, 2, &c);
+	CHECK(c.uid == 1000 && c.gid == 100);
+	o.squash = SQUASH_NONE;
+	export_squash(&o, true, 0, 0, NULL, 0, &c);
+	CHECK(c.uid == 0 && c.gid == 0);
+	export_squash(&o, false, 0, 0, NULL, 0, &c); /* AUTH_NONE: anonymous */
+	CHECK(c.uid == 65534);
+	o.squash = SQUASH_ALL;
+	export_squash(&o, true, 1000, 100, groups, 2, &c);
+	CHECK(c.uid == 65534 && c.ngroups == 0);
+	TEST_PASS("squash");
+}
+
+static void test_fh(void)
+{
+	uint8_t key[16] = {1, 2, 3}, other[16] = {9};
+	struct fh in = {.fsid = 7, .ino = 123456789, .gen = 42}, out;
+	uint8_t wire[FH_SIZE];
+	fh_encode(key, &in, wire);
+	CHECK_OK(fh_decode(key, wire, FH_SIZE, &out));
+	CHECK(out.fsid == 7 && out.ino == 123456789 && out.gen == 42);
+	/* every single-bit change is refused */
+	for (int bit = 0; bit < FH_SIZE * 8; bit++) {
+		uint8_t f[FH_SIZE];
+		memcpy(f, wire, FH_SIZE);
+		f[bit / 8] ^= (uint8_t)(1 << (bit % 8));
+		CHECK_EQ(fh_decode(key, f, FH_SIZE, &out), -EBADMSG);
+	}
+	for (size_t len = 0; len < FH_SIZE; len++)
+		CHECK_EQ(fh_decode(key, wire, len, &out), -EBADMSG);
+	CHECK_EQ(fh_decode(other, wire, FH_SIZE, &out), -EBADMSG);
+	TEST_PASS("file handles");
+}
+
+int main(void)
+{
+	test_siphash();
+	test_exports();
+	test_squash();
+	test_fh();
+	return 0;
+}
