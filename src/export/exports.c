@@ -398,7 +398,8 @@ void export_squash(const struct export_opts *o, bool auth_sys, uint32_t uid, uin
 	out->uid = uid;
 	out->gid = gid;
 	out->ngroups = ngroups > EXPORT_MAX_GROUPS ? EXPORT_MAX_GROUPS : ngroups;
-	memcpy(out->groups, groups, out->ngroups * sizeof(*groups));
+	if (out->ngroups)
+		memcpy(out->groups, groups, out->ngroups * sizeof(*groups));
 	if (o->squash == SQUASH_ROOT) {
 		if (out->uid == 0)
 			out->uid = o->anonuid;
