@@ -17,14 +17,16 @@
 #      SETATTR of mode, owner, mtime); 50 more written with fsync; a 64 MiB
 #      file written sequentially with fsync
 #   2. rename (in a directory, across directories, over an existing file,
-#      directories across parents), link, symlink, mknod (fifo, devices),
-#      truncate (shrink, grow), writes after a hole and in the middle, append,
-#      chmod, chown and chgrp (also of a symlink), remove, rmdir, a deep
-#      mkdir, a directory of 600 long names (several READDIR replies), a
-#      255-byte name, statfs
+#      directories across parents), link, symlink (also a 1,001-byte
+#      target), mknod (fifo, devices), truncate (shrink, grow), writes after
+#      a hole and in the middle, append, a rewrite with O_TRUNC, a block
+#      written past 4 GiB, O_EXCL create, chmod, chown and chgrp (also of a
+#      symlink), remove (also of an open file), rmdir, a deep mkdir, a
+#      directory of 600 long names (several READDIR replies), a 255-byte
+#      name, statfs
 #   3. compare (cached); umount; mount with nordirplus, so listings use
 #      READDIR where the first mount used READDIRPLUS; compare; read the
-#      64 MiB file back and check its sum
+#      64 MiB file and the sparse one back and check them
 #   4. remove a third of the tree; umount; mount; compare; umount
 SERVER=$1
 PORT=$2
@@ -87,9 +89,10 @@ describe() {
 			{ print }'
 }
 
-# checksums DIR: MD5 of every regular file below DIR but the 64 MiB one
+# checksums DIR: MD5 of every regular file below DIR but the 64 MiB one and
+# the sparse one of 4 GiB (checked on their own)
 checksums() {
-	(cd "$1" && find . -type f ! -name big | sort | xargs md5sum)
+	(cd "$1" && find . -type f ! -name big ! -name sparse | sort | xargs md5sum)
 }
 
 # compare: the NFS tree must look exactly like the reference tree
@@ -179,6 +182,7 @@ both ln -s f6 tree/d2/s0/f6.sym
 both ln -s ../../d3/s3/f3 tree/d2/s0/rel.sym
 both ln -s /no/such/target tree/d2/s0/dangling.sym
 both ln -s s1 tree/d2/dir.sym
+both sh -c 'ln -s "/$(printf "%01000d" 0)" tree/d2/s0/long.sym'
 cmp "$REF/tree/d3/s3/f3" "$NFS/tree/d2/s0/rel.sym" || fail "reading through a symlink"
 [ "$(ls "$NFS/tree/d2/dir.sym/" | wc -l)" = 10 ] || fail "listing through a directory symlink"
 
@@ -196,7 +200,25 @@ both sh -c 'echo appended >>tree/d3/s0/f3'
 # a write after a hole, and one in the middle of the data
 both dd if=/tmp/src of=tree/d3/s0/f4 bs=1000 count=3 seek=700 conv=notrunc status=none
 both dd if=/tmp/src of=tree/d3/s0/f5 bs=100 count=1 seek=3 skip=9 conv=notrunc status=none
-both sh -c 'touch -d "$STAMP" tree/d3/s0/f[0-5]'
+# rewritten through an O_TRUNC open
+both sh -c 'echo rewritten >tree/d3/s1/f0'
+both sh -c 'touch -d "$STAMP" tree/d3/s0/f[0-5] tree/d3/s1/f0'
+# 64-bit offsets: a block written 4 GiB and 4 KiB into an empty file
+both dd if=/tmp/src of=sparse bs=4096 count=1 seek=1048577 status=none
+both touch -d "$STAMP" sparse
+
+step exclusive-create
+# noclobber makes the shell open with O_EXCL: CREATE in EXCLUSIVE mode,
+# then SETATTR; a second one must fail
+both sh -c 'set -C && echo once >tree/d0/excl && ! { echo twice >tree/d0/excl; } 2>/dev/null'
+both touch -d "$STAMP" tree/d0/excl
+
+step remove-open
+# the client renames a removed file that is still open (.nfsXXXX) and removes
+# it at the last close; the data stays readable meanwhile
+both sh -c 'exec 3<tree/d4/s5/f6 && rm tree/d4/s5/f6 && cat <&3 >"/tmp/open$(pwd | tr / _)"'
+cmp "/tmp/open$(echo "$REF" | tr / _)" "/tmp/open$(echo "$NFS" | tr / _)" ||
+	fail "a removed open file read back different"
 
 step chmod
 both chmod 0 tree/d4/s0/f0
@@ -239,6 +261,11 @@ step compare-remounted
 compare
 step big-read
 [ "$(md5sum <"$NFS/big")" = "$BIGSUM" ] || fail "the 64 MiB file reads back different"
+for at in 0 1048576 1048577; do
+	[ "$(dd if="$REF/sparse" bs=4096 count=1 skip=$at 2>/dev/null | md5sum)" = \
+		"$(dd if="$NFS/sparse" bs=4096 count=1 skip=$at 2>/dev/null | md5sum)" ] ||
+		fail "the sparse file reads back different at block $at"
+done
 
 # --- 4. removal of many entries, seen after a remount
 step remove-tree
