@@ -213,6 +213,8 @@ status=0
 wait "$JNFSD_PID" || status=$?
 JNFSD_PID=
 [ "$status" = 0 ] || fail "jnfsd exited with status $status on SIGTERM: $(cat "$RUN/jnfsd.err")"
+echo "jnfsd's messages:"
+sed 's/^/  /' "$RUN/jnfsd.err"
 out=$("$JNFS" check "$RUN/img" 2>&1) || fail "jnfs check: $out"
 echo "$out"
 case $out in
