@@ -13,9 +13,10 @@
 # with a "fail" line naming the step.
 #
 #   1. mount; 1,000 files of varied sizes (0 to 400 KB), modes and owners in
-#      10x10 nested directories, copied with cp -a (CREATE, WRITE, COMMIT,
-#      SETATTR of mode, owner, mtime); 50 more written with fsync; a 64 MiB
-#      file written sequentially with fsync
+#      10x10 nested directories, copied by ten cp -a at once (CREATE, WRITE,
+#      COMMIT, SETATTR of mode, owner, mtime); 50 more written with fsync;
+#      1 MiB written and read with O_DIRECT; a 64 MiB file written
+#      sequentially with fsync
 #   2. rename (in a directory, across directories, over an existing file,
 #      directories across parents), link, symlink (also a 1,001-byte
 #      target), mknod (fifo, devices), truncate (shrink, grow), writes after
@@ -141,8 +142,16 @@ done
 
 step copy
 mount_nfs ""
-mkdir "$NFS" || fail "mkdir $NFS"
-cp -a "$REF/tree" "$NFS/tree" || fail "cp -a"
+mkdir "$NFS" "$NFS/tree" || fail "mkdir $NFS/tree"
+# ten copies at once: concurrent calls on the client's one connection
+pids=
+for d in 0 1 2 3 4 5 6 7 8 9; do
+	cp -a "$REF/tree/d$d" "$NFS/tree/" &
+	pids="$pids $!"
+done
+for pid in $pids; do
+	wait "$pid" || fail "cp -a"
+done
 
 step fsync
 both mkdir fsync
@@ -154,6 +163,16 @@ while [ $i -lt 50 ]; do
 	i=$((i + 1))
 done
 both sh -c 'touch -d "$STAMP" fsync/*'
+
+step direct-io
+# O_DIRECT bypasses the client's page cache: WRITEs and READs of the
+# application's own 64 KiB requests (tmpfs takes no O_DIRECT, so the
+# reference copy is written normally)
+slice "$REF/direct" 1048576 0
+dd if="$REF/direct" of="$NFS/direct" bs=64k oflag=direct 2>/dev/null || fail "dd oflag=direct"
+dd if="$NFS/direct" bs=64k iflag=direct 2>/dev/null | cmp - "$REF/direct" ||
+	fail "O_DIRECT read differs"
+both touch -d "$STAMP" direct
 
 step big-write
 dd if=/dev/urandom of="$REF/big" bs=1M count=64 2>/dev/null || fail "dd from /dev/urandom"
