@@ -5,7 +5,7 @@
  *   nfs3-untar --port P [--mount-port P] [--addr A] [--export PATH]
  *              [--files N] [--clients C] [--mode filesync|unstable]
  *              [--per-dir F] [--fanout B] [--wsize W] [--seed S]
- *              [--label L] [--jnfsd-stats] [--xfs-dev DEV] [--csv]
+ *              [--label L] [--jnfsd-stats] [--xfs-dev DEV] [--disk DEV] [--csv]
  *
  * The workload. C clients, each on its own TCP connection (its own libnfs
  * RPC context), all driven by one thread through poll(), create N files
@@ -27,7 +27,10 @@
  * read just before and after it: --jnfsd-stats asks the server's
  * administration program on the NFS port; --xfs-dev reads the kernel's
  * XFS and block-layer counters of DEV (untar_counters.h says exactly
- * which). Without either, those columns are n/a.
+ * which). Without either, those columns are n/a. --disk names the disk
+ * under the server's storage (e.g. vda): its flush count and mean flush
+ * time over the run are printed too (untar.disk_*), for context only: the
+ * disk is shared with whatever else runs on the machine.
  *
  * Output: "name value" lines (untar.*), and with --csv one header and one
  * row: label,mode,clients,files,dirs,bytes,seconds,files_per_sec,
@@ -65,7 +68,7 @@ enum op { OP_MKDIR, OP_CREATE, OP_WRITE, OP_COMMIT, OP_N };
 static const char *const op_name[OP_N] = {"mkdir", "create", "write", "commit"};
 
 struct opts {
-	const char *addr, *export, *label, *xfs_dev;
+	const char *addr, *export, *label, *xfs_dev, *disk;
 	unsigned port, mount_port, clients, per_dir, fanout, wsize;
 	uint64_t files, seed;
 	bool unstable, jnfsd_stats, csv;
@@ -420,7 +423,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: nfs3-untar --port P [--mount-port P] [--addr A] [--export PATH]\n"
 		   "                  [--files N] [--clients C] [--mode filesync|unstable]\n"
 		   "                  [--per-dir F] [--fanout B] [--wsize W] [--seed S]\n"
-		   "                  [--label L] [--jnfsd-stats] [--xfs-dev DEV] [--csv]\n");
+		   "                  [--label L] [--jnfsd-stats] [--xfs-dev DEV] [--disk DEV]\n"
+		   "                  [--csv]\n");
 }
 
 int main(int argc, char **argv)
@@ -434,6 +438,7 @@ int main(int argc, char **argv)
 		{"seed", required_argument, NULL, 's'},	      {"label", required_argument, NULL, 'l'},
 		{"jnfsd-stats", no_argument, NULL, 'J'},      {"xfs-dev", required_argument, NULL, 'X'},
 		{"csv", no_argument, NULL, 'C'},	      {"help", no_argument, NULL, 'h'},
+		{"disk", required_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0}};
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -459,6 +464,7 @@ int main(int argc, char **argv)
 		case 'l': o.label = optarg; break;
 		case 'J': o.jnfsd_stats = true; break;
 		case 'X': o.xfs_dev = optarg; break;
+		case 'D': o.disk = optarg; break;
 		case 'C': o.csv = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -503,6 +509,8 @@ int main(int argc, char **argv)
 
 	struct untar_counters k0, k1;
 	bool have = read_counters(&k0);
+	uint64_t df0 = 0, dm0 = 0, df1 = 0, dm1 = 0;
+	bool have_disk = o.disk && !untar_disk_flushes(o.disk, &df0, &dm0);
 
 	uint64_t t0 = now_ns();
 	last_progress = t0;
@@ -514,6 +522,7 @@ int main(int argc, char **argv)
 	uint64_t t1 = now_ns();
 
 	have = read_counters(&k1) && have;
+	have_disk = have_disk && !untar_disk_flushes(o.disk, &df1, &dm1);
 	for (unsigned k = 0; k < o.clients; k++) {
 		rpc_destroy_context(cl[k].rpc);
 		free(cl[k].dirs);
@@ -547,6 +556,11 @@ int main(int argc, char **argv)
 		snprintf(fl, sizeof(fl), "%" PRIu64, f);
 		snprintf(flf, sizeof(flf), "%.3f", (double)f / nf);
 		printf("untar.flushes %s\nuntar.flushes_per_file %s\n", fl, flf);
+	}
+	if (have_disk) {
+		printf("untar.disk_flushes %" PRIu64 "\n", df1 - df0);
+		printf("untar.disk_flush_us_avg %.0f\n",
+		       df1 > df0 ? (double)(dm1 - dm0) * 1e3 / (double)(df1 - df0) : 0.0);
 	}
 	if (o.csv) {
 		printf("label,mode,clients,files,dirs,bytes,seconds,files_per_sec,log_writes,"

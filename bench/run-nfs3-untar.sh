@@ -36,9 +36,10 @@
 # of the per-round ratios jnfsd/Ganesha.
 #
 # usage: bench/run-nfs3-untar.sh [CLIENTS...]        (default: 1 8)
-# environment: ROUNDS (3), MODES ("filesync unstable"), FILES_1 (files at
-#   C=1, default 2000), FILES_N (files at C>1, default 8000), THREADS
-#   (jnfsd --threads, default 8), BENCH_DIR, IMAGE_MIB (4096), OUT
+# environment: ROUNDS (5), MODES ("filesync unstable"), FILES_1 (files at
+#   C=1, default 3000), FILES_N (files at C>1, default 12000), THREADS
+#   (jnfsd --threads, default 8), BENCH_DIR, IMAGE_MIB (4096), JNFS_LOG_MIB
+#   (jnfs journal size, default: the size of the XFS journal), OUT
 #   (build/bench-results)
 # Results in $OUT: nfs3-untar-runs.csv (every run), nfs3-untar.csv (the
 # table), nfs3-untar.txt (as printed), nfs3-untar.png (gnuplot).
@@ -57,10 +58,10 @@ if [ "${JNFS_IN_NETNS:-}" != 1 ]; then
 fi
 
 CLIENTS=${*:-1 8}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 MODES=${MODES:-filesync unstable}
-FILES_1=${FILES_1:-2000}
-FILES_N=${FILES_N:-8000}
+FILES_1=${FILES_1:-3000}
+FILES_N=${FILES_N:-12000}
 THREADS=${THREADS:-8}
 BENCH_DIR=${BENCH_DIR:-/var/tmp}
 IMAGE_MIB=${IMAGE_MIB:-4096}
@@ -102,16 +103,27 @@ log() { echo "run-nfs3-untar: $*" >&2; }
 # ---- storage
 dd if=/dev/zero of="$TMP/jnfs.img" bs=4M count=$((IMAGE_MIB / 4)) conv=fsync status=none
 dd if=/dev/zero of="$TMP/xfs.img" bs=4M count=$((IMAGE_MIB / 4)) conv=fsync status=none
-./build/jnfs mkfs "$TMP/jnfs.img" >/dev/null
 LOOP=$(losetup --find --show --direct-io=off "$TMP/xfs.img")
 mkfs.xfs -q -K "$LOOP"
 mkdir "$TMP/mnt"
 mount -t xfs -o wsync "$LOOP" "$TMP/mnt"
 MNT="$TMP/mnt"
 LOOPDEV=${LOOP#/dev/}
+# the journal: as large as the one mkfs.xfs chose (unless JNFS_LOG_MIB says)
+XFS_LOG_MIB=$(xfs_info "$MNT" | awk '/^log/ { for (i = 1; i <= NF; i++) {
+	if ($i ~ /^bsize=/) { sub(/bsize=/, "", $i); b = $i }
+	if ($i ~ /^blocks=/) { sub(/blocks=/, "", $i); sub(/,/, "", $i); n = $i } } }
+	END { print int(b * n / 1048576) }')
+JNFS_LOG_MIB=${JNFS_LOG_MIB:-$XFS_LOG_MIB}
+./build/jnfs mkfs "$TMP/jnfs.img" --log-size "${JNFS_LOG_MIB}M" >/dev/null
 DISK=$(df --output=source "$BENCH_DIR" | tail -1)
-STORAGE="image files on $BENCH_DIR ($DISK, $(findmnt -n -o FSTYPE --target "$BENCH_DIR")), zero-filled, ${IMAGE_MIB} MiB each"
-log "storage: $STORAGE; XFS on $LOOP mounted wsync: $(xfs_info "$MNT" | grep -o 'log *=internal[^,]*,[^,]*' || true)"
+# the whole disk under both images, for its flush times (shared with
+# everything else on the machine: context, not a measurement of a server)
+DISKDEV=$(lsblk -no PKNAME "$DISK" 2>/dev/null | head -1)
+[ -n "$DISKDEV" ] || DISKDEV=$(basename "$DISK")
+[ -r "/sys/block/$DISKDEV/stat" ] || DISKDEV=
+STORAGE="image files on $BENCH_DIR ($DISK, $(findmnt -n -o FSTYPE --target "$BENCH_DIR")), zero-filled, ${IMAGE_MIB} MiB each; journals: jnfs ${JNFS_LOG_MIB} MiB, XFS ${XFS_LOG_MIB} MiB internal"
+log "storage: $STORAGE; XFS on $LOOP mounted wsync"
 
 # ---- servers
 rpcbind -f &
@@ -173,9 +185,10 @@ wait_server jnfsd --port "$JPORT"
 wait_server ganesha --port "$GPORT" --mount-port "$GMPORT" --export "$MNT"
 
 # ---- runs
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 mkdir -p "$OUT"
 RUNS="$OUT/nfs3-untar-runs.csv"
-echo "round,server,mode,clients,files,dirs,bytes,seconds,files_per_sec,log_writes,log_writes_per_file,flushes,flushes_per_file" >"$RUNS"
+echo "round,server,mode,clients,files,dirs,bytes,seconds,files_per_sec,log_writes,log_writes_per_file,flushes,flushes_per_file,disk_flush_us" >"$RUNS"
 one() { # round server mode clients files
 	if [ "$2" = jnfsd ]; then
 		set -- "$@" --port "$JPORT" --jnfsd-stats
@@ -184,10 +197,12 @@ one() { # round server mode clients files
 	fi
 	_r=$1 _s=$2 _m=$3 _c=$4 _n=$5
 	shift 5
+	[ -n "$DISKDEV" ] && set -- "$@" --disk "$DISKDEV"
 	"$BENCH" --label "$_s" --mode "$_m" --clients "$_c" --files "$_n" --csv "$@" >"$TMP/one.out"
 	row=$(tail -1 "$TMP/one.out" | cut -d, -f2-)
-	echo "$_r,$_s,$row" >>"$RUNS"
-	log "round $_r $_s $_m C=$_c: $(sed -n 's/^untar.files_per_sec //p' "$TMP/one.out") files/s"
+	dfl=$(sed -n 's/^untar.disk_flush_us_avg //p' "$TMP/one.out")
+	echo "$_r,$_s,$row,${dfl:-n/a}" >>"$RUNS"
+	log "round $_r $_s $_m C=$_c: $(sed -n 's/^untar.files_per_sec //p' "$TMP/one.out") files/s (disk flush ${dfl:-?} us)"
 }
 for c in $CLIENTS; do
 	n=$FILES_N
@@ -220,12 +235,13 @@ NR > 1 {
 	fps[k "," $2 "," i] = $9
 	lw[k "," $2 "," i] = $11
 	fl[k "," $2 "," i] = $13
+	dl[k "," $2 "," i] = $14
 	files[k] = $5
 }
 END {
-	print "mode,clients,files,jnfsd_files_per_sec,ganesha_files_per_sec,ratio," \
+	print "mode,clients,files,jnfsd_files_per_sec,ganesha_files_per_sec,ratio,ratio_min,ratio_max," \
 	      "jnfsd_log_writes_per_file,ganesha_log_writes_per_file," \
-	      "jnfsd_flushes_per_file,ganesha_flushes_per_file"
+	      "jnfsd_flushes_per_file,ganesha_flushes_per_file,jnfsd_disk_flush_us,ganesha_disk_flush_us"
 	for (q = 1; q <= nk; q++) {
 		k = keys[q]
 		for (s = 0; s < 2; s++) {
@@ -241,22 +257,29 @@ END {
 					best = i
 			mlw[srv] = lw[k "," srv "," best]
 			mfl[srv] = fl[k "," srv "," best]
+			delete a
+			for (i = 1; i <= n; i++) a[i] = dl[k "," srv "," i] + 0
+			mdl[srv] = dl[k "," srv ",1"] == "n/a" ? "n/a" : median(a, n)
 		}
 		n = cnt[k ",jnfsd"] < cnt[k ",ganesha"] ? cnt[k ",jnfsd"] : cnt[k ",ganesha"]
 		delete a
 		for (i = 1; i <= n; i++)
 			a[i] = fps[k ",jnfsd," i] / fps[k ",ganesha," i]
-		printf "%s,%s,%.1f,%.1f,%.2f,%s,%s,%s,%s\n", k, files[k], med["jnfsd"], med["ganesha"],
-		       median(a, n), mlw["jnfsd"], mlw["ganesha"], mfl["jnfsd"], mfl["ganesha"]
+		r = median(a, n) # sorts a
+		printf "%s,%s,%.1f,%.1f,%.2f,%.2f,%.2f,%s,%s,%s,%s,%s,%s\n", k, files[k], med["jnfsd"],
+		       med["ganesha"], r, a[1], a[n], mlw["jnfsd"], mlw["ganesha"], mfl["jnfsd"],
+		       mfl["ganesha"], mdl["jnfsd"], mdl["ganesha"]
 	}
 }' "$RUNS" >"$OUT/nfs3-untar.csv"
 
 {
 	echo "nfs3-untar: jnfsd (sync export, --threads $THREADS) vs NFS-Ganesha $(dpkg-query -W -f='${Version}' nfs-ganesha 2>/dev/null) (FSAL_VFS, XFS mounted wsync on $LOOP)"
-	echo "storage: $STORAGE; kernel $(uname -r); $(nproc) CPUs"
-	echo "median of $ROUNDS rounds, servers taking turns; ratio = median of per-round jnfsd/Ganesha files/s"
+	echo "storage: $STORAGE"
+	echo "kernel $(uname -r); $(nproc) CPUs; load average $LOAD0 before, $(cut -d' ' -f1-3 /proc/loadavg) after"
+	echo "median of $ROUNDS rounds, servers taking turns; ratio = median (min, max) of per-round jnfsd/Ganesha files/s"
 	echo "log writes: jnfsd log.buffer_writes, XFS log writes (/sys/fs/xfs/$LOOPDEV/stats);"
 	echo "flushes: jnfsd dev.flushes + dev.fua_writes, loop device flush requests (/sys/block/$LOOPDEV/stat)"
+	echo "disk_flush_us: mean time of a flush on ${DISKDEV:-the disk} during the runs (everyone's flushes: context only)"
 	echo
 	column -s, -t <"$OUT/nfs3-untar.csv" 2>/dev/null || cat "$OUT/nfs3-untar.csv"
 } | tee "$OUT/nfs3-untar.txt"

@@ -90,18 +90,26 @@ int untar_counters_xfs(const char *dev, struct untar_counters *c)
 		fclose(f);
 	}
 
-	snprintf(path, sizeof(path), "/sys/block/%s/stat", dev);
-	f = fopen(path, "r");
-	if (f) {
-		uint64_t v[17];
-		int n = 0;
-		while (n < 17 && fscanf(f, "%" SCNu64, &v[n]) == 1)
-			n++;
-		if (n >= 16) { /* Documentation/block/stat.rst: field 16, flush I/Os */
-			c->flushes = v[15];
-			c->have_flush = true;
-		}
-		fclose(f);
-	}
+	uint64_t ms;
+	c->have_flush = !untar_disk_flushes(dev, &c->flushes, &ms);
 	return c->have_log || c->have_flush ? 0 : -ENOENT;
+}
+
+int untar_disk_flushes(const char *dev, uint64_t *flushes, uint64_t *ms)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/sys/block/%s/stat", dev);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	uint64_t v[17];
+	int n = 0;
+	while (n < 17 && fscanf(f, "%" SCNu64, &v[n]) == 1)
+		n++;
+	fclose(f);
+	if (n < 17) /* Documentation/block/stat.rst: 16 flush I/Os, 17 flush ticks */
+		return -ENOENT;
+	*flushes = v[15];
+	*ms = v[16];
+	return 0;
 }

@@ -38,4 +38,9 @@ int untar_counters_jnfsd(const char *addr, struct untar_counters *c);
  * -errno; a missing file leaves the matching have_ flag false. */
 int untar_counters_xfs(const char *dev, struct untar_counters *c);
 
+/* The disk under both images (e.g. "vda"), shared with everything else on
+ * the machine: flush requests completed and milliseconds spent on them
+ * (/sys/block/DEV/stat fields 16 and 17). Returns 0 or -errno. */
+int untar_disk_flushes(const char *dev, uint64_t *flushes, uint64_t *ms);
+
 #endif
