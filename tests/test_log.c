@@ -1,6 +1,7 @@
 /*
  * test_log.c - the journal: format and clean mount, commit/force/recover
- * after a power cut, relogging, group commit, log_flushed (G6), refusal of
+ * after a power cut, relogging, group commit (and a lone forcer never
+ * waiting for a group), log_flushed (G6), refusal of
  * damaged, foreign and truncated logs, and the fault loop (G5).
  */
 #include <errno.h>
@@ -212,8 +213,9 @@ static void test_group_commit(void)
 	for (int t = 0; t < T; t++)
 		pthread_join(th[t], NULL);
 	uint64_t forces = stat_of(log, "log.forces"), ckpts = stat_of(log, "log.checkpoints");
-	printf("group commit: %llu forces, %llu checkpoints\n", (unsigned long long)forces,
-	       (unsigned long long)ckpts);
+	printf("group commit: %llu forces, %llu checkpoints, %llu group waits\n",
+	       (unsigned long long)forces, (unsigned long long)ckpts,
+	       (unsigned long long)stat_of(log, "log.group_waits"));
 	CHECK_EQ(forces, T * 20);
 	CHECK(ckpts < forces);
 	CHECK_OK(log_unmount(log));
@@ -223,6 +225,30 @@ static void test_group_commit(void)
 	}
 	dev_close(d);
 	TEST_PASS("group commit");
+}
+
+/* One forcer is the whole group: its pushes never wait for more forces
+ * (cil.c, "Waiting for the group"), so a lone client pays no delay. */
+static void test_group_alone(void)
+{
+	struct dev *d = new_image(1024 * 1024);
+	dev_set_latency(d, 1000000, 1000000);
+	struct log_params p = params(d, 1024 * 1024, uuid_a);
+	struct log *log;
+	CHECK_OK(log_mount(&p, &log));
+	uint8_t *data = calloc(1, WL_BLOCK);
+	struct buf_item bi;
+	buf_item_init(&bi, log, 0, data, NULL);
+	struct gc_arg ga = {.log = log, .bi = &bi, .n = 20};
+	gc_thread(&ga);
+	CHECK_EQ(stat_of(log, "log.forces"), 20);
+	CHECK_EQ(stat_of(log, "log.checkpoints"), 20);
+	CHECK_EQ(stat_of(log, "log.group_waits"), 0);
+	CHECK_OK(log_unmount(log));
+	mutex_destroy(&bi.bi_lock);
+	free(data);
+	dev_close(d);
+	TEST_PASS("a lone forcer never waits for a group");
 }
 
 /* G6: a force that starts the push reports the flush; data written before
@@ -609,6 +635,7 @@ int main(void)
 	test_log_flushed();
 	test_powercut();
 	test_group_commit();
+	test_group_alone();
 	test_bad_input();
 	test_fault_loop();
 	return 0;

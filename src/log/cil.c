@@ -27,6 +27,20 @@
  * Force: a force of csn returns at once if csn is durable; if csn is the
  * current context it asks the push thread to push it; then it waits. Every
  * force of the same context waits for the same push: group commit.
+ *
+ * Waiting for the group. With C clients each waiting for its own force,
+ * the forces that arrive while a checkpoint is being written go into the
+ * next one, and the clients that checkpoint releases come back with their
+ * next operation a moment after it completed. Pushed at once, the next
+ * checkpoint holds only the first group, and the clients settle into two
+ * halves taking turns: C/2 forces per log write instead of C. So when a
+ * push was asked for by forces, the push thread may wait a little for the
+ * rest: until the current context has as many forces as were waiting when
+ * the last checkpoint completed (its own plus the current one's), or until
+ * a quarter of the last checkpoint's write time has passed since the later
+ * of the first force and that completion, at most GROUP_WAIT_MAX_NS. One
+ * client never waits (it is the whole group); a push asked for by log space
+ * (size, AIL, reservations) never waits.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,6 +50,8 @@
 #include "base/msg.h"
 #include "base/time.h"
 #include "log/log_priv.h"
+
+#define GROUP_WAIT_MAX_NS (2 * NSEC_PER_MSEC)
 
 struct cil_ctx *cil_ctx_alloc(uint64_t seq)
 {
@@ -339,6 +355,9 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 	mutex_lock(&log->l_push_lock);
 	log->l_durable_seq = ctx->c_seq;
 	log->l_pushing_seq = 0;
+	/* the group: who waited for this checkpoint and who waits for the next */
+	log->l_group_want = ctx->c_forcers + log->l_cur_forcers;
+	log->l_push_free_ns = now_ns();
 	cond_broadcast(&log->l_durable_cond);
 	struct log_force_waiter *fw, *fwt;
 	list_for_each_entry_safe (fw, fwt, &log->l_force_waiters, link)
@@ -369,12 +388,17 @@ static void cil_push(struct log *log)
 	log->l_cur_dirty = false;
 	log->l_pushing_seq = ctx->c_seq;
 	log->l_pushing_flushed = false;
+	ctx->c_forcers = log->l_cur_forcers;
+	log->l_cur_forcers = 0;
+	log->l_push_urgent = false;
 	cond_broadcast(&log->l_swap_cond);
 	mutex_unlock(&log->l_push_lock);
 	rwlock_unlock(&log->l_ctx_lock);
 
 	counter_inc(&log->l_stats.cil_pushes);
+	uint64_t t0 = now_ns();
 	int err = log_is_shutdown(log) ? -EIO : cil_write(log, ctx);
+	log->l_write_ns = now_ns() - t0; /* the push thread's own */
 	if (err) {
 		log_shutdown(log, "checkpoint write failed");
 		cil_ctx_abort(log, ctx);
@@ -394,11 +418,39 @@ static void cil_cover(struct log *log)
 		cil_push(log);
 }
 
+/* How long the push thread may still wait for more forces of the current
+ * context before pushing it (see "Waiting for the group"); 0: push now.
+ * Caller holds l_push_lock. */
+static uint64_t cil_group_wait(struct log *log, uint64_t now)
+{
+	if (log->l_push_urgent || log->l_stop || log->l_cur_forcers >= log->l_group_want)
+		return 0;
+	uint64_t from = MAX(log->l_push_asked_ns, log->l_push_free_ns);
+	uint64_t deadline = from + MIN(log->l_write_ns / 4, GROUP_WAIT_MAX_NS);
+	return now < deadline ? deadline - now : 0;
+}
+
+/* A force of the current context (l_push_lock held): ask for the push if
+ * nobody did, or wake the push thread if the group it waits for is here. */
+static void cil_force_cur(struct log *log, uint64_t csn)
+{
+	log->l_cur_forcers++;
+	if (log->l_push_seq < csn) {
+		log->l_push_seq = csn;
+		log->l_push_asked_ns = now_ns();
+		cond_signal(&log->l_push_cond);
+		counter_inc(&log->l_stats.forces_wrote);
+	} else if (log->l_cur_forcers == log->l_group_want) {
+		cond_signal(&log->l_push_cond);
+	}
+}
+
 void *log_push_thread(void *arg)
 {
 	struct log *log = arg;
 	uint64_t interval = log->l_p.push_interval_ns;
 	uint64_t next_tick = now_ns() + interval;
+	bool grouping = false; /* this push already waited for its group */
 
 	mutex_lock(&log->l_push_lock);
 	while (!log->l_stop) {
@@ -424,6 +476,16 @@ void *log_push_thread(void *arg)
 			cond_timedwait_ns(&log->l_push_cond, &log->l_push_lock, next_tick - now);
 			continue;
 		}
+		uint64_t gw = push && !tick ? cil_group_wait(log, now) : 0;
+		if (gw) {
+			if (!grouping)
+				counter_inc(&log->l_stats.group_waits);
+			grouping = true;
+			cond_timedwait_ns(&log->l_push_cond, &log->l_push_lock,
+					  MIN(gw, next_tick - now));
+			continue;
+		}
+		grouping = false;
 		if (push || cover)
 			log->l_want_cover = false;
 		mutex_unlock(&log->l_push_lock);
@@ -444,6 +506,11 @@ void log_request_push(struct log *log, uint64_t seq)
 	mutex_lock(&log->l_push_lock);
 	if (seq > log->l_push_seq) {
 		log->l_push_seq = seq;
+		cond_signal(&log->l_push_cond);
+	}
+	/* asked for by space: no waiting for a group (cil_group_wait) */
+	if (seq == log->l_cur_seq && !log->l_push_urgent) {
+		log->l_push_urgent = true;
 		cond_signal(&log->l_push_cond);
 	}
 	mutex_unlock(&log->l_push_lock);
@@ -485,11 +552,8 @@ int log_force_seq(struct log *log, uint64_t csn, bool wait, bool *log_flushed)
 	/* G6: unless csn's checkpoint already started its data flush, the
 	 * flush that makes it durable starts after this call */
 	bool flushed = !(csn == log->l_pushing_seq && log->l_pushing_flushed);
-	if (csn == log->l_cur_seq && log->l_push_seq < csn) {
-		log->l_push_seq = csn;
-		cond_signal(&log->l_push_cond);
-		counter_inc(&log->l_stats.forces_wrote);
-	}
+	if (csn == log->l_cur_seq)
+		cil_force_cur(log, csn);
 	if (!wait) {
 		mutex_unlock(&log->l_push_lock);
 		return 0;
@@ -526,11 +590,8 @@ int log_force_async(struct log *log, uint64_t csn, struct log_force_waiter *w)
 	w->csn = csn;
 	w->flushed = !(csn == log->l_pushing_seq && log->l_pushing_flushed);
 	list_add_tail(&w->link, &log->l_force_waiters);
-	if (csn == log->l_cur_seq && log->l_push_seq < csn) {
-		log->l_push_seq = csn;
-		cond_signal(&log->l_push_cond);
-		counter_inc(&log->l_stats.forces_wrote);
-	}
+	if (csn == log->l_cur_seq)
+		cil_force_cur(log, csn);
 	counter_inc(&log->l_stats.forces_waited);
 	mutex_unlock(&log->l_push_lock);
 	return 1;

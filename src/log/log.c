@@ -380,6 +380,7 @@ void log_stats(struct log *log, const struct stat_sink *s)
 	C(forces);
 	C(forces_wrote);
 	C(forces_waited);
+	C(group_waits);
 	C(buffer_writes);
 	C(buffer_bytes);
 	C(records);

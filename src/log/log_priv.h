@@ -66,6 +66,7 @@ struct cil_ctx {
 	struct list c_cbs; /* struct log_durable_cb */
 	uint64_t c_start_pos;
 	uint64_t c_tail_pos; /* tail carried by its records */
+	unsigned c_forcers;  /* forces that asked for it while it was current */
 };
 
 struct trans {
@@ -127,6 +128,13 @@ struct log {
 	bool l_want_cover;	    /* write an empty checkpoint to move the tail */
 	struct list l_force_waiters; /* struct log_force_waiter, any order */
 	bool l_stop;
+	/* group commit (cil.c, "Waiting for the group") */
+	unsigned l_cur_forcers;	    /* forces of the current context so far */
+	unsigned l_group_want;	    /* forcers the next push may wait for */
+	bool l_push_urgent;	    /* the push was asked for by space, not a force */
+	uint64_t l_push_asked_ns;   /* when a force first asked to push the current */
+	uint64_t l_push_free_ns;    /* when the last checkpoint completed */
+	uint64_t l_write_ns;	    /* how long writing it took */
 
 	/* head, tail and space */
 	struct mutex l_space_lock;
@@ -166,7 +174,7 @@ struct log {
 	struct {
 		counter_t trans_async, trans_sync, trans_empty, trans_cancelled;
 		counter_t cil_pushes, checkpoints, checkpoints_empty, throttles;
-		counter_t forces, forces_wrote, forces_waited;
+		counter_t forces, forces_wrote, forces_waited, group_waits;
 		counter_t buffer_writes, buffer_bytes, records;
 		counter_t ail_pushes, ail_pinned, ail_locked, tail_moves;
 		counter_t space_waits;
