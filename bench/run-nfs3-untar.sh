@@ -189,6 +189,21 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 mkdir -p "$OUT"
 RUNS="$OUT/nfs3-untar-runs.csv"
 echo "round,server,mode,clients,files,dirs,bytes,seconds,files_per_sec,log_writes,log_writes_per_file,flushes,flushes_per_file,disk_flush_us" >"$RUNS"
+# Before each run: everything written so far made durable (sync) and the
+# disk quiet for a second, at most 30 s, so that neither server's run pays
+# for the other's leftover writeback (the loop device's dirty pages under
+# XFS, the journals' in-place metadata writes).
+settle() {
+	sync
+	[ -n "$DISKDEV" ] && [ -r "/sys/block/$DISKDEV/stat" ] || return 0
+	_prev=
+	for _i in $(seq 60); do
+		_cur=$(awk '{ print $5, $7, $9 }' "/sys/block/$DISKDEV/stat")
+		[ "$_cur" = "$_prev" ] && return 0
+		_prev=$_cur
+		sleep 0.5
+	done
+}
 one() { # round server mode clients files
 	if [ "$2" = jnfsd ]; then
 		set -- "$@" --port "$JPORT" --jnfsd-stats
@@ -198,6 +213,7 @@ one() { # round server mode clients files
 	_r=$1 _s=$2 _m=$3 _c=$4 _n=$5
 	shift 5
 	[ -n "$DISKDEV" ] && set -- "$@" --disk "$DISKDEV"
+	settle
 	"$BENCH" --label "$_s" --mode "$_m" --clients "$_c" --files "$_n" --csv "$@" >"$TMP/one.out"
 	row=$(tail -1 "$TMP/one.out" | cut -d, -f2-)
 	dfl=$(sed -n 's/^untar.disk_flush_us_avg //p' "$TMP/one.out")
