@@ -10,10 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct hashmap_slot {
+	uint64_t key;
+	void *val; /* NULL marks an empty slot, so values must not be NULL */
+};
+
 struct hashmap {
-	uint64_t *keys;
-	void **vals; /* NULL marks an empty slot, so values must not be NULL */
-	size_t cap;  /* power of two */
+	struct hashmap_slot *slots; /* a key beside its value: one cache miss a probe */
+	size_t cap;                 /* power of two */
 	size_t n;
 };
 

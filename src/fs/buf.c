@@ -73,10 +73,15 @@ static void fsbuf_free(struct fsbuf *bp)
 
 /*
  * Evict unreferenced, idle buffers while over the limit. Cache lock held.
- * A busy buffer (pinned, or in the AIL) cannot go; it moves to the tail of
- * the LRU, and one call looks at no more than BCACHE_SHRINK_SCAN buffers
- * (and after a call that could evict none, the next BCACHE_SHRINK_SCAN
- * calls do not try), so that a release never walks all the buffers a burst
+ * Every cached buffer is on the LRU from its load to its eviction: taking
+ * or dropping a reference does not touch the list (that cost two cache
+ * misses on its neighbours per use, which in a big directory was most of
+ * a lookup), it only marks the buffer used. The shrink gives a used
+ * buffer a second chance (clears the mark, moves it to the tail), and so
+ * it does for a referenced one and a busy one (pinned, or in the AIL: not
+ * written back yet). One call looks at no more than BCACHE_SHRINK_SCAN
+ * buffers (and after a call that could evict none, the next
+ * BCACHE_SHRINK_SCAN calls do not try), so that a release never walks all the buffers a burst
  * of transactions left in the AIL (inode.c's ino_shrink does the same).
  */
 #define BCACHE_SHRINK_SCAN 32
@@ -92,7 +97,8 @@ static void fsbuf_shrink(struct fs *fs)
 		if (fs->f_nbufs <= fs->f_nbufs_max || list_empty(&fs->f_buf_lru))
 			break;
 		struct fsbuf *bp = list_first_entry(&fs->f_buf_lru, struct fsbuf, b_lru);
-		if (buf_item_busy(&bp->b_bi)) {
+		if (bp->b_lru_ref || atomic_load(&bp->b_ref) || buf_item_busy(&bp->b_bi)) {
+			bp->b_lru_ref = false;
 			list_move_tail(&bp->b_lru, &fs->f_buf_lru);
 			continue;
 		}
@@ -108,10 +114,19 @@ static void fsbuf_shrink(struct fs *fs)
 }
 
 /* Take a reference on a cached buffer. Cache lock held. */
-static void fsbuf_grab(struct fs *fs, struct fsbuf *bp)
+static void fsbuf_grab(struct fsbuf *bp)
 {
-	if (atomic_fetch_add(&bp->b_ref, 1) == 0)
-		list_del(&bp->b_lru);
+	atomic_fetch_add(&bp->b_ref, 1);
+	bp->b_lru_ref = true;
+}
+
+/* A new buffer into the cache. Cache lock held. */
+static void fsbuf_insert(struct fs *fs, struct fsbuf *bp)
+{
+	hashmap_put(&fs->f_bufs, bp->b_blkno, bp);
+	list_add_tail(&bp->b_lru, &fs->f_buf_lru);
+	fs->f_nbufs++;
+	fsbuf_shrink(fs);
 }
 
 int fsbuf_read(struct fs *fs, uint64_t blkno, const struct fs_verifier *v, uint64_t owner,
@@ -126,7 +141,7 @@ int fsbuf_read(struct fs *fs, uint64_t blkno, const struct fs_verifier *v, uint6
 	mutex_lock(&fs->f_bcache_lock);
 	struct fsbuf *bp = hashmap_get(&fs->f_bufs, blkno);
 	if (bp) {
-		fsbuf_grab(fs, bp);
+		fsbuf_grab(bp);
 		mutex_unlock(&fs->f_bcache_lock);
 		counter_inc(&fs->f_stats.buf_hits);
 		if (v && bp->b_ops != v && v->magic) {
@@ -164,15 +179,13 @@ int fsbuf_read(struct fs *fs, uint64_t blkno, const struct fs_verifier *v, uint6
 	struct fsbuf *other = hashmap_get(&fs->f_bufs, blkno);
 	if (other) {
 		/* someone else loaded it meanwhile: theirs is authoritative */
-		fsbuf_grab(fs, other);
+		fsbuf_grab(other);
 		mutex_unlock(&fs->f_bcache_lock);
 		fsbuf_free(bp);
 		*bpp = other;
 		return 0;
 	}
-	hashmap_put(&fs->f_bufs, blkno, bp);
-	fs->f_nbufs++;
-	fsbuf_shrink(fs);
+	fsbuf_insert(fs, bp);
 	mutex_unlock(&fs->f_bcache_lock);
 	*bpp = bp;
 	return 0;
@@ -186,14 +199,12 @@ struct fsbuf *fsbuf_get_new(struct fs *fs, uint64_t blkno, const struct fs_verif
 	if (bp) {
 		/* a block freed earlier and allocated again: the same item, its
 		 * new content logged in full by the caller */
-		fsbuf_grab(fs, bp);
+		fsbuf_grab(bp);
 		fsbuf_set_ops(bp, v);
 		memset(bp->b_data, 0, FS_BLOCK_SIZE);
 	} else {
 		bp = fsbuf_new(fs, blkno, v);
-		hashmap_put(&fs->f_bufs, blkno, bp);
-		fs->f_nbufs++;
-		fsbuf_shrink(fs);
+		fsbuf_insert(fs, bp);
 	}
 	mutex_unlock(&fs->f_bcache_lock);
 	return bp;
@@ -213,11 +224,8 @@ void fsbuf_rele(struct fsbuf *bp)
 	if (old <= 0)
 		panic("fs: buffer %llu (%s) released more often than held",
 		      (unsigned long long)bp->b_blkno, bp->b_ops ? bp->b_ops->name : "?");
-	if (old == 1) {
-		list_add_tail(&bp->b_lru, &fs->f_buf_lru);
-		if (fs->f_nbufs > fs->f_nbufs_max)
-			fsbuf_shrink(fs);
-	}
+	if (old == 1 && fs->f_nbufs > fs->f_nbufs_max)
+		fsbuf_shrink(fs);
 	mutex_unlock(&fs->f_bcache_lock);
 }
 

@@ -71,7 +71,8 @@ struct fsbuf {
 	uint8_t *b_data;
 	_Atomic int b_ref;
 	const struct fs_verifier *b_ops;
-	struct list b_lru;    /* unreferenced buffers, oldest first */
+	struct list b_lru;    /* every cached buffer, oldest first (cache lock) */
+	bool b_lru_ref;       /* used since the shrink last looked (cache lock) */
 	struct list b_txlink; /* in the joining transaction's list */
 };
 
@@ -234,11 +235,11 @@ struct ino_item {
 
 /* The in-core inode (fields native-endian); guarded by i_ilock. */
 struct fs_icore {
-	uint32_t mode, uid, gid, nlink;
+	uint32_t nlink, gen; /* first: a lookup reads them (struct fs_inode) */
+	uint32_t mode, uid, gid, flags;
 	uint64_t size, nblocks;
 	struct timespec atime, mtime, ctime, btime;
 	uint64_t change;
-	uint32_t gen, flags;
 	uint64_t rdev, parent, root;
 	uint16_t root_level;
 	uint16_t nextents; /* inline extents (0 with an extent tree) */
@@ -254,18 +255,22 @@ struct fs_layout {
 	struct fs_layout *next;
 };
 
+/* What a lookup of a cached inode touches (i_ref, i_freed, i_lru_ref,
+ * i_ilock, i_d.nlink and i_d.gen) comes first, within two cache lines: in
+ * a big directory each of them is a miss. */
 struct fs_inode {
 	struct fs *i_fs;
 	uint64_t i_ino;
 	_Atomic int i_ref;
-	struct rwlock i_iolock;
-	struct mutex i_ilock;
-	struct fs_icore i_d;
-	struct ino_item i_item;
-	bool i_new;        /* allocated, not yet written back once */
-	bool i_freed;      /* the inode was freed; the number may be reused */
+	bool i_freed;   /* the inode was freed; the number may be reused */
+	bool i_lru_ref; /* used since the shrink last looked (icache lock) */
+	bool i_new;     /* allocated, not yet written back once */
 	bool i_evictable;
-	struct list i_lru;
+	struct fs_icore i_d;
+	struct mutex i_ilock;
+	struct rwlock i_iolock;
+	struct ino_item i_item;
+	struct list i_lru; /* every cached inode, oldest first (icache lock) */
 	uint64_t i_prealloc; /* speculative preallocation hint (blocks) */
 	/* layouts (guarded by the fs layout lock) */
 	struct fs_layout *i_layouts;

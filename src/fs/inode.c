@@ -33,7 +33,7 @@ int ino_cache_init(struct fs *fs)
 	list_init(&fs->f_ilru);
 	cond_init(&fs->f_icache_cond);
 	fs->f_ninodes = 0;
-	fs->f_ninodes_max = 65536;
+	fs->f_ninodes_max = 262144;
 	return 0;
 }
 
@@ -59,7 +59,9 @@ void ino_cache_destroy(struct fs *fs)
 
 struct fs_inode *ino_alloc_incore(struct fs *fs, uint64_t ino)
 {
-	struct fs_inode *ip = xcalloc(1, sizeof(*ip));
+	/* cache-line aligned, for the lines a lookup touches (fs_priv.h) */
+	struct fs_inode *ip = xmalloc_aligned(64, sizeof(*ip));
+	memset(ip, 0, sizeof(*ip));
 	ip->i_fs = fs;
 	ip->i_ino = ino;
 	atomic_store(&ip->i_ref, 1);
@@ -202,11 +204,12 @@ static int ino_read(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 
 /*
  * Evict idle unreferenced inodes while over the limit. icache lock held.
- * A busy inode (pinned, or in the AIL: not written back yet) cannot go; it
- * moves to the tail of the LRU, and one call looks at no more than
- * ICACHE_SHRINK_SCAN inodes; when none of them could go, the next
- * ICACHE_SHRINK_SCAN calls do not try, so an iput costs at most about one
- * look on average. After a burst of creates the AIL can hold more inodes
+ * As with buffers (fsbuf_shrink), every cached inode is on the LRU and a
+ * use only marks it; a used, referenced or busy inode (pinned, or in the
+ * AIL: not written back yet) gets a second chance at the tail of the LRU,
+ * and one call looks at no more than ICACHE_SHRINK_SCAN inodes; when
+ * none of them could go, the next ICACHE_SHRINK_SCAN calls do not try, so
+ * an iput costs at most about one look on average. After a burst of creates the AIL can hold more inodes
  * than the cache limit until it writes them back: without the bound every
  * iput walked all of them (a lookup in a 100,000-entry directory ran 30-40x
  * slower than in a 1,000-entry one).
@@ -224,7 +227,8 @@ static void ino_shrink(struct fs *fs)
 		if (fs->f_ninodes <= fs->f_ninodes_max || list_empty(&fs->f_ilru))
 			break;
 		struct fs_inode *ip = list_first_entry(&fs->f_ilru, struct fs_inode, i_lru);
-		if (ino_item_busy(ip)) {
+		if (ip->i_lru_ref || atomic_load(&ip->i_ref) || ino_item_busy(ip)) {
+			ip->i_lru_ref = false;
 			list_move_tail(&ip->i_lru, &fs->f_ilru);
 			continue;
 		}
@@ -236,6 +240,15 @@ static void ino_shrink(struct fs *fs)
 	}
 	if (!evicted)
 		fs->f_ishrink_skip = ICACHE_SHRINK_SCAN;
+}
+
+/* A new in-core inode into the cache (on the LRU for as long as it is
+ * cached, like buffers: see fsbuf_shrink). icache lock held. */
+static void icache_insert(struct fs *fs, struct fs_inode *ip)
+{
+	hashmap_put(&fs->f_inodes, ip->i_ino, ip);
+	list_add_tail(&ip->i_lru, &fs->f_ilru);
+	fs->f_ninodes++;
 }
 
 static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_inode **ipp)
@@ -252,8 +265,8 @@ static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_i
 			mutex_unlock(&fs->f_icache_lock);
 			return -ESTALE;
 		}
-		if (atomic_fetch_add(&ip->i_ref, 1) == 0)
-			list_del(&ip->i_lru);
+		atomic_fetch_add(&ip->i_ref, 1);
+		ip->i_lru_ref = true;
 		mutex_unlock(&fs->f_icache_lock);
 		goto found;
 	}
@@ -274,8 +287,8 @@ static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_i
 	if (ip) {
 		/* loaded by someone else meanwhile */
 		bool freed = ip->i_freed;
-		if (!freed && atomic_fetch_add(&ip->i_ref, 1) == 0)
-			list_del(&ip->i_lru);
+		if (!freed)
+			atomic_fetch_add(&ip->i_ref, 1);
 		mutex_unlock(&fs->f_icache_lock);
 		ino_destroy(nip);
 		if (freed)
@@ -292,8 +305,7 @@ static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_i
 		return -EUCLEAN;
 	}
 	ip = nip;
-	hashmap_put(&fs->f_inodes, ino, ip);
-	fs->f_ninodes++;
+	icache_insert(fs, ip);
 	mutex_unlock(&fs->f_icache_lock);
 found:
 	if (!allow_unlinked) {
@@ -356,7 +368,6 @@ void fs_iput(struct fs_inode *ip)
 		/* an allocation of the freed number may be waiting (ino_get_new) */
 		cond_broadcast(&fs->f_icache_cond);
 	}
-	list_add_tail(&ip->i_lru, &fs->f_ilru);
 	if (fs->f_ninodes > fs->f_ninodes_max)
 		ino_shrink(fs);
 	mutex_unlock(&fs->f_icache_lock);
@@ -367,8 +378,7 @@ void ino_cache_insert(struct fs *fs, struct fs_inode *ip)
 	mutex_lock(&fs->f_icache_lock);
 	struct fs_inode *old = hashmap_get(&fs->f_inodes, ip->i_ino);
 	BUG_ON(old);
-	hashmap_put(&fs->f_inodes, ip->i_ino, ip);
-	fs->f_ninodes++;
+	icache_insert(fs, ip);
 	mutex_unlock(&fs->f_icache_lock);
 }
 
@@ -404,13 +414,11 @@ int ino_get_new(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 				(unsigned long long)ino);
 			return -EUCLEAN;
 		}
-		list_del(&ip->i_lru);
 		atomic_store(&ip->i_ref, 1);
 		ip->i_freed = false;
 	} else {
 		ip = ino_alloc_incore(fs, ino);
-		hashmap_put(&fs->f_inodes, ino, ip);
-		fs->f_ninodes++;
+		icache_insert(fs, ip);
 	}
 	mutex_unlock(&fs->f_icache_lock);
 	while (!mutex_trylock(&ip->i_ilock))
