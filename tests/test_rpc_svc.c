@@ -60,16 +60,22 @@ static void null_ok(int fd, uint32_t xid)
 }
 
 /* a raw call with an arbitrary credential body */
-static void send_cred(int fd, uint32_t xid, uint32_t flavor, const void *body, uint32_t len)
+static void send_cred_vers(int fd, uint32_t xid, uint32_t vers, uint32_t flavor, const void *body,
+			   uint32_t len)
 {
 	struct xdr_enc x;
 	xdr_enc_init(&x, 1 << 20);
 	CHECK_OK(xdr_enc_u32(&x, xid) || xdr_enc_u32(&x, RPC_CALL) || xdr_enc_u32(&x, 2) ||
-		 xdr_enc_u32(&x, TESTPROG) || xdr_enc_u32(&x, 3) || xdr_enc_u32(&x, TP_NULL) ||
+		 xdr_enc_u32(&x, TESTPROG) || xdr_enc_u32(&x, vers) || xdr_enc_u32(&x, TP_NULL) ||
 		 xdr_enc_u32(&x, flavor) || xdr_enc_opaque(&x, body, len) ||
 		 xdr_enc_u32(&x, 0) || xdr_enc_u32(&x, 0));
 	CHECK_OK(rpc_clnt_send_record(fd, x.buf, x.len));
 	xdr_enc_destroy(&x);
+}
+
+static void send_cred(int fd, uint32_t xid, uint32_t flavor, const void *body, uint32_t len)
+{
+	send_cred_vers(fd, xid, 3, flavor, body, len);
 }
 
 static void test_errors(uint16_t port)
@@ -245,6 +251,30 @@ static void test_out_of_order(uint16_t port)
 	TEST_PASS("replies in completion order; defer by timer, completion, wake");
 }
 
+/* NULL of version 2 runs on the event loop (SVC_PROC_INLINE): a burst of
+ * them in one write, between calls for the pool, a truncated one and one
+ * with a bad credential, all answered on the same connection */
+static void test_inline(uint16_t port)
+{
+	int fd = tc_connect(port, false);
+	uint32_t park[2] = {htonl(50), htonl(9)};
+	tc_send_call(fd, 1, TESTPROG, 3, TP_PARK, NULL, park, 8);
+	for (uint32_t i = 0; i < 200; i++)
+		tc_send_call(fd, 100 + i, TESTPROG, 2, TP_NULL, NULL, NULL, 0);
+	for (uint32_t i = 0; i < 200; i++)
+		expect_accept(fd, 100 + i, RPC_SUCCESS);
+	struct rpc_reply_hdr rh;
+	struct xdr_dec d;
+	free(tc_recv_reply(fd, &rh, &d));
+	CHECK_EQ(rh.xid, 1);
+	/* a bad credential on an inline call: the loop answers AUTH_ERROR */
+	send_cred_vers(fd, 7, 2, RPC_AUTH_DH, "abcdefgh", 8);
+	expect_auth(fd, 7, RPC_AUTH_BADCRED);
+	null_ok(fd, 8);
+	close(fd);
+	TEST_PASS("NULL on the event loop: 200 pipelined calls, a parked call, a bad credential");
+}
+
 static void test_counters(struct svc *s)
 {
 	struct stat_table t;
@@ -388,6 +418,7 @@ int main(void)
 	test_big_fragments(port, port6);
 	test_max_record(port);
 	test_out_of_order(port);
+	test_inline(port);
 	test_counters(s);
 	svc_destroy(s);
 	test_conn_limit();

@@ -282,7 +282,8 @@ static enum svc_stat mnt_export(struct svc_req *rq, const struct rpc_cred *rc, v
 }
 
 static const struct svc_proc mount3_procs[] = {
-	[0] = {.name = "null", .decode = svc_dec_void, .handler = mnt_null, .encode = svc_enc_void},
+	[0] = {.name = "null", .decode = svc_dec_void, .handler = mnt_null, .encode = svc_enc_void,
+	       .flags = SVC_PROC_INLINE},
 	[1] = {.name = "mnt", .decode = dec_path, .handler = mnt_mnt, .encode = enc_mnt,
 	       .args_size = sizeof(struct mnt_args), .res_size = sizeof(struct mnt_res)},
 	[2] = {.name = "dump", .decode = svc_dec_void, .handler = mnt_dump, .encode = enc_dump,

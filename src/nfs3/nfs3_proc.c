@@ -1209,7 +1209,7 @@ static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, 
 
 static const struct svc_proc nfs3_procs[NFS3_NPROCS] = {
 	[NFS3PROC_NULL] = {.name = "null", .decode = svc_dec_void, .handler = nfs3_null,
-			   .encode = svc_enc_void},
+			   .encode = svc_enc_void, .flags = SVC_PROC_INLINE},
 	PROC(GETATTR, nfs3_dec_fh, getattr, nfs3_enc_getattr, NULL, nfs3_fh_args,
 	     nfs3_getattr_res, 0),
 	PROC(SETATTR, nfs3_dec_setattr, setattr, nfs3_enc_wcc_res, NULL, nfs3_setattr_args,

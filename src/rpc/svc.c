@@ -428,15 +428,16 @@ static void conn_close_loop(struct svc_conn *c)
 }
 
 /* Turn a complete record into a request queued on works. */
-static void record_done(struct svc_conn *c, struct list *works, size_t *accounted,
-			size_t *records)
+/* A whole record: for the pool (works), or for the loop itself (inl). */
+static void record_done(struct svc_conn *c, struct list *works, struct list *inl,
+			size_t *accounted, size_t *records)
 {
 	size_t len;
 	(*records)++;
 	uint8_t *rec = rec_take(&c->rec, &len);
 	struct svc_req *rq = req_new(c, rec, len);
 	*accounted += rq->accounted;
-	list_add_tail(&rq->work.link, works);
+	list_add_tail(&rq->work.link, req_is_inline(rq) ? inl : works);
 }
 
 /* Read what is there; false when the connection must close. */
@@ -445,9 +446,10 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 	struct svc *s = c->svc;
 	size_t accounted = 0, records = 0;
 	bool ok = true;
-	struct list w;
+	struct list w, inl;
 	struct list *works = &w;
 	list_init(works);
+	list_init(&inl);
 	for (int i = 0; i < READS_PER_EVENT && ok && records < RECORDS_PER_EVENT; i++) {
 		uint8_t *space;
 		size_t direct = rec_direct(&c->rec, &space);
@@ -458,7 +460,7 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 				counter_add(&s->st.bytes_in, (uint64_t)n);
 				c->last_rx_ns = now_ns();
 				if (rec_direct_commit(&c->rec, (size_t)n) == 1) {
-					record_done(c, works, &accounted, &records);
+					record_done(c, works, &inl, &accounted, &records);
 					c->rec_start_ns = 0;
 				}
 				continue;
@@ -491,7 +493,7 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 				break;
 			}
 			if (r == 1) {
-				record_done(c, works, &accounted, &records);
+				record_done(c, works, &inl, &accounted, &records);
 				c->rec_start_ns = 0;
 			}
 		}
@@ -507,6 +509,11 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 	if (accounted)
 		conn_account(c, (long)accounted);
 	pool_queue_list(&s->pool, &c->workq, works);
+	struct svc_work *iw, *iwt;
+	list_for_each_entry_safe (iw, iwt, &inl, link) {
+		list_del(&iw->link);
+		svc_req_run_inline(container_of(iw, struct svc_req, work));
+	}
 	return ok;
 }
 

@@ -150,6 +150,9 @@ typedef void (*svc_release_fn)(void *args, void *res);
 
 /* Flags of a procedure. */
 #define SVC_PROC_DRC (1u << 0) /* non-idempotent: replies go through the DRC */
+/* The handler neither blocks nor defers (NULL): the event loop runs it
+ * itself instead of handing it to a worker. */
+#define SVC_PROC_INLINE (1u << 1)
 
 /*
  * One row per procedure, indexed by procedure number:

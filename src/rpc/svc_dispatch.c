@@ -13,6 +13,7 @@
  * dropped when the reply has been written or discarded), one per armed
  * timer, and one per svc_req_get().
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,44 @@ struct svc_req *req_new(struct svc_conn *c, uint8_t *record, size_t len)
 	timer_init(&rq->timer, NULL);
 	atomic_fetch_add(&c->svc->live_reqs, 1);
 	return rq;
+}
+
+/*
+ * A NULL call costs less than the two thread hand-offs of the worker pool
+ * (loop -> worker -> socket), which on one connection are most of its
+ * latency; so calls of procedures marked SVC_PROC_INLINE (handlers that
+ * neither block nor defer) are run by the event loop itself. Peeks at the
+ * raw header: xid, CALL, rpcvers 2, prog, vers, proc. Anything unusual
+ * goes to the pool, which answers it properly.
+ */
+bool req_is_inline(const struct svc_req *rq)
+{
+	if (rq->record_len < 24)
+		return false;
+	uint32_t w[6];
+	memcpy(w, rq->record, sizeof(w));
+	for (int i = 0; i < 6; i++)
+		w[i] = ntohl(w[i]);
+	if (w[1] != RPC_CALL || w[2] != RPC_VERSION)
+		return false;
+	const struct svc *s = rq->svc;
+	for (unsigned i = 0; i < s->nprogs; i++) {
+		const struct svc_program *p = s->progs[i].p;
+		if (p->prog != w[3])
+			continue;
+		for (uint32_t vi = 0; vi < p->nversions; vi++) {
+			const struct svc_version *v = &p->versions[vi];
+			if (v->vers == w[4])
+				return w[5] < v->nprocs && v->procs[w[5]].handler &&
+				       (v->procs[w[5]].flags & SVC_PROC_INLINE);
+		}
+	}
+	return false;
+}
+
+void svc_req_run_inline(struct svc_req *rq)
+{
+	req_process(&rq->work);
 }
 
 void *svc_req_ctx(const struct svc_req *rq)

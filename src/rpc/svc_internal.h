@@ -266,6 +266,9 @@ struct svc_req {
 
 /* Called by the loop for every complete record (owned by the request). */
 struct svc_req *req_new(struct svc_conn *c, uint8_t *record, size_t len);
+/* A call of a procedure marked SVC_PROC_INLINE: the loop runs it itself. */
+bool req_is_inline(const struct svc_req *rq);
+void svc_req_run_inline(struct svc_req *rq);
 
 /* ---- calls to clients (svc_call.c) ---- */
 void call_reply(struct svc_conn *c, uint32_t xid, const uint8_t *rec, size_t len);

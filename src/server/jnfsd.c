@@ -119,7 +119,8 @@ static void release_stats(void *args, void *res)
 }
 
 static const struct svc_proc admin_procs[] = {
-	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void},
+	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void,
+	       .flags = SVC_PROC_INLINE},
 	[JNFS_ADMIN_PROC_STATS] = {.name = "stats", .decode = svc_dec_void, .handler = admin_stats,
 				   .encode = enc_stats, .release = release_stats,
 				   .res_size = sizeof(struct stats_res)},
@@ -131,7 +132,8 @@ static const struct svc_version admin_versions[] = {
 /* ---- programs ---- */
 
 static const struct svc_proc nfs4_procs[] = {
-	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void},
+	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void,
+	       .flags = SVC_PROC_INLINE},
 };
 static const struct svc_version nfs4_versions[] = {{.vers = 4, .nprocs = 1, .procs = nfs4_procs}};
 

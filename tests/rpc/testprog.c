@@ -295,8 +295,10 @@ static const struct svc_proc v3_procs[TP_NPROCS] = {
 	[TP_PARK_FOREVER] = {"park_forever", svc_dec_void, do_park_forever, enc_u32, NULL, 0, 4},
 };
 
+/* version 2's NULL is run by the event loop itself (SVC_PROC_INLINE),
+ * version 3's by a worker: the tests cover both paths */
 static const struct svc_proc v2_procs[1] = {
-	[TP_NULL] = {"null", svc_dec_void, do_ok, svc_enc_void},
+	[TP_NULL] = {"null", svc_dec_void, do_ok, svc_enc_void, NULL, 0, 0, SVC_PROC_INLINE},
 };
 
 static const struct svc_version versions[] = {
