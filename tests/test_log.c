@@ -603,6 +603,20 @@ static void test_force_async(void)
 	struct async_w b = {.w.fn = async_fn};
 	CHECK_EQ(log_force_async(log, csn, &b.w), 0);
 	CHECK_EQ(atomic_load(&b.done), 0);
+	/* may_push on an idle log: written on this thread, fn already called */
+	uint64_t inl = stat_of(log, "log.inline_pushes");
+	CHECK_OK(trans_alloc(log, log_calc_res(log, 1, 64), 0, &tp));
+	buf_item_join(tp, &bi);
+	data[2] = 1;
+	buf_item_log(tp, &bi, 2, 1);
+	CHECK_OK(trans_commit(tp, &csn));
+	struct async_w e = {.w.fn = async_fn, .w.may_push = true};
+	CHECK_EQ(log_force_async(log, csn, &e.w), 1);
+	CHECK_EQ(atomic_load(&e.done), 1);
+	CHECK_OK(e.err);
+	CHECK(e.flushed);
+	CHECK_EQ(stat_of(log, "log.inline_pushes"), inl + 1);
+	CHECK(stat_of(log, "log.durable_seq") >= csn);
 	/* a shutdown fails the waiters */
 	CHECK_OK(trans_alloc(log, log_calc_res(log, 1, 64), 0, &tp));
 	buf_item_join(tp, &bi);
@@ -611,6 +625,8 @@ static void test_force_async(void)
 	CHECK_OK(trans_commit(tp, &csn));
 	struct async_w c = {.w.fn = async_fn};
 	dev_inject_fault(d, 1, true); /* the push cannot write */
+	/* (the inline push fails on this thread: the log shuts down, fn gets EIO) */
+	c.w.may_push = true;
 	int r = log_force_async(log, csn, &c.w);
 	CHECK(r == 1 || r == -EIO);
 	for (int i = 0; r == 1 && i < 1000 && !atomic_load(&c.done); i++)

@@ -196,7 +196,10 @@ int fs_sync(struct fs *fs);
  * whether a data-device flush started after the call (if not, and data
  * must be durable, the caller still calls fs_flush_data(), rule 5). fn
  * runs on the journal's push thread and must not block. Returns 0 if csn
- * is durable already (fn is not called), 1 if fn will be, -errno.
+ * is durable already (fn is not called), 1 if fn will be, -errno. The
+ * caller holds no engine lock: on an idle journal the checkpoint is
+ * written on the caller's thread (log_force_async, may_push), and fn has
+ * then run before the call returns.
  */
 struct fs_sync_waiter {
 	void (*fn)(struct fs_sync_waiter *w, int err, bool log_flushed);

@@ -361,6 +361,7 @@ static void sync_waiter_done(struct log_force_waiter *lw, int err, bool flushed)
 int fs_force_async(struct fs *fs, uint64_t csn, struct fs_sync_waiter *w)
 {
 	w->lw.fn = sync_waiter_done;
+	w->lw.may_push = true;
 	return log_force_async(fs->f_log, csn, &w->lw);
 }
 

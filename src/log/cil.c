@@ -11,8 +11,8 @@
  *   3. take the context's sequence as the CSN and call committing(csn) on
  *      each item, still before the items are unlocked.
  *
- * Push (the push thread only, one checkpoint at a time, so checkpoints
- * become durable in order):
+ * Push (by whoever holds l_pusher_lock, one checkpoint at a time, so
+ * checkpoints become durable in order):
  *   1. swap in a fresh context under l_ctx_lock for write;
  *   2. sample the tail, then flush the data device (I1): data and write-backs
  *      completed before are durable before any record of this checkpoint;
@@ -41,6 +41,15 @@
  * of the first force and that completion, at most GROUP_WAIT_MAX_NS. One
  * client never waits (it is the whole group); a push asked for by log space
  * (size, AIL, reservations) never waits.
+ *
+ * Pushing on the forcing thread. A force that would wake the push thread
+ * to push at once (nothing being written, no group to wait for: a lone
+ * client) may instead push on its own thread, if its caller allows it
+ * (log_force_async's may_push: the NFS reply path, holding no lock). That
+ * saves a thread hand-off, which on one client is a good part of a sync
+ * operation's latency. Checkpoints stay serial: either pusher holds
+ * l_pusher_lock, and the push thread looks again under it whether the
+ * context it meant to push is still current.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -358,6 +367,7 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 	/* the group: who waited for this checkpoint and who waits for the next */
 	log->l_group_want = ctx->c_forcers + log->l_cur_forcers;
 	log->l_push_free_ns = now_ns();
+	log->l_write_ns = ctx->c_write_ns;
 	cond_broadcast(&log->l_durable_cond);
 	struct log_force_waiter *fw, *fwt;
 	list_for_each_entry_safe (fw, fwt, &log->l_force_waiters, link)
@@ -371,7 +381,9 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 	free(ctx);
 }
 
-/* Swap the current context out and write it as a checkpoint. */
+/* Swap the current context out and write it as a checkpoint. Caller holds
+ * l_pusher_lock: one checkpoint is written at a time, by the push thread or
+ * by a force that pushes on its own thread (log_force_async). */
 static void cil_push(struct log *log)
 {
 	struct cil_ctx *fresh = cil_ctx_alloc(0);
@@ -398,7 +410,7 @@ static void cil_push(struct log *log)
 	counter_inc(&log->l_stats.cil_pushes);
 	uint64_t t0 = now_ns();
 	int err = log_is_shutdown(log) ? -EIO : cil_write(log, ctx);
-	log->l_write_ns = now_ns() - t0; /* the push thread's own */
+	ctx->c_write_ns = now_ns() - t0;
 	if (err) {
 		log_shutdown(log, "checkpoint write failed");
 		cil_ctx_abort(log, ctx);
@@ -431,18 +443,46 @@ static uint64_t cil_group_wait(struct log *log, uint64_t now)
 }
 
 /* A force of the current context (l_push_lock held): ask for the push if
- * nobody did, or wake the push thread if the group it waits for is here. */
-static void cil_force_cur(struct log *log, uint64_t csn)
+ * nobody did, or wake the push thread if the group it waits for is here.
+ * With may_push, a push that could start at once (nothing being written, no
+ * group to wait for) is left to the caller: returns true, and the push
+ * thread is not woken. */
+static bool cil_force_cur(struct log *log, uint64_t csn, bool may_push)
 {
 	log->l_cur_forcers++;
 	if (log->l_push_seq < csn) {
 		log->l_push_seq = csn;
 		log->l_push_asked_ns = now_ns();
-		cond_signal(&log->l_push_cond);
 		counter_inc(&log->l_stats.forces_wrote);
+		if (may_push && !log->l_pushing_seq && !log->l_stop &&
+		    !cil_group_wait(log, log->l_push_asked_ns))
+			return true;
+		cond_signal(&log->l_push_cond);
 	} else if (log->l_cur_forcers == log->l_group_want) {
 		cond_signal(&log->l_push_cond);
 	}
+	return false;
+}
+
+/* The caller of a force that cil_force_cur left to it: push csn on this
+ * thread, unless another push is under way (then the push thread, which
+ * finishes that one first, does it). */
+static void cil_push_here(struct log *log, uint64_t csn)
+{
+	if (mutex_trylock(&log->l_pusher_lock)) {
+		mutex_lock(&log->l_push_lock);
+		bool still = log->l_cur_seq == csn && !log_is_shutdown(log);
+		mutex_unlock(&log->l_push_lock);
+		if (still) {
+			counter_inc(&log->l_stats.inline_pushes);
+			cil_push(log);
+		}
+		mutex_unlock(&log->l_pusher_lock);
+		return;
+	}
+	mutex_lock(&log->l_push_lock);
+	cond_signal(&log->l_push_cond);
+	mutex_unlock(&log->l_push_lock);
 }
 
 void *log_push_thread(void *arg)
@@ -491,10 +531,18 @@ void *log_push_thread(void *arg)
 		mutex_unlock(&log->l_push_lock);
 		if (tick)
 			ail_push_target(log, UINT64_MAX);
+		mutex_lock(&log->l_pusher_lock);
+		if (push) {
+			/* a force may have pushed it on its own thread meanwhile */
+			mutex_lock(&log->l_push_lock);
+			push = log->l_push_seq >= log->l_cur_seq || (tick && log->l_cur_dirty);
+			mutex_unlock(&log->l_push_lock);
+		}
 		if (push)
 			cil_push(log);
 		else if (cover)
 			cil_cover(log);
+		mutex_unlock(&log->l_pusher_lock);
 		mutex_lock(&log->l_push_lock);
 	}
 	mutex_unlock(&log->l_push_lock);
@@ -553,7 +601,7 @@ int log_force_seq(struct log *log, uint64_t csn, bool wait, bool *log_flushed)
 	 * flush that makes it durable starts after this call */
 	bool flushed = !(csn == log->l_pushing_seq && log->l_pushing_flushed);
 	if (csn == log->l_cur_seq)
-		cil_force_cur(log, csn);
+		cil_force_cur(log, csn, false);
 	if (!wait) {
 		mutex_unlock(&log->l_push_lock);
 		return 0;
@@ -590,10 +638,11 @@ int log_force_async(struct log *log, uint64_t csn, struct log_force_waiter *w)
 	w->csn = csn;
 	w->flushed = !(csn == log->l_pushing_seq && log->l_pushing_flushed);
 	list_add_tail(&w->link, &log->l_force_waiters);
-	if (csn == log->l_cur_seq)
-		cil_force_cur(log, csn);
+	bool here = csn == log->l_cur_seq && cil_force_cur(log, csn, w->may_push);
 	counter_inc(&log->l_stats.forces_waited);
 	mutex_unlock(&log->l_push_lock);
+	if (here)
+		cil_push_here(log, csn);
 	return 1;
 }
 

@@ -165,9 +165,10 @@ void *log_io_thread(void *arg)
 }
 
 /*
- * Reserve the place of the next record of nbytes at the head. Only the push
- * thread (and unmount, after it stopped) places records, so placement and
- * l_prev_crc follow the order of the chain.
+ * Reserve the place of the next record of nbytes at the head. Only the
+ * holder of l_pusher_lock (the push thread, or a force pushing on its own
+ * thread) and unmount, after the push thread stopped, place records, so
+ * placement and l_prev_crc follow the order of the chain.
  */
 int log_place_record(struct log *log, struct logbuf *b, uint32_t len)
 {

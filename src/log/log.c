@@ -20,6 +20,7 @@
 #include "base/time.h"
 #include "log/log_priv.h"
 
+static struct lock_class pusher_lock_class = LOCK_CLASS_INIT("log.pusher_lock", 120);
 static struct lock_class ctx_lock_class = LOCK_CLASS_INIT("log.ctx_lock", 300);
 static struct lock_class cil_lock_class = LOCK_CLASS_INIT("log.cil_lock", 310);
 static struct lock_class push_lock_class = LOCK_CLASS_INIT("log.push_lock", 320);
@@ -120,6 +121,7 @@ static void log_free(struct log *log)
 	rwlock_destroy(&log->l_ctx_lock);
 	mutex_destroy(&log->l_cil_lock);
 	mutex_destroy(&log->l_push_lock);
+	mutex_destroy(&log->l_pusher_lock);
 	mutex_destroy(&log->l_space_lock);
 	mutex_destroy(&log->l_ail_lock);
 	mutex_destroy(&log->l_io_lock);
@@ -140,6 +142,7 @@ int log_mount(const struct log_params *in, struct log **out)
 	rwlock_init(&log->l_ctx_lock, &ctx_lock_class);
 	mutex_init(&log->l_cil_lock, &cil_lock_class);
 	mutex_init(&log->l_push_lock, &push_lock_class);
+	mutex_init(&log->l_pusher_lock, &pusher_lock_class);
 	mutex_init(&log->l_space_lock, &space_lock_class);
 	mutex_init(&log->l_ail_lock, &ail_lock_class);
 	mutex_init(&log->l_io_lock, &io_lock_class);
@@ -381,6 +384,7 @@ void log_stats(struct log *log, const struct stat_sink *s)
 	C(forces_wrote);
 	C(forces_waited);
 	C(group_waits);
+	C(inline_pushes);
 	C(buffer_writes);
 	C(buffer_bytes);
 	C(records);

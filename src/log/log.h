@@ -174,11 +174,19 @@ int log_force_all(struct log *log);
  * push thread and must not block. Returns 0 when csn is already durable
  * (fn is not called; nothing was flushed for this call), 1 when fn will be
  * called, -errno otherwise (fn not called).
+ *
+ * may_push: when the log is idle (nothing being written, no group of
+ * forces to wait for), the caller's thread writes the checkpoint itself
+ * instead of waking the push thread and returns after it (fn has then run,
+ * on this thread, before the call returns 1). One thread hand-off less per
+ * lone sync; only for callers that hold no lock of the journal or of its
+ * items (the NFS reply path).
  */
 struct log_force_waiter {
 	void (*fn)(struct log_force_waiter *w, int err, bool log_flushed);
 	uint64_t csn;
 	bool flushed;
+	bool may_push;
 	struct list link;
 };
 int log_force_async(struct log *log, uint64_t csn, struct log_force_waiter *w);

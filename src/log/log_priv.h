@@ -2,6 +2,8 @@
  * log_priv.h - the journal's internal state, shared by its source files.
  *
  * Lock order (lowest first; see base/lock.h for the ranks):
+ *   l_pusher_lock (whoever writes a checkpoint: the push thread, or a force
+ *     that pushes on its own thread, log_force_async)
  *   item locks (owners', rank 200s)
  *     -> l_ctx_lock (rwlock: commits read, the push swaps contexts under write)
  *       -> l_cil_lock  (the current context's log vectors and space)
@@ -67,6 +69,7 @@ struct cil_ctx {
 	uint64_t c_start_pos;
 	uint64_t c_tail_pos; /* tail carried by its records */
 	unsigned c_forcers;  /* forces that asked for it while it was current */
+	uint64_t c_write_ns; /* how long writing it took */
 };
 
 struct trans {
@@ -115,6 +118,7 @@ struct log {
 	struct cil_ctx *l_ctx;
 
 	/* push and force */
+	struct mutex l_pusher_lock; /* held while a checkpoint is pushed and written */
 	struct mutex l_push_lock;
 	struct cond l_push_cond;    /* the push thread waits for work */
 	struct cond l_durable_cond; /* forces wait for l_durable_seq */
@@ -174,7 +178,7 @@ struct log {
 	struct {
 		counter_t trans_async, trans_sync, trans_empty, trans_cancelled;
 		counter_t cil_pushes, checkpoints, checkpoints_empty, throttles;
-		counter_t forces, forces_wrote, forces_waited, group_waits;
+		counter_t forces, forces_wrote, forces_waited, group_waits, inline_pushes;
 		counter_t buffer_writes, buffer_bytes, records;
 		counter_t ail_pushes, ail_pinned, ail_locked, tail_moves;
 		counter_t space_waits;

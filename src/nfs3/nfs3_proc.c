@@ -287,7 +287,9 @@ static struct nfs3_sync *sync_of(void *res)
 	return res; /* every deferrable result starts with its struct nfs3_sync */
 }
 
-/* Push thread: the force is done. Never blocks. */
+/* The force is done: on the journal's push thread, or on this request's own
+ * worker when it wrote the checkpoint itself (an idle journal, see
+ * fs_force_async) before reply_stable returned. Never blocks. */
 static void sync_done(struct fs_sync_waiter *w, int err, bool log_flushed)
 {
 	struct nfs3_sync *sy = container_of(w, struct nfs3_sync, w);
