@@ -372,6 +372,50 @@ static void test_orphans(void)
 	TEST_PASS("orphans");
 }
 
+/*
+ * Fragmented free space: two files allocated block by block in turns, one
+ * removed, leaves thousands of one-block holes; a large fallocate then
+ * takes thousands of extents and a truncate frees them. Each transaction
+ * must stay bounded (a few extents: the locks it holds, what it logs),
+ * whatever the size of the range.
+ */
+static void test_fragmented(void)
+{
+	enum { PAIRS = 3000 };
+	struct dev *d = mkimg(64 << 20);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root, *a, *b, *c;
+	CHECK_OK(fs_root(fs, &root));
+	a = mk(root, "a", S_IFREG | 0644);
+	b = mk(root, "b", S_IFREG | 0644);
+	for (uint64_t i = 0; i < PAIRS; i++) {
+		CHECK_OK(fs_fallocate(a, FS_FALLOC_ALLOC, i * 4096, 4096, NULL));
+		CHECK_OK(fs_fallocate(b, FS_FALLOC_ALLOC, i * 4096, 4096, NULL));
+	}
+	/* the rest of the space, but for some room for metadata */
+	struct fs_statfs st;
+	CHECK_OK(fs_statfs(fs, &st));
+	struct fs_inode *filler = mk(root, "filler", S_IFREG | 0644);
+	CHECK_OK(fs_fallocate(filler, FS_FALLOC_ALLOC, 0, (st.bfree - 256) * 4096, NULL));
+	fs_iput(b);
+	CHECK_OK(fs_unlink(root, "b", 1, NULL));
+	c = mk(root, "c", S_IFREG | 0644);
+	/* the holes b left: one-block extents */
+	CHECK_OK(fs_fallocate(c, FS_FALLOC_ALLOC, 0, (PAIRS + 100) * 4096ull, NULL));
+	struct fs_attr at;
+	CHECK_OK(fs_getattr(c, &at));
+	CHECK_EQ(at.size, (PAIRS + 100) * 4096ull);
+	CHECK(at.used >= (PAIRS + 100) * 4096ull);
+	fs_iput(filler);
+	CHECK_OK(fs_setattr(c, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = 0}, NULL));
+	fs_iput(a);
+	fs_iput(c);
+	fs_iput(root);
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("fallocate and truncate over fragmented free space, in bounded transactions");
+}
+
 int main(void)
 {
 	msg_set_level(MSG_WARN);
@@ -380,5 +424,6 @@ int main(void)
 	test_bigdir();
 	test_cache_limits();
 	test_orphans();
+	test_fragmented();
 	return 0;
 }

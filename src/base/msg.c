@@ -1,5 +1,6 @@
 #include "base/msg.h"
 
+#include <execinfo.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,5 +54,10 @@ void panic(const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "%s: panic: %s\n", msg_prog, line);
+	/* where: function names need -rdynamic, addresses are enough for
+	 * addr2line */
+	void *frames[32];
+	int n = backtrace(frames, 32);
+	backtrace_symbols_fd(frames, n, 2);
 	abort();
 }

@@ -273,6 +273,60 @@ static int zero_written(struct fs_inode *ip, uint64_t from, uint64_t to)
  * Allocate unwritten blocks for every hole in [first, last]; with
  * `prealloc` more past last when the write appends. One transaction.
  */
+/*
+ * Allocate unwritten extents for the holes in [first, last] (and prealloc
+ * blocks past last, as far as they are holes). A transaction allocates at
+ * most ALLOC_EXTS_PER_TX extents, so that what it locks and logs stays
+ * within its log reservation (fstx_begin's default) however fragmented the
+ * free space is; a long range takes several transactions, each leaving the
+ * file consistent (more of the range allocated, unwritten). *csn is the
+ * last one's.
+ */
+#define ALLOC_EXTS_PER_TX 4
+
+/* One transaction's share of alloc_holes: from *bp up to last, at most
+ * ALLOC_EXTS_PER_TX extents; *bp is where the next one starts. */
+static int alloc_holes_tx(struct fstx *tx, struct fs_inode *ip, uint64_t *bp, uint64_t last,
+			  uint64_t *got_blocks)
+{
+	int err = 0;
+	unsigned exts = 0;
+	uint64_t b = *bp;
+	while (b <= last && !err && exts < ALLOC_EXTS_PER_TX) {
+		struct bmap_ext e;
+		bool hole;
+		err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			break;
+		uint64_t stop = last + 1;
+		if (!hole) {
+			b = e.off + e.len;
+			continue;
+		}
+		uint64_t n = MIN(e.len, stop - b);
+		/* near the block before, for contiguous files */
+		uint64_t hint = fs_ino_block(ip->i_ino);
+		struct bmap_ext pe;
+		bool phole = true;
+		if (b > 0 && !bmap_lookup(ip, b - 1, &pe, &phole) && !phole)
+			hint = pe.start + (b - 1 - pe.off) + 1;
+		while (n && !err && exts < ALLOC_EXTS_PER_TX) {
+			uint64_t start, got;
+			err = alloc_extent(tx, hint, MIN(n, (uint64_t)FS_EXT_MAXLEN), 1, &start, &got);
+			if (err)
+				break;
+			err = bmap_add(tx, ip, b, start, got, true);
+			b += got;
+			n -= got;
+			*got_blocks += got;
+			hint = start + got;
+			exts++;
+		}
+	}
+	*bp = b;
+	return err;
+}
+
 static int alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint64_t prealloc,
 		       uint64_t *csn)
 {
@@ -292,49 +346,34 @@ static int alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint6
 	}
 	if (!need)
 		return 0;
-	struct fstx *tx;
-	uint64_t res = need + prealloc + 4 * bmap_res(ip);
-	int err = fstx_begin(fs, res, 0, &tx);
-	if (err == -ENOSPC && prealloc) {
-		prealloc = 0;
-		res = need + 4 * bmap_res(ip);
+	int err = 0;
+	uint64_t b = first;
+	while (!err && b <= last + prealloc) {
+		struct fstx *tx;
+		uint64_t res = need + prealloc + 4 * bmap_res(ip);
 		err = fstx_begin(fs, res, 0, &tx);
-	}
-	if (err)
-		return err;
-	ino_join(tx, ip);
-	for (uint64_t b = first; b <= last + prealloc && !err;) {
-		struct bmap_ext e;
-		bool hole;
-		err = bmap_lookup(ip, b, &e, &hole);
+		if (err == -ENOSPC && prealloc) {
+			prealloc = 0;
+			res = need + 4 * bmap_res(ip);
+			err = fstx_begin(fs, res, 0, &tx);
+		}
 		if (err)
+			return err;
+		ino_join(tx, ip);
+		uint64_t got_blocks = 0;
+		err = alloc_holes_tx(tx, ip, &b, last + prealloc, &got_blocks);
+		if (!err && !got_blocks) {
+			/* the rest of the range was allocated already */
+			fstx_cancel(tx);
 			break;
-		uint64_t stop = last + 1 + prealloc;
-		if (!hole) {
-			b = e.off + e.len;
-			continue;
 		}
-		uint64_t n = MIN(e.len, stop - b);
-		/* near the block before, for contiguous files */
-		uint64_t hint = fs_ino_block(ip->i_ino);
-		struct bmap_ext pe;
-		bool phole = true;
-		if (b > 0 && !bmap_lookup(ip, b - 1, &pe, &phole) && !phole)
-			hint = pe.start + (b - 1 - pe.off) + 1;
-		while (n && !err) {
-			uint64_t start, got;
-			err = alloc_extent(tx, hint, MIN(n, (uint64_t)FS_EXT_MAXLEN), 1, &start, &got);
-			if (err)
-				break;
-			err = bmap_add(tx, ip, b, start, got, true);
-			b += got;
-			n -= got;
-			hint = start + got;
-		}
+		need -= MIN(need, got_blocks);
+		ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_CORE);
+		int cerr = fstx_commit(tx, csn);
+		if (!err)
+			err = cerr;
 	}
-	ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_CORE);
-	int cerr = fstx_commit(tx, csn);
-	return err ? err : cerr;
+	return err;
 }
 
 int file_alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint64_t *csn)
