@@ -22,6 +22,10 @@
 #include "fs/fs_priv.h"
 
 #define WINDOW_MAX 64
+/* Extents a punch frees per transaction: each may touch its own leaves of
+ * the free-space trees, and a transaction holds every block it changes
+ * locked until it commits (see alloc_holes in file.c). */
+#define PUNCH_MAX 16
 
 static bool is_tree(struct fs_inode *ip)
 {
@@ -344,10 +348,10 @@ int bmap_add(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t start,
 int bmap_punch(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t len, uint64_t *next)
 {
 	uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
-	struct fs_dext old[WINDOW_MAX], nw[2 * WINDOW_MAX];
+	struct fs_dext old[PUNCH_MAX], nw[2 * PUNCH_MAX];
 	unsigned nold, nn = 0;
 	bool more;
-	int err = collect(ip, off, end, old, WINDOW_MAX, &nold, &more);
+	int err = collect(ip, off, end, old, PUNCH_MAX, &nold, &more);
 	if (err)
 		return err;
 	for (unsigned i = 0; i < nold; i++) {
