@@ -37,8 +37,10 @@
  * push was asked for by forces, the push thread may wait a little for the
  * rest: until the current context has as many forces as were waiting when
  * the last checkpoint completed (its own plus the current one's), or until
- * a quarter of the last checkpoint's write time has passed since the later
- * of the first force and that completion, at most GROUP_WAIT_MAX_NS. One
+ * half of the last checkpoint's write time has passed since the later of
+ * the first force and that completion, at most GROUP_WAIT_MAX_NS (half, not
+ * a quarter: nfs3-untar with 8 clients, FILE_SYNC, 2-12% more files/s in
+ * four paired runs, 0.38 instead of 0.40 log writes per file). One
  * client never waits (it is the whole group); a push asked for by log space
  * (size, AIL, reservations) never waits.
  *
@@ -438,7 +440,7 @@ static uint64_t cil_group_wait(struct log *log, uint64_t now)
 	if (log->l_push_urgent || log->l_stop || log->l_cur_forcers >= log->l_group_want)
 		return 0;
 	uint64_t from = MAX(log->l_push_asked_ns, log->l_push_free_ns);
-	uint64_t deadline = from + MIN(log->l_write_ns / 4, GROUP_WAIT_MAX_NS);
+	uint64_t deadline = from + MIN(log->l_write_ns / 2, GROUP_WAIT_MAX_NS);
 	return now < deadline ? deadline - now : 0;
 }
 
