@@ -53,6 +53,20 @@ static int check_live_dir(struct fs_inode *dp)
 	return 0;
 }
 
+/* A name about to be added to dp (its I/O lock held for writing): dp is a
+ * live directory and has no entry of that name. */
+static int check_new_name(struct fs_inode *dp, const char *name, size_t len)
+{
+	mutex_lock(&dp->i_ilock);
+	int err = check_live_dir(dp);
+	mutex_unlock(&dp->i_ilock);
+	if (err)
+		return err;
+	uint64_t existing;
+	err = dir_lookup(dp, name, len, &existing, NULL);
+	return err == 0 ? -EEXIST : (err == -ENOENT ? 0 : err);
+}
+
 int fs_getattr(struct fs_inode *ip, struct fs_attr *a)
 {
 	mutex_lock(&ip->i_ilock);
@@ -205,14 +219,7 @@ int fs_create(struct fs_inode *dp, const char *name, size_t len, const struct fs
 		return a->target_len > FS_SYMLINK_MAX ? -ENAMETOOLONG : -EINVAL;
 
 	rwlock_wrlock(&dp->i_iolock);
-	mutex_lock(&dp->i_ilock);
-	err = check_live_dir(dp);
-	mutex_unlock(&dp->i_ilock);
-	uint64_t existing;
-	if (!err) {
-		err = dir_lookup(dp, name, len, &existing, NULL);
-		err = err == 0 ? -EEXIST : (err == -ENOENT ? 0 : err);
-	}
+	err = check_new_name(dp, name, len);
 	if (err)
 		goto out_unlock;
 
@@ -307,14 +314,7 @@ int fs_link(struct fs_inode *ip, struct fs_inode *dp, const char *name, size_t l
 	if (S_ISDIR(ino_mode(ip)))
 		return -EPERM;
 	rwlock_wrlock(&dp->i_iolock);
-	mutex_lock(&dp->i_ilock);
-	err = check_live_dir(dp);
-	mutex_unlock(&dp->i_ilock);
-	uint64_t existing;
-	if (!err) {
-		err = dir_lookup(dp, name, len, &existing, NULL);
-		err = err == 0 ? -EEXIST : (err == -ENOENT ? 0 : err);
-	}
+	err = check_new_name(dp, name, len);
 	if (err)
 		goto out_unlock;
 	struct fstx *tx;
