@@ -136,6 +136,7 @@ static unsigned ail_pass(struct log *log, bool *pinned)
 
 void *log_ail_thread(void *arg)
 {
+	pthread_setname_np(pthread_self(), "log-ail");
 	struct log *log = arg;
 
 	mutex_lock(&log->l_ail_lock);

@@ -276,7 +276,9 @@ static int cil_write(struct log *log, struct cil_ctx *ctx)
 	mutex_lock(&log->l_push_lock);
 	log->l_pushing_flushed = true;
 	mutex_unlock(&log->l_push_lock);
+	uint64_t t0 = now_ns();
 	int err = dev_flush(log->l_ddev);
+	counter_add(&log->l_stats.push_flush_ns, now_ns() - t0);
 	if (err) {
 		msg_err("log: data device flush failed: %s", strerror(-err));
 		return err;
@@ -412,13 +414,16 @@ static void cil_push(struct log *log)
 	counter_inc(&log->l_stats.cil_pushes);
 	uint64_t t0 = now_ns();
 	int err = log_is_shutdown(log) ? -EIO : cil_write(log, ctx);
-	ctx->c_write_ns = now_ns() - t0;
+	uint64_t t1 = now_ns();
+	ctx->c_write_ns = t1 - t0;
+	counter_add(&log->l_stats.push_write_ns, ctx->c_write_ns);
 	if (err) {
 		log_shutdown(log, "checkpoint write failed");
 		cil_ctx_abort(log, ctx);
 		return;
 	}
 	cil_complete(log, ctx);
+	counter_add(&log->l_stats.push_complete_ns, now_ns() - t1);
 }
 
 /* Write an empty checkpoint if the AIL tail moved past the durable one, so
@@ -489,6 +494,7 @@ static void cil_push_here(struct log *log, uint64_t csn)
 
 void *log_push_thread(void *arg)
 {
+	pthread_setname_np(pthread_self(), "log-push");
 	struct log *log = arg;
 	uint64_t interval = log->l_p.push_interval_ns;
 	uint64_t next_tick = now_ns() + interval;
@@ -525,6 +531,7 @@ void *log_push_thread(void *arg)
 			grouping = true;
 			cond_timedwait_ns(&log->l_push_cond, &log->l_push_lock,
 					  MIN(gw, next_tick - now));
+			counter_add(&log->l_stats.group_wait_ns, now_ns() - now);
 			continue;
 		}
 		grouping = false;
@@ -671,3 +678,4 @@ int log_force_all(struct log *log)
 		return -EIO;
 	return log_force_seq(log, seq, true, NULL);
 }
+

@@ -136,6 +136,7 @@ int logbuf_wait_all(struct log *log)
 
 void *log_io_thread(void *arg)
 {
+	pthread_setname_np(pthread_self(), "log-io");
 	struct log *log = arg;
 	mutex_lock(&log->l_io_lock);
 	for (;;) {

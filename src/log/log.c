@@ -38,8 +38,16 @@ static int log_check_params(const struct log_params *in, struct log_params *p)
 		p->ddev = p->ldev;
 	if (!p->nbufs)
 		p->nbufs = 8;
-	if (!p->buf_size)
-		p->buf_size = 32 * 1024;
+	if (!p->buf_size) {
+		/* a checkpoint that fits one buffer is one record, written with
+		 * FUA; one of several costs another log flush before its commit
+		 * record (cil_write). At 32 KiB, nfs3-untar with 8 clients wrote
+		 * 1.4 records and 2.4 flushes per checkpoint, at 256 KiB 1.0 and
+		 * 2.0. Small logs keep 64 buffers' worth of room. */
+		p->buf_size = 256 * 1024;
+		while (p->buf_size > 32 * 1024 && p->log_size < 64ull * p->buf_size)
+			p->buf_size /= 2;
+	}
 	if (!p->push_interval_ns)
 		p->push_interval_ns = 30 * NSEC_PER_SEC;
 	if (!p->ldev) {
@@ -393,6 +401,10 @@ void log_stats(struct log *log, const struct stat_sink *s)
 	C(ail_locked);
 	C(tail_moves);
 	C(space_waits);
+	C(push_flush_ns);
+	C(push_write_ns);
+	C(push_complete_ns);
+	C(group_wait_ns);
 	C(recovered_checkpoints);
 	C(recovered_items);
 	C(recovered_clean);

@@ -125,7 +125,8 @@ struct log_params {
 	uint64_t log_size;   /* bytes (multiple of 512, at least 64 KiB) */
 	uint8_t uuid[16];    /* filesystem UUID stamped in every record */
 	unsigned nbufs;	     /* log buffers in the ring: 2-8 (0: 8) */
-	unsigned buf_size;   /* bytes per log buffer, power of two, 4-256 KiB (0: 32 KiB) */
+	unsigned buf_size;   /* bytes per log buffer, power of two, 4-256 KiB (0: 256 KiB,
+			      * less for a log under 16 MiB: see log_check_params) */
 	uint64_t push_interval_ns; /* background push period (0: 30 s) */
 	/* Item types the caller logs, for recovery; the buffer item is built in. */
 	const struct log_item_ops *const *item_ops;

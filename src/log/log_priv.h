@@ -182,6 +182,8 @@ struct log {
 		counter_t buffer_writes, buffer_bytes, records;
 		counter_t ail_pushes, ail_pinned, ail_locked, tail_moves;
 		counter_t space_waits;
+		/* time the pushers spent, by phase (ns) */
+		counter_t push_flush_ns, push_write_ns, push_complete_ns, group_wait_ns;
 		counter_t recovered_checkpoints, recovered_items, recovered_clean;
 	} l_stats;
 };

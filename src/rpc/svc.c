@@ -576,6 +576,7 @@ static void sweep_fire(struct svc_timer *t)
 
 static void *loop_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "rpc-loop");
 	struct svc *s = arg;
 	struct epoll_event evs[64];
 	uint8_t *staging = xmalloc(STAGING_SIZE);

@@ -53,6 +53,7 @@ void workq_init(struct svc_workq *q)
 
 static void *worker_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "rpc-worker");
 	struct svc_worker *w = arg;
 	struct svc_pool *p = w->pool;
 	mutex_lock(&p->lock);
