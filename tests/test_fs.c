@@ -9,6 +9,7 @@
 
 #include "base/msg.h"
 #include "base/rand.h"
+#include "base/time.h"
 #include "check.h"
 #include "dev/dev.h"
 #include "fs/fs.h"
@@ -416,6 +417,120 @@ static void test_fragmented(void)
 	TEST_PASS("fallocate and truncate over fragmented free space, in bounded transactions");
 }
 
+static uint64_t used_of(struct fs_inode *ip)
+{
+	struct fs_attr a;
+	CHECK_OK(fs_getattr(ip, &a));
+	return a.used;
+}
+
+static void append(struct fs_inode *ip, uint64_t off, size_t len, uint8_t pat)
+{
+	uint8_t *buf = malloc(len);
+	memset(buf, pat, len);
+	CHECK_OK(fs_write(ip, off, buf, len, NULL));
+	free(buf);
+}
+
+static void check_bytes(struct fs_inode *ip, uint64_t off, size_t len, uint8_t pat)
+{
+	uint8_t *buf = malloc(len);
+	size_t n;
+	bool eof;
+	CHECK_OK(fs_read(ip, off, buf, len, &n, &eof));
+	CHECK_EQ(n, len);
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] != pat)
+			CHECK_EQ(buf[i], pat);
+	free(buf);
+}
+
+/*
+ * Speculative preallocation past EOF goes back: when the file has been idle
+ * for the mount's eof_idle_ns, at unmount, and when an allocation finds no
+ * space. fallocate's blocks past EOF stay.
+ */
+static void test_eofblocks(void)
+{
+	enum { KIB = 1024, MIB = 1024 * 1024 };
+	struct dev *d = mkimg(64 << 20);
+	struct fs *fs;
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .eof_idle_ns = 20 * NSEC_PER_MSEC},
+			  &fs));
+	struct fs_inode *root, *app, *fal;
+	CHECK_OK(fs_root(fs, &root));
+	app = mk(root, "app", S_IFREG | 0644);
+	fal = mk(root, "fal", S_IFREG | 0644);
+	for (unsigned i = 0; i < 4; i++)
+		append(app, i * 64 * KIB, 64 * KIB, (uint8_t)(0x10 + i));
+	CHECK(used_of(app) > 256 * KIB); /* preallocated past EOF */
+	CHECK_OK(fs_fallocate(fal, FS_FALLOC_ALLOC | FS_FALLOC_KEEP_SIZE, 0, MIB, NULL));
+	append(fal, 0, 4 * KIB, 0x20);
+	/* idle: given back by the trimmer */
+	for (int t = 0; t < 500 && used_of(app) != 256 * KIB; t++)
+		sleep_ns(10 * NSEC_PER_MSEC);
+	CHECK_EQ(used_of(app), 256 * KIB);
+	for (unsigned i = 0; i < 4; i++)
+		check_bytes(app, i * 64 * KIB, 64 * KIB, (uint8_t)(0x10 + i));
+	sleep_ns(100 * NSEC_PER_MSEC);
+	CHECK_EQ(used_of(fal), MIB); /* asked for: kept */
+	fs_iput(app);
+	fs_iput(fal);
+	fs_iput(root);
+	umount_check(fs, d);
+
+	/* never idle long enough: unmount gives it back */
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .eof_idle_ns = 3600 * NSEC_PER_SEC},
+			  &fs));
+	CHECK_OK(fs_root(fs, &root));
+	struct fs_inode *late = mk(root, "late", S_IFREG | 0644);
+	append(late, 0, 64 * KIB, 0x30);
+	append(late, 64 * KIB, 32 * KIB, 0x31);
+	CHECK(used_of(late) > 96 * KIB);
+	fs_iput(late);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+	fs = mnt(d);
+	CHECK_OK(fs_root(fs, &root));
+	CHECK_OK(fs_lookup(root, "late", 4, &late));
+	CHECK_EQ(used_of(late), 96 * KIB);
+	check_bytes(late, 0, 64 * KIB, 0x30);
+	check_bytes(late, 64 * KIB, 32 * KIB, 0x31);
+	fs_iput(late);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+
+	/* a full disk: files of 1 MiB, each preallocated another MiB, fill
+	 * 80% of the free space only if the preallocation goes back */
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .eof_idle_ns = 3600 * NSEC_PER_SEC},
+			  &fs));
+	CHECK_OK(fs_root(fs, &root));
+	struct fs_statfs st;
+	CHECK_OK(fs_statfs(fs, &st));
+	unsigned nfiles = (unsigned)(st.bfree * 4096 / 10 * 8 / MIB);
+	CHECK(nfiles >= 30);
+	for (unsigned i = 0; i < nfiles; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "full%u", i);
+		struct fs_inode *f = mk(root, name, S_IFREG | 0644);
+		append(f, 0, MIB, (uint8_t)i);
+		fs_iput(f);
+	}
+	for (unsigned i = 0; i < nfiles; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "full%u", i);
+		struct fs_inode *f;
+		CHECK_OK(fs_lookup(root, name, strlen(name), &f));
+		check_bytes(f, 0, MIB, (uint8_t)i);
+		fs_iput(f);
+	}
+	fs_iput(root);
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("preallocation past EOF is given back when idle, at unmount and on a full disk; "
+		  "fallocated blocks stay");
+}
+
 int main(void)
 {
 	msg_set_level(MSG_WARN);
@@ -425,5 +540,6 @@ int main(void)
 	test_cache_limits();
 	test_orphans();
 	test_fragmented();
+	test_eofblocks();
 	return 0;
 }

@@ -169,6 +169,14 @@ void rwlock_wrlock_nested(struct rwlock *l, unsigned subclass)
 	lockdep_push(l, l->cls, subclass);
 }
 
+bool rwlock_trywrlock(struct rwlock *l)
+{
+	if (pthread_rwlock_trywrlock(&l->rw) != 0)
+		return false;
+	lockdep_push(l, l->cls, 0);
+	return true;
+}
+
 void rwlock_unlock(struct rwlock *l)
 {
 	lockdep_pop(l);

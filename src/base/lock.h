@@ -92,6 +92,8 @@ void rwlock_rdlock(struct rwlock *l);
 void rwlock_wrlock(struct rwlock *l);
 /* Further locks of the same class, in the caller's order (subclass 1, 2...). */
 void rwlock_wrlock_nested(struct rwlock *l, unsigned subclass);
+/* Take it for writing if nobody holds it; true if taken. */
+bool rwlock_trywrlock(struct rwlock *l);
 void rwlock_unlock(struct rwlock *l);
 
 /* Condition variables on CLOCK_MONOTONIC. */

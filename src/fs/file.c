@@ -270,10 +270,6 @@ static int zero_written(struct fs_inode *ip, uint64_t from, uint64_t to)
 }
 
 /*
- * Allocate unwritten blocks for every hole in [first, last]; with
- * `prealloc` more past last when the write appends. One transaction.
- */
-/*
  * Allocate unwritten extents for the holes in [first, last] (and prealloc
  * blocks past last, as far as they are holes). A transaction allocates at
  * most ALLOC_EXTS_PER_TX extents, so that what it locks and logs stays
@@ -355,6 +351,11 @@ static int alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint6
 		if (err == -ENOSPC && prealloc) {
 			prealloc = 0;
 			res = need + 4 * bmap_res(ip);
+			err = fstx_begin(fs, res, 0, &tx);
+		}
+		if (err == -ENOSPC) {
+			/* other files' preallocation may be all that is missing */
+			fs_trim_eofblocks(fs);
 			err = fstx_begin(fs, res, 0, &tx);
 		}
 		if (err)
@@ -455,6 +456,8 @@ int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uin
 	err = alloc_holes(ip, first, last, prealloc, NULL);
 	if (err)
 		goto out_unlock;
+	if (prealloc)
+		eof_note(ip);
 	err = write_mapped(ip, off, buf, len);
 	if (err)
 		goto out_unlock;
@@ -650,6 +653,17 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint
 			ino_join(tx, ip);
 			ip->i_d.size = end;
 			ino_touch(ip, true);
+			ino_log(tx, ip, FS_ILOG_CORE);
+			err = fstx_commit(tx, csn);
+		}
+	} else if (!err && mode == FS_FALLOC_ALLOC && end > size) {
+		/* blocks asked for past EOF: not speculative, never trimmed */
+		struct fstx *tx;
+		err = fstx_begin(fs, 0, 0, &tx);
+		if (!err) {
+			ino_join(tx, ip);
+			ip->i_d.flags |= FS_DIF_PREALLOC;
+			ino_touch(ip, false);
 			ino_log(tx, ip, FS_ILOG_CORE);
 			err = fstx_commit(tx, csn);
 		}

@@ -56,6 +56,7 @@ struct fs_mount_opts {
 	uint64_t push_interval_ns;  /* background log push (0: 30 s) */
 	unsigned log_bufs, log_buf_size; /* 0: journal defaults */
 	bool readonly_check;        /* used by check: no orphan processing */
+	uint64_t eof_idle_ns;       /* preallocation past EOF kept while appends come (0: 5 s) */
 };
 int fs_mount(const struct fs_mount_opts *o, struct fs **out);
 /* Clean unmount: every inode released, the log written back and closed.
@@ -63,6 +64,9 @@ int fs_mount(const struct fs_mount_opts *o, struct fs **out);
 int fs_unmount(struct fs *fs);
 /* Stop everything after a fatal error; later calls fail with -EIO. */
 void fs_shutdown(struct fs *fs, const char *why);
+/* Free now every file's speculative preallocation past EOF (what an
+ * allocation that found no space does before it gives up). */
+void fs_trim_eofblocks(struct fs *fs);
 
 struct dev *fs_data_dev(struct fs *fs);
 const uint8_t *fs_uuid(struct fs *fs);

@@ -171,6 +171,7 @@ enum fs_ftype {
 /* di_flags */
 #define FS_DIF_EXT_BTREE  0x1u /* extents in a B+tree rooted at di_root */
 #define FS_DIF_SYMLINK_EXT 0x2u /* symlink target in a data block (extents) */
+#define FS_DIF_PREALLOC   0x4u /* fallocated past EOF: blocks there are kept */
 
 struct fs_dts {
 	int64_t sec;

@@ -272,6 +272,8 @@ struct fs_inode {
 	struct ino_item i_item;
 	struct list i_lru; /* every cached inode, oldest first (icache lock) */
 	uint64_t i_prealloc; /* speculative preallocation hint (blocks) */
+	struct list i_eof_link; /* on f_eof: preallocated past EOF (eofblocks.c) */
+	uint64_t i_eof_ns;       /* its last appending write (f_eof_lock) */
 	/* layouts (guarded by the fs layout lock) */
 	struct fs_layout *i_layouts;
 	struct fs_layout_waiter *i_layout_waiters;
@@ -318,6 +320,13 @@ int orphan_recover(struct fs *fs);
 int fs_iget_orphan(struct fs *fs, uint64_t ino, struct fs_inode **ipp);
 /* Free an unlinked inode whose last reference went: truncate, free. */
 int ino_inactive(struct fs_inode *ip);
+
+/* Speculative preallocation (eofblocks.c): eof_note after an appending
+ * write preallocated past EOF (I/O lock held); the trimmer thread runs from
+ * eof_start to eof_stop, which trims what is still listed. */
+void eof_note(struct fs_inode *ip);
+int eof_start(struct fs *fs, uint64_t idle_ns);
+void eof_stop(struct fs *fs);
 
 /* ---- extent maps (bmap.c) ---- */
 
@@ -414,6 +423,15 @@ struct fs {
 
 	struct mutex f_rename_lock; /* rank 90: cross-directory renames */
 
+	/* speculative preallocation, trimmed when idle (eofblocks.c) */
+	struct mutex f_eof_lock;
+	struct cond f_eof_cond;
+	struct list f_eof; /* struct fs_inode by i_eof_link, each referenced */
+	uint64_t f_eof_idle_ns;
+	uint64_t f_eof_asked, f_eof_done; /* passes over all asked for, done */
+	bool f_eof_stop, f_eof_running;
+	pthread_t f_eof_thread;
+
 	/* layouts */
 	struct mutex f_layout_lock;
 	struct cond f_layout_cond;
@@ -427,6 +445,7 @@ struct fs {
 		counter_t timestamp_txns, commit_blocks, map_blocks;
 		counter_t layout_recalls, layout_delays, layout_waits;
 		counter_t buf_reads, buf_hits, buf_evictions;
+		counter_t eof_trims, eof_trim_blocks;
 	} f_stats;
 };
 

@@ -68,6 +68,7 @@ struct fs_inode *ino_alloc_incore(struct fs *fs, uint64_t ino)
 	rwlock_init(&ip->i_iolock, &iolock_class);
 	mutex_init(&ip->i_ilock, &ilock_class);
 	list_init(&ip->i_lru);
+	list_init(&ip->i_eof_link);
 	ino_item_init(ip);
 	return ip;
 }

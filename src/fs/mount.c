@@ -295,6 +295,8 @@ int fs_mount(const struct fs_mount_opts *o, struct fs **out)
 	}
 	if (!err && !o->readonly_check)
 		err = orphan_recover(fs);
+	if (!err && !o->readonly_check)
+		err = eof_start(fs, o->eof_idle_ns);
 	if (err)
 		goto out_log;
 	*out = fs;
@@ -314,6 +316,7 @@ out_free:
 
 int fs_unmount(struct fs *fs)
 {
+	eof_stop(fs);
 	/* everything the journal holds is written back by its unmount */
 	int err = log_unmount(fs->f_log);
 	fsbuf_rele(fs->f_sbp);
@@ -408,6 +411,8 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(buf_reads);
 	C(buf_hits);
 	C(buf_evictions);
+	C(eof_trims);
+	C(eof_trim_blocks);
 #undef C
 	stat_emit(s, "fs.free_blocks_now", (uint64_t)MAX(alloc_free_blocks(fs), 0));
 	stat_emit(s, "fs.inodes", atomic_load(&fs->f_icount));

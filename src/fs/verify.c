@@ -298,8 +298,8 @@ int ino_verify(const struct fs_dinode *d, uint64_t ino, uint64_t blocks)
 		why = "wrong inode number";
 	else if (!ino_ftype(mode) || (mode & ~(uint32_t)(S_IFMT | 07777)))
 		why = "impossible mode";
-	else if ((flags & ~(FS_DIF_EXT_BTREE | FS_DIF_SYMLINK_EXT)) || (tree && !reg) ||
-		 (symext && !lnk))
+	else if ((flags & ~(FS_DIF_EXT_BTREE | FS_DIF_SYMLINK_EXT | FS_DIF_PREALLOC)) ||
+		 (tree && !reg) || (symext && !lnk) || ((flags & FS_DIF_PREALLOC) && !reg))
 		why = "impossible flags";
 	else if (level >= FS_BT_MAXLEVELS)
 		why = "impossible tree height";
