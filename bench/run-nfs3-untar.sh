@@ -189,11 +189,20 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 mkdir -p "$OUT"
 RUNS="$OUT/nfs3-untar-runs.csv"
 echo "round,server,mode,clients,files,dirs,bytes,seconds,files_per_sec,log_writes,log_writes_per_file,flushes,flushes_per_file,disk_flush_us" >"$RUNS"
-# Before each run: everything written so far made durable (sync) and the
-# disk quiet for a second, at most 30 s, so that neither server's run pays
+# Before each run: jnfsd's idle files trimmed of their preallocation,
+# everything written so far made durable (sync) and the disk quiet for a
+# second, at most 30 s, so that neither server's run pays
 # for the other's leftover writeback (the loop device's dirty pages under
 # XFS, the journals' in-place metadata writes).
 settle() {
+	# jnfsd gives back the preallocation past EOF of files idle for 5 s
+	# (what XFS does at Ganesha's close, inside Ganesha's run): that work
+	# is done before anyone's next run
+	for _i in $(seq 150); do
+		./build/jnfs stat --server "127.0.0.1:$JPORT" 2>/dev/null |
+			grep -qx 'fs.eof_listed 0' && break
+		sleep 0.2
+	done
 	sync
 	[ -n "$DISKDEV" ] && [ -r "/sys/block/$DISKDEV/stat" ] || return 0
 	_prev=

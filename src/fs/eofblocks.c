@@ -45,6 +45,7 @@ void eof_note(struct fs_inode *ip)
 		if (list_empty(&fs->f_eof))
 			cond_broadcast(&fs->f_eof_cond);
 		list_add_tail(&ip->i_eof_link, &fs->f_eof);
+		fs->f_eof_count++;
 	} else {
 		list_move_tail(&ip->i_eof_link, &fs->f_eof);
 	}
@@ -110,6 +111,7 @@ static struct fs_inode *eof_next(struct fs *fs, bool all, uint64_t *wait_ns)
 		return NULL;
 	}
 	list_del(&ip->i_eof_link);
+	fs->f_eof_count--;
 	return ip;
 }
 
@@ -133,6 +135,7 @@ static void eof_process(struct fs *fs, struct fs_inode *ip)
 		if (list_empty(&ip->i_eof_link) && !fs->f_eof_stop) {
 			ip->i_eof_ns = now_ns();
 			list_add_tail(&ip->i_eof_link, &fs->f_eof);
+			fs->f_eof_count++;
 			mutex_unlock(&fs->f_eof_lock);
 			return; /* the list keeps the reference */
 		}
@@ -145,10 +148,7 @@ static void eof_process(struct fs *fs, struct fs_inode *ip)
 static void eof_pass_all(struct fs *fs)
 {
 	mutex_lock(&fs->f_eof_lock);
-	size_t n = 0;
-	struct fs_inode *it;
-	list_for_each_entry (it, &fs->f_eof, i_eof_link)
-		n++;
+	uint64_t n = fs->f_eof_count;
 	mutex_unlock(&fs->f_eof_lock);
 	while (n--) {
 		uint64_t wait;
@@ -228,6 +228,16 @@ void eof_stop(struct fs *fs)
 			break;
 		eof_process(fs, ip);
 	}
+}
+
+uint64_t eof_listed(struct fs *fs)
+{
+	if (!fs->f_eof_running)
+		return 0;
+	mutex_lock(&fs->f_eof_lock);
+	uint64_t n = fs->f_eof_count;
+	mutex_unlock(&fs->f_eof_lock);
+	return n;
 }
 
 void fs_trim_eofblocks(struct fs *fs)

@@ -327,6 +327,8 @@ int ino_inactive(struct fs_inode *ip);
 void eof_note(struct fs_inode *ip);
 int eof_start(struct fs *fs, uint64_t idle_ns);
 void eof_stop(struct fs *fs);
+/* Inodes waiting for their preallocation to be trimmed. */
+uint64_t eof_listed(struct fs *fs);
 
 /* ---- extent maps (bmap.c) ---- */
 
@@ -428,6 +430,7 @@ struct fs {
 	struct cond f_eof_cond;
 	struct list f_eof; /* struct fs_inode by i_eof_link, each referenced */
 	uint64_t f_eof_idle_ns;
+	uint64_t f_eof_count; /* inodes on f_eof */
 	uint64_t f_eof_asked, f_eof_done; /* passes over all asked for, done */
 	bool f_eof_stop, f_eof_running;
 	pthread_t f_eof_thread;
