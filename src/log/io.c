@@ -98,15 +98,24 @@ struct logbuf *logbuf_get(struct log *log)
 				return b;
 			}
 		}
-		cond_wait(&log->l_io_cond, &log->l_io_lock);
+		log->l_buf_waiters++;
+		cond_wait(&log->l_buf_cond, &log->l_io_lock);
+		log->l_buf_waiters--;
 	}
+}
+
+/* A buffer is free again (l_io_lock held). */
+static void logbuf_free(struct log *log, struct logbuf *b)
+{
+	b->b_state = LB_FREE;
+	if (log->l_buf_waiters)
+		cond_broadcast(&log->l_buf_cond);
 }
 
 void logbuf_put(struct log *log, struct logbuf *b)
 {
 	mutex_lock(&log->l_io_lock);
-	b->b_state = LB_FREE;
-	cond_broadcast(&log->l_io_cond);
+	logbuf_free(log, b);
 	mutex_unlock(&log->l_io_lock);
 }
 
@@ -119,7 +128,7 @@ void logbuf_submit(struct log *log, struct logbuf *b)
 	log->l_io_queue[(log->l_io_next_io + log->l_io_busy) % log->l_nbufs] =
 		(uint32_t)(b - log->l_bufs);
 	log->l_io_busy++;
-	cond_broadcast(&log->l_io_cond);
+	cond_signal(&log->l_io_cond);
 	mutex_unlock(&log->l_io_lock);
 }
 
@@ -128,7 +137,7 @@ int logbuf_wait_all(struct log *log)
 {
 	mutex_lock(&log->l_io_lock);
 	while (log->l_io_busy)
-		cond_wait(&log->l_io_cond, &log->l_io_lock);
+		cond_wait(&log->l_io_done_cond, &log->l_io_lock);
 	int err = log->l_io_error;
 	mutex_unlock(&log->l_io_lock);
 	return err;
@@ -156,10 +165,10 @@ void *log_io_thread(void *arg)
 		mutex_lock(&log->l_io_lock);
 		if (err && !log->l_io_error)
 			log->l_io_error = err;
-		b->b_state = LB_FREE;
+		logbuf_free(log, b);
 		log->l_io_next_io = (log->l_io_next_io + 1) % log->l_nbufs;
-		log->l_io_busy--;
-		cond_broadcast(&log->l_io_cond);
+		if (--log->l_io_busy == 0)
+			cond_broadcast(&log->l_io_done_cond);
 	}
 	mutex_unlock(&log->l_io_lock);
 	return NULL;

@@ -140,6 +140,8 @@ static void log_free(struct log *log)
 	cond_destroy(&log->l_ail_cond);
 	cond_destroy(&log->l_ail_empty_cond);
 	cond_destroy(&log->l_io_cond);
+	cond_destroy(&log->l_io_done_cond);
+	cond_destroy(&log->l_buf_cond);
 	free(log);
 }
 
@@ -161,6 +163,8 @@ int log_mount(const struct log_params *in, struct log **out)
 	cond_init(&log->l_ail_cond);
 	cond_init(&log->l_ail_empty_cond);
 	cond_init(&log->l_io_cond);
+	cond_init(&log->l_io_done_cond);
+	cond_init(&log->l_buf_cond);
 	list_init(&log->l_ail);
 	list_init(&log->l_force_waiters);
 

@@ -163,7 +163,12 @@ struct log {
 
 	/* log buffer ring and its I/O thread */
 	struct mutex l_io_lock;
-	struct cond l_io_cond;
+	/* three waits, so that nobody is woken for another's event (a
+	 * needless wake-up costs a checkpoint a context switch): */
+	struct cond l_io_cond;	    /* the I/O thread: work queued, or stop */
+	struct cond l_io_done_cond; /* the pusher: every queued buffer written */
+	struct cond l_buf_cond;	    /* logbuf_get: a buffer free */
+	unsigned l_buf_waiters;
 	struct logbuf *l_bufs;
 	uint32_t *l_io_queue;	 /* indices of queued buffers, FIFO from l_io_next_io */
 	uint32_t l_io_next_fill; /* where the search for a free buffer starts */

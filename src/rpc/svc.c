@@ -519,10 +519,10 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 
 static void conn_event(struct svc_conn *c, uint32_t events, uint8_t *staging)
 {
-	bool dead;
-	mutex_lock(&c->lock);
-	dead = c->dead;
-	mutex_unlock(&c->lock);
+	/* not c->dead under c->lock: a worker holds that across the sendmsg
+	 * of a reply, and the client's next call, which it triggers, is what
+	 * wakes this loop (set together, c->alive says the same) */
+	bool dead = !atomic_load(&c->alive);
 	if (!dead && (events & EPOLLOUT))
 		conn_flush(c);
 	if (!dead && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
