@@ -84,7 +84,12 @@ static bool eof_trim_one(struct fs_inode *ip, int *errp)
 		uint64_t before = ip->i_d.nblocks;
 		err = bmap_punch(tx, ip, next, UINT64_MAX - next, &next);
 		uint64_t freed = before - ip->i_d.nblocks;
-		ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_CORE);
+		/* no fdatasync waits for this (FS_ILOG_NOSYNC): a crash before
+		 * it is durable only brings back blocks past EOF. The punch
+		 * marked the extents changed; in this transaction that is all
+		 * it changed */
+		ino_log(tx, ip, FS_ILOG_EOFBLOCKS);
+		ip->i_item.ii_fields = FS_ILOG_EOFBLOCKS;
 		int cerr = fstx_commit(tx, NULL);
 		if (!err)
 			err = cerr;
@@ -242,7 +247,9 @@ uint64_t eof_listed(struct fs *fs)
 
 void fs_trim_eofblocks(struct fs *fs)
 {
-	if (!fs->f_eof_running)
+	/* the trimmer's own transactions (and the frees of unlinked inodes it
+	 * lets go) reserve no blocks, but never wait for itself */
+	if (!fs->f_eof_running || pthread_equal(pthread_self(), fs->f_eof_thread))
 		return;
 	mutex_lock(&fs->f_eof_lock);
 	uint64_t mine = ++fs->f_eof_asked;

@@ -353,11 +353,6 @@ static int alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint6
 			res = need + 4 * bmap_res(ip);
 			err = fstx_begin(fs, res, 0, &tx);
 		}
-		if (err == -ENOSPC) {
-			/* other files' preallocation may be all that is missing */
-			fs_trim_eofblocks(fs);
-			err = fstx_begin(fs, res, 0, &tx);
-		}
 		if (err)
 			return err;
 		ino_join(tx, ip);

@@ -119,7 +119,9 @@ struct fstx {
 };
 
 /* Begin: reserve log space for log_bytes (0: a default) and blk_res blocks
- * of free space (-ENOSPC if there are not that many). */
+ * of free space (-ENOSPC if there are not that many, even after every
+ * file's speculative preallocation was trimmed: the caller then waits for
+ * the trimmer, so it must hold no inode lock but I/O locks). */
 int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx **txp);
 int fstx_commit(struct fstx *tx, uint64_t *csn);
 void fstx_cancel(struct fstx *tx);
@@ -221,7 +223,9 @@ int64_t alloc_free_blocks(struct fs *fs);
 #define FS_ILOG_CHANGE    0x04u /* change attribute only */
 #define FS_ILOG_EXTENTS   0x08u /* extent map, allocation, conversion */
 #define FS_ILOG_DATA      0x10u /* directory contents, symlink target */
-#define FS_ILOG_NOSYNC    (FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE)
+#define FS_ILOG_EOFBLOCKS 0x20u /* blocks past EOF given back (eofblocks.c) */
+/* Not forced by fdatasync: nothing a read of the data needs. */
+#define FS_ILOG_NOSYNC    (FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE | FS_ILOG_EOFBLOCKS)
 
 struct ino_item {
 	struct log_item ii_item;

@@ -12,7 +12,8 @@
  *                                         a kernel filesystem's unlogged
  *                                         i_version does);
  *   ii_datasync_seq = csn                unless only timestamps or the change
- *                                         attribute changed (rule 4).
+ *                                         attribute changed (rule 4), or
+ *                                         blocks past EOF were given back.
  * Both are cleared together when the inode's last pinned checkpoint becomes
  * durable (last unpin), under the same lock; the decrement of the pin count
  * and the clearing happen in one critical section, so a commit that pins

@@ -45,6 +45,11 @@ int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx 
 	if (!log_bytes)
 		log_bytes = log_calc_res(fs->f_log, 24, 16 * FS_BLOCK_SIZE);
 	int err = fs_reserve_blocks(fs, blk_res);
+	if (err == -ENOSPC && blk_res) {
+		/* other files' preallocation past EOF may be all that is missing */
+		fs_trim_eofblocks(fs);
+		err = fs_reserve_blocks(fs, blk_res);
+	}
 	if (err)
 		return err;
 	struct trans *tp;
