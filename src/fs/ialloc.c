@@ -153,7 +153,7 @@ int ialloc_alloc(struct fstx *tx, uint64_t near, uint64_t *ino)
 {
 	struct fs *fs = tx->fs;
 	fstx_lock(tx, FSTX_IALLOC);
-	uint64_t first, mask;
+	uint64_t first = 0, mask = 0;
 	int r = find_free_chunk(fs, fs->f_ialloc_hint, &first, &mask);
 	if (r < 0)
 		return r;
@@ -216,7 +216,7 @@ static int chunk_of(struct fs *fs, uint64_t ino, uint64_t *first, uint64_t *mask
 int ialloc_free(struct fstx *tx, uint64_t ino)
 {
 	fstx_lock(tx, FSTX_IALLOC);
-	uint64_t first, mask;
+	uint64_t first = 0, mask = 0;
 	int r = chunk_of(tx->fs, ino, &first, &mask);
 	if (r <= 0 || (mask & (1ull << (ino - first)))) {
 		msg_err("fs: freeing inode %llu that is not allocated", (unsigned long long)ino);
@@ -236,7 +236,7 @@ int ialloc_is_allocated(struct fs *fs, uint64_t ino, bool *allocated)
 {
 	*allocated = false;
 	mutex_lock(&fs->f_ialloc_lock);
-	uint64_t first, mask;
+	uint64_t first = 0, mask = 0;
 	int r = chunk_of(fs, ino, &first, &mask);
 	mutex_unlock(&fs->f_ialloc_lock);
 	if (r < 0)
