@@ -678,4 +678,3 @@ int log_force_all(struct log *log)
 		return -EIO;
 	return log_force_seq(log, seq, true, NULL);
 }
-
