@@ -489,6 +489,16 @@ static void test_eofblocks(void)
 	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .eof_idle_ns = 3600 * NSEC_PER_SEC},
 			  &fs));
 	CHECK_OK(fs_root(fs, &root));
+	/* an unlinked file's blocks go at once, listed or not */
+	struct fs_statfs st0, st1;
+	CHECK_OK(fs_statfs(fs, &st0));
+	struct fs_inode *gone = mk(root, "gone", S_IFREG | 0644);
+	append(gone, 0, 64 * KIB, 0x40);
+	CHECK(used_of(gone) > 64 * KIB);
+	fs_iput(gone);
+	CHECK_OK(fs_unlink(root, "gone", 4, NULL));
+	CHECK_OK(fs_statfs(fs, &st1));
+	CHECK_EQ(st1.bfree, st0.bfree);
 	struct fs_inode *late = mk(root, "late", S_IFREG | 0644);
 	append(late, 0, 64 * KIB, 0x30);
 	append(late, 64 * KIB, 32 * KIB, 0x31);
@@ -503,6 +513,36 @@ static void test_eofblocks(void)
 	check_bytes(late, 0, 64 * KIB, 0x30);
 	check_bytes(late, 64 * KIB, 32 * KIB, 0x31);
 	fs_iput(late);
+
+	/* a crash before the trim: found when the inode is next read */
+	struct fs_inode *left = mk(root, "left", S_IFREG | 0644);
+	append(left, 0, 64 * KIB, 0x50);
+	CHECK_OK(fs_fsync(left, false, NULL));
+	CHECK(used_of(left) > 64 * KIB);
+	fs_iput(left);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .eof_idle_ns = 3600 * NSEC_PER_SEC},
+			  &fs));
+	CHECK_OK(fs_root(fs, &root));
+	CHECK_OK(fs_lookup(root, "left", 4, &left));
+	append(left, 64 * KIB, 4 * KIB, 0x51); /* preallocates past EOF again */
+	CHECK_OK(fs_fsync(left, false, NULL));
+	fs_iput(left);
+	fs_iput(root);
+	fs_shutdown(fs, "test: power cut");
+	CHECK(fs_unmount(fs) == -EIO);
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .eof_idle_ns = 20 * NSEC_PER_MSEC},
+			  &fs));
+	CHECK_OK(fs_root(fs, &root));
+	CHECK_OK(fs_lookup(root, "left", 4, &left));
+	CHECK(used_of(left) > 68 * KIB);
+	for (int t = 0; t < 500 && used_of(left) != 68 * KIB; t++)
+		sleep_ns(10 * NSEC_PER_MSEC);
+	CHECK_EQ(used_of(left), 68 * KIB);
+	check_bytes(left, 0, 64 * KIB, 0x50);
+	check_bytes(left, 64 * KIB, 4 * KIB, 0x51);
+	fs_iput(left);
 	fs_iput(root);
 	CHECK_OK(fs_unmount(fs));
 

@@ -10,7 +10,9 @@
  * thread frees the blocks past EOF of each one idle for f_eof_idle_ns, and
  * lets it go. An allocation that finds no space asks for a pass over every
  * listed inode, idle or not, and waits for it (fs_trim_eofblocks); unmount
- * trims what is left.
+ * trims what is left. After a crash, preallocation that was not given back
+ * yet is found when its inode is next read from disk (more blocks than the
+ * size needs, as XFS finds it when it reclaims an inode) and listed then.
  *
  * Blocks past EOF that someone asked for stay: a file fallocated past its
  * size carries FS_DIF_PREALLOC and is never trimmed, and one with pNFS
@@ -233,6 +235,27 @@ void eof_stop(struct fs *fs)
 			break;
 		eof_process(fs, ip);
 	}
+}
+
+void eof_forget(struct fs_inode *ip)
+{
+	struct fs *fs = ip->i_fs;
+	if (!fs->f_eof_running)
+		return;
+	mutex_lock(&ip->i_ilock);
+	bool unlinked = ip->i_d.nlink == 0;
+	mutex_unlock(&ip->i_ilock);
+	if (!unlinked)
+		return;
+	mutex_lock(&fs->f_eof_lock);
+	bool listed = !list_empty(&ip->i_eof_link);
+	if (listed) {
+		list_del(&ip->i_eof_link);
+		fs->f_eof_count--;
+	}
+	mutex_unlock(&fs->f_eof_lock);
+	if (listed)
+		fs_iput(ip); /* the list's; the caller still holds its own */
 }
 
 uint64_t eof_listed(struct fs *fs)

@@ -326,11 +326,15 @@ int fs_iget_orphan(struct fs *fs, uint64_t ino, struct fs_inode **ipp);
 int ino_inactive(struct fs_inode *ip);
 
 /* Speculative preallocation (eofblocks.c): eof_note after an appending
- * write preallocated past EOF (I/O lock held); the trimmer thread runs from
- * eof_start to eof_stop, which trims what is still listed. */
+ * write preallocated past EOF, or when an inode read from disk holds more
+ * blocks than its size needs (left by a crash); the trimmer thread runs
+ * from eof_start to eof_stop, which trims what is still listed. */
 void eof_note(struct fs_inode *ip);
 int eof_start(struct fs *fs, uint64_t idle_ns);
 void eof_stop(struct fs *fs);
+/* An inode just unlinked (caller's reference held, no lock): off the list,
+ * so that the caller's fs_iput frees it now rather than the trimmer later. */
+void eof_forget(struct fs_inode *ip);
 /* Inodes waiting for their preallocation to be trimmed. */
 uint64_t eof_listed(struct fs *fs);
 

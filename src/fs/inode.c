@@ -308,6 +308,11 @@ static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_i
 	ip = nip;
 	icache_insert(fs, ip);
 	mutex_unlock(&fs->f_icache_lock);
+	/* more blocks than its size needs: most likely preallocation left by
+	 * a crash (or a server killed) before it was given back */
+	if (S_ISREG(ip->i_d.mode) && !(ip->i_d.flags & FS_DIF_PREALLOC) &&
+	    ip->i_d.nblocks > DIV_ROUND_UP(ip->i_d.size, (uint64_t)FS_BLOCK_SIZE))
+		eof_note(ip);
 found:
 	if (!allow_unlinked) {
 		mutex_lock(&ip->i_ilock);

@@ -421,8 +421,10 @@ static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool
 		rwlock_unlock(&ip->i_iolock);
 out_unlock:
 	rwlock_unlock(&dp->i_iolock);
-	if (ip)
+	if (ip) {
+		eof_forget(ip);
 		fs_iput(ip); /* the last reference of an unlinked inode frees it */
+	}
 	return err;
 }
 
@@ -615,8 +617,10 @@ out_unlock:
 	}
 	if (src)
 		fs_iput(src);
-	if (tgt)
+	if (tgt) {
+		eof_forget(tgt);
 		fs_iput(tgt);
+	}
 	return err;
 }
 
