@@ -11,6 +11,7 @@
 #include "base/rand.h"
 #include "base/time.h"
 #include "check.h"
+#include "fs_pattern.h"
 #include "dev/dev.h"
 #include "fs/fs.h"
 #include "fs/fs_priv.h" /* test_cache_limits sets the cache limits */
@@ -424,27 +425,6 @@ static uint64_t used_of(struct fs_inode *ip)
 	return a.used;
 }
 
-static void append(struct fs_inode *ip, uint64_t off, size_t len, uint8_t pat)
-{
-	uint8_t *buf = malloc(len);
-	memset(buf, pat, len);
-	CHECK_OK(fs_write(ip, off, buf, len, NULL));
-	free(buf);
-}
-
-static void check_bytes(struct fs_inode *ip, uint64_t off, size_t len, uint8_t pat)
-{
-	uint8_t *buf = malloc(len);
-	size_t n;
-	bool eof;
-	CHECK_OK(fs_read(ip, off, buf, len, &n, &eof));
-	CHECK_EQ(n, len);
-	for (size_t i = 0; i < len; i++)
-		if (buf[i] != pat)
-			CHECK_EQ(buf[i], pat);
-	free(buf);
-}
-
 /*
  * Speculative preallocation past EOF goes back: when the file has been idle
  * for the mount's eof_idle_ns, at unmount, and when an allocation finds no
@@ -462,13 +442,13 @@ static void test_eofblocks(void)
 	app = mk(root, "app", S_IFREG | 0644);
 	fal = mk(root, "fal", S_IFREG | 0644);
 	for (unsigned i = 0; i < 4; i++)
-		append(app, i * 64 * KIB, 64 * KIB, (uint8_t)(0x10 + i));
+		write_pattern(app, i * 64 * KIB, 64 * KIB, (uint8_t)(0x10 + i));
 	CHECK(used_of(app) > 256 * KIB); /* preallocated past EOF */
 	bool logged;
 	CHECK_OK(fs_fsync(app, true, &logged));
 	CHECK(logged);
 	CHECK_OK(fs_fallocate(fal, FS_FALLOC_ALLOC | FS_FALLOC_KEEP_SIZE, 0, MIB, NULL));
-	append(fal, 0, 4 * KIB, 0x20);
+	write_pattern(fal, 0, 4 * KIB, 0x20);
 	/* idle: given back by the trimmer */
 	for (int t = 0; t < 500 && used_of(app) != 256 * KIB; t++)
 		sleep_ns(10 * NSEC_PER_MSEC);
@@ -477,7 +457,7 @@ static void test_eofblocks(void)
 	CHECK_OK(fs_fsync(app, true, &logged));
 	CHECK(!logged);
 	for (unsigned i = 0; i < 4; i++)
-		check_bytes(app, i * 64 * KIB, 64 * KIB, (uint8_t)(0x10 + i));
+		check_pattern(app, i * 64 * KIB, 64 * KIB, (uint8_t)(0x10 + i));
 	sleep_ns(100 * NSEC_PER_MSEC);
 	CHECK_EQ(used_of(fal), MIB); /* asked for: kept */
 	fs_iput(app);
@@ -493,15 +473,25 @@ static void test_eofblocks(void)
 	struct fs_statfs st0, st1;
 	CHECK_OK(fs_statfs(fs, &st0));
 	struct fs_inode *gone = mk(root, "gone", S_IFREG | 0644);
-	append(gone, 0, 64 * KIB, 0x40);
+	write_pattern(gone, 0, 64 * KIB, 0x40);
 	CHECK(used_of(gone) > 64 * KIB);
 	fs_iput(gone);
 	CHECK_OK(fs_unlink(root, "gone", 4, NULL));
 	CHECK_OK(fs_statfs(fs, &st1));
 	CHECK_EQ(st1.bfree, st0.bfree);
+	/* and a file a rename replaces */
+	gone = mk(root, "gone", S_IFREG | 0644);
+	write_pattern(gone, 0, 64 * KIB, 0x41);
+	CHECK(used_of(gone) > 64 * KIB);
+	fs_iput(gone);
+	fs_iput(mk(root, "over", S_IFREG | 0644));
+	CHECK_OK(fs_rename(root, "over", 4, root, "gone", 4, NULL));
+	CHECK_OK(fs_statfs(fs, &st1));
+	CHECK_EQ(st1.bfree, st0.bfree);
+	CHECK_OK(fs_unlink(root, "gone", 4, NULL));
 	struct fs_inode *late = mk(root, "late", S_IFREG | 0644);
-	append(late, 0, 64 * KIB, 0x30);
-	append(late, 64 * KIB, 32 * KIB, 0x31);
+	write_pattern(late, 0, 64 * KIB, 0x30);
+	write_pattern(late, 64 * KIB, 32 * KIB, 0x31);
 	CHECK(used_of(late) > 96 * KIB);
 	fs_iput(late);
 	fs_iput(root);
@@ -510,13 +500,13 @@ static void test_eofblocks(void)
 	CHECK_OK(fs_root(fs, &root));
 	CHECK_OK(fs_lookup(root, "late", 4, &late));
 	CHECK_EQ(used_of(late), 96 * KIB);
-	check_bytes(late, 0, 64 * KIB, 0x30);
-	check_bytes(late, 64 * KIB, 32 * KIB, 0x31);
+	check_pattern(late, 0, 64 * KIB, 0x30);
+	check_pattern(late, 64 * KIB, 32 * KIB, 0x31);
 	fs_iput(late);
 
 	/* a crash before the trim: found when the inode is next read */
 	struct fs_inode *left = mk(root, "left", S_IFREG | 0644);
-	append(left, 0, 64 * KIB, 0x50);
+	write_pattern(left, 0, 64 * KIB, 0x50);
 	CHECK_OK(fs_fsync(left, false, NULL));
 	CHECK(used_of(left) > 64 * KIB);
 	fs_iput(left);
@@ -526,7 +516,7 @@ static void test_eofblocks(void)
 			  &fs));
 	CHECK_OK(fs_root(fs, &root));
 	CHECK_OK(fs_lookup(root, "left", 4, &left));
-	append(left, 64 * KIB, 4 * KIB, 0x51); /* preallocates past EOF again */
+	write_pattern(left, 64 * KIB, 4 * KIB, 0x51); /* preallocates past EOF again */
 	CHECK_OK(fs_fsync(left, false, NULL));
 	fs_iput(left);
 	fs_iput(root);
@@ -540,8 +530,8 @@ static void test_eofblocks(void)
 	for (int t = 0; t < 500 && used_of(left) != 68 * KIB; t++)
 		sleep_ns(10 * NSEC_PER_MSEC);
 	CHECK_EQ(used_of(left), 68 * KIB);
-	check_bytes(left, 0, 64 * KIB, 0x50);
-	check_bytes(left, 64 * KIB, 4 * KIB, 0x51);
+	check_pattern(left, 0, 64 * KIB, 0x50);
+	check_pattern(left, 64 * KIB, 4 * KIB, 0x51);
 	fs_iput(left);
 	fs_iput(root);
 	CHECK_OK(fs_unmount(fs));
@@ -559,7 +549,7 @@ static void test_eofblocks(void)
 		char name[16];
 		snprintf(name, sizeof(name), "full%u", i);
 		struct fs_inode *f = mk(root, name, S_IFREG | 0644);
-		append(f, 0, MIB, (uint8_t)i);
+		write_pattern(f, 0, MIB, (uint8_t)i);
 		fs_iput(f);
 	}
 	for (unsigned i = 0; i < nfiles; i++) {
@@ -567,7 +557,7 @@ static void test_eofblocks(void)
 		snprintf(name, sizeof(name), "full%u", i);
 		struct fs_inode *f;
 		CHECK_OK(fs_lookup(root, name, strlen(name), &f));
-		check_bytes(f, 0, MIB, (uint8_t)i);
+		check_pattern(f, 0, MIB, (uint8_t)i);
 		fs_iput(f);
 	}
 	fs_iput(root);

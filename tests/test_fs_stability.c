@@ -33,6 +33,7 @@
 #include "base/msg.h"
 #include "base/time.h"
 #include "check.h"
+#include "fs_pattern.h"
 #include "dev/crash.h"
 #include "fs/fs.h"
 
@@ -61,30 +62,6 @@ static struct snap snap(struct fs *fs)
 {
 	return (struct snap){counter(fs, "log.checkpoints"), counter(fs, "dev.flushes"),
 			     counter(fs, "log.buffer_writes")};
-}
-
-static void write_pattern(struct fs_inode *ip, uint64_t off, uint64_t len, uint8_t v)
-{
-	uint8_t *buf = malloc(len);
-	memset(buf, v, len);
-	CHECK_OK(fs_write(ip, off, buf, len, NULL));
-	free(buf);
-}
-
-static void check_pattern(struct fs_inode *ip, uint64_t off, uint64_t len, uint8_t v)
-{
-	uint8_t *buf = malloc(len);
-	size_t n;
-	bool eof;
-	CHECK_OK(fs_read(ip, off, buf, len, &n, &eof));
-	CHECK_EQ(n, len);
-	for (uint64_t i = 0; i < len; i++)
-		if (buf[i] != v) {
-			fprintf(stderr, "byte %llu is 0x%02x, expected 0x%02x\n",
-				(unsigned long long)(off + i), buf[i], v);
-			CHECK(0);
-		}
-	free(buf);
 }
 
 /* A pNFS client: map, write straight to the device, commit. */

@@ -225,16 +225,9 @@ void eof_stop(struct fs *fs)
 	mutex_unlock(&fs->f_eof_lock);
 	pthread_join(fs->f_eof_thread, NULL);
 	fs->f_eof_running = false;
-	/* what is left, on this thread: nobody else holds an I/O lock now */
-	for (;;) {
-		uint64_t wait;
-		mutex_lock(&fs->f_eof_lock);
-		struct fs_inode *ip = eof_next(fs, true, &wait);
-		mutex_unlock(&fs->f_eof_lock);
-		if (!ip)
-			break;
-		eof_process(fs, ip);
-	}
+	/* what is left, on this thread (nobody else holds an I/O lock now);
+	 * with f_eof_stop set nothing goes back on the list: one pass */
+	eof_pass_all(fs);
 }
 
 void eof_forget(struct fs_inode *ip)
