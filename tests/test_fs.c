@@ -286,6 +286,139 @@ static void test_bigdir(void)
 	TEST_PASS("big directory");
 }
 
+/* Where readdir saw a name, and under which cookie. */
+struct seen {
+	const char *name;
+	uint64_t ino, cookie;
+	unsigned count;
+};
+
+static int seen_cb(void *arg, const char *name, size_t len, uint64_t ino, unsigned type,
+		   uint64_t cookie)
+{
+	struct seen *s = arg;
+	if (len == strlen(s->name) && memcmp(name, s->name, len) == 0) {
+		s->ino = ino;
+		s->cookie = cookie;
+		s->count++;
+	}
+	return 0;
+}
+
+static struct seen readdir_find(struct fs_inode *dir, const char *name, uint64_t from)
+{
+	struct seen s = {.name = name};
+	CHECK_OK(fs_readdir(dir, from, seen_cb, &s));
+	return s;
+}
+
+static uint64_t lookup_ino(struct fs_inode *dir, const char *name)
+{
+	struct fs_inode *ip;
+	int err = fs_lookup(dir, name, strlen(name), &ip);
+	if (err)
+		return (uint64_t)err; /* -errno, far above any inode number */
+	uint64_t ino = fs_ino(ip);
+	fs_iput(ip);
+	return ino;
+}
+
+/*
+ * Names whose 48-bit hashes collide (found by a birthday search) share a
+ * hash in the directory tree and are told apart by the collision index in
+ * the key's low bits. Each must be found by its own name, removing one
+ * must leave the other reachable, a cookie must keep its place, a freed
+ * index is reused, and rename over a colliding name replaces the right one.
+ */
+static void test_hash_collisions(void)
+{
+	static const char *a = "c13022887", *b = "c19549050", *x = "c579716", *y = "c30936665";
+	/* if the hash changes, these stop colliding and the test stops testing */
+	CHECK_EQ(dir_hash(a, strlen(a)), dir_hash(b, strlen(b)));
+	CHECK_EQ(dir_hash(x, strlen(x)), dir_hash(y, strlen(y)));
+	CHECK(dir_hash(a, strlen(a)) != dir_hash(x, strlen(x)));
+
+	struct dev *d = mkimg(64 << 20);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root, *dir;
+	CHECK_OK(fs_root(fs, &root));
+	dir = mk(root, "coll", S_IFDIR | 0755);
+	struct fs_inode *ia = mk(dir, a, S_IFREG | 0644), *ib = mk(dir, b, S_IFREG | 0644);
+	uint64_t ino_a = fs_ino(ia), ino_b = fs_ino(ib);
+	fs_iput(ia);
+	fs_iput(ib);
+	CHECK_EQ(lookup_ino(dir, a), ino_a);
+	CHECK_EQ(lookup_ino(dir, b), ino_b);
+	struct fs_inode *ip;
+	struct fs_create_args fa = {.mode = S_IFREG | 0644};
+	CHECK_EQ(fs_create(dir, b, strlen(b), &fa, &ip, NULL), -EEXIST);
+
+	/* one hash, two keys: the second name got collision index 1 */
+	struct seen sa = readdir_find(dir, a, 0), sb = readdir_find(dir, b, 0);
+	CHECK_EQ(sa.count, 1);
+	CHECK_EQ(sb.count, 1);
+	CHECK_EQ(sa.ino, ino_a);
+	CHECK_EQ(sb.ino, ino_b);
+	CHECK_EQ(sa.cookie & ~FS_DIRHASH_MASK, 0);
+	CHECK_EQ(sb.cookie, sa.cookie + 1);
+	/* resuming after a's cookie still yields b */
+	CHECK_EQ(readdir_find(dir, b, sa.cookie).count, 1);
+	CHECK_EQ(readdir_find(dir, a, sa.cookie).count, 0);
+
+	/* the first of the chain goes: the second is still found, at its cookie */
+	CHECK_OK(fs_unlink(dir, a, strlen(a), NULL));
+	CHECK_EQ(lookup_ino(dir, a), (uint64_t)-ENOENT);
+	CHECK_EQ(lookup_ino(dir, b), ino_b);
+	CHECK_EQ(readdir_find(dir, b, 0).cookie, sb.cookie);
+	CHECK_EQ(readdir_find(dir, b, sa.cookie).count, 1);
+	/* a again: it takes the free index 0, b keeps 1 */
+	ia = mk(dir, a, S_IFREG | 0644);
+	ino_a = fs_ino(ia);
+	fs_iput(ia);
+	CHECK_EQ(readdir_find(dir, a, 0).cookie, sa.cookie);
+	CHECK_EQ(readdir_find(dir, b, 0).cookie, sb.cookie);
+	CHECK_EQ(lookup_ino(dir, a), ino_a);
+	CHECK_EQ(lookup_ino(dir, b), ino_b);
+
+	/* rename b over a: a names b's inode, b is gone, one entry left */
+	CHECK_OK(fs_rename(dir, b, strlen(b), dir, a, strlen(a), NULL));
+	CHECK_EQ(lookup_ino(dir, a), ino_b);
+	CHECK_EQ(lookup_ino(dir, b), (uint64_t)-ENOENT);
+	CHECK_EQ(count_entries(dir), 3);
+
+	/* a second colliding pair, made by link and rename from elsewhere */
+	struct fs_inode *ix = mk(root, "x", S_IFREG | 0644);
+	uint64_t ino_x = fs_ino(ix);
+	CHECK_OK(fs_link(ix, dir, x, strlen(x), NULL));
+	fs_iput(ix);
+	CHECK_OK(fs_rename(root, "x", 1, dir, y, strlen(y), NULL));
+	CHECK_EQ(lookup_ino(dir, x), ino_x);
+	CHECK_EQ(lookup_ino(dir, y), ino_x);
+	CHECK_OK(fs_unlink(dir, x, strlen(x), NULL));
+	CHECK_EQ(lookup_ino(dir, x), (uint64_t)-ENOENT);
+	CHECK_EQ(lookup_ino(dir, y), ino_x);
+
+	/* all of it as the log replays it and check sees it */
+	uint64_t ino_dir = fs_ino(dir);
+	fs_iput(dir);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+	fs = mnt(d);
+	CHECK_OK(fs_root(fs, &root));
+	CHECK_OK(fs_lookup(root, "coll", 4, &dir));
+	CHECK_EQ(fs_ino(dir), ino_dir);
+	CHECK_EQ(lookup_ino(dir, a), ino_b);
+	CHECK_EQ(lookup_ino(dir, b), (uint64_t)-ENOENT);
+	CHECK_EQ(lookup_ino(dir, y), ino_x);
+	CHECK_EQ(lookup_ino(dir, x), (uint64_t)-ENOENT);
+	CHECK_EQ(count_entries(dir), 4);
+	fs_iput(dir);
+	fs_iput(root);
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("directory hash collisions");
+}
+
 /*
  * More busy inodes and buffers (logged, not yet written back) than the
  * cache limits allow: lookups stay right while the caches are over their
@@ -573,6 +706,7 @@ int main(void)
 	test_namespace();
 	test_data();
 	test_bigdir();
+	test_hash_collisions();
 	test_cache_limits();
 	test_orphans();
 	test_fragmented();
