@@ -4,7 +4,7 @@
  *
  *   fs-scale [--entries N] [--inodes N] [--per-dir N] [--image-gib G]
  *            [--sparse-gib S] [--lookups L] [--dir DIR] [--image PATH]
- *            [--keep-image] [--jnfs PATH] [--seed X]
+ *            [--keep-image] [--jnfs PATH] [--seed X] [--xfs-dir DIR]
  *
  * Defaults are the acceptance sizes; scale down with e.g.
  *   fs-scale --entries 10000 --inodes 50000 --image-gib 2
@@ -18,7 +18,12 @@
  *         two take turns for 5 rounds and each figure is the best round (the
  *         machine is shared: the best is what the code can do); then the
  *         ratios small/big, and the lookups in the big one after a remount
- *         (cold engine caches);
+ *         (cold engine caches); with --xfs-dir (a kernel XFS mount, see
+ *         bench/run-fs-scale.sh), the same two directories made there and
+ *         the same names looked up with fstatat() in the same rounds (the
+ *         kernel's lookup plus a getattr and a system call; XFS has no
+ *         lookup without them), and for both the time a lookup in the big
+ *         directory adds to one in the small (ns);
  *   (ii)  a sparse file of S GiB (1024 = 1 TiB): 4 KiB written at 0 and at
  *         S GiB - 4 KiB, fsynced; size, space used, both blocks read back,
  *         holes read as zeros, SEEK_DATA / SEEK_HOLE answers;
@@ -66,7 +71,7 @@
 
 struct opts {
 	uint64_t entries, inodes, per_dir, image_gib, sparse_gib, lookups, seed;
-	const char *dir, *image, *jnfs;
+	const char *dir, *image, *jnfs, *xfs_dir;
 	bool keep;
 };
 
@@ -262,6 +267,69 @@ static struct dir_rates measure_dir(struct fs_inode *dir, uint64_t n, const stru
 	return r;
 }
 
+/* ---- the same directories on kernel XFS (--xfs-dir) ---- */
+
+static int xfs_make_dir(const char *top, const char *dname, uint64_t n)
+{
+	char path[PATH_MAX], name[64];
+	snprintf(path, sizeof(path), "%s/%s", top, dname);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		die("xfs mkdir", -errno);
+	int dfd = open(path, O_RDONLY | O_DIRECTORY);
+	if (dfd < 0)
+		die("xfs open dir", -errno);
+	for (uint64_t i = 0; i < n; i++) {
+		entry_name(name, i);
+		int fd = openat(dfd, name, O_CREAT | O_WRONLY, 0644);
+		if (fd < 0)
+			die("xfs create", -errno);
+		close(fd);
+	}
+	return dfd;
+}
+
+static void xfs_remove_dir(const char *top, const char *dname, int dfd, uint64_t n)
+{
+	char path[PATH_MAX], name[64];
+	for (uint64_t i = 0; i < n; i++) {
+		entry_name(name, i);
+		if (unlinkat(dfd, name, 0))
+			die("xfs unlink", -errno);
+	}
+	close(dfd);
+	snprintf(path, sizeof(path), "%s/%s", top, dname);
+	if (rmdir(path))
+		die("xfs rmdir", -errno);
+}
+
+/* The lookups measure_dir makes (same names, same order), by fstatat(). */
+static struct dir_rates xfs_measure_dir(int dfd, uint64_t n, const struct opts *o)
+{
+	struct dir_rates r = {0};
+	struct rng rng;
+	rng_seed(&rng, o->seed + n);
+	char name[64];
+	struct stat st;
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < o->lookups; i++) {
+		entry_name(name, rng_below(&rng, n));
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
+			die("xfs lookup", -errno);
+	}
+	r.lookups = (double)o->lookups / secs_since(t0);
+	uint64_t nmiss = o->lookups / 4;
+	t0 = now_ns();
+	for (uint64_t i = 0; i < nmiss; i++) {
+		sprintf(name, "absent-%07llu", (unsigned long long)rng_below(&rng, n));
+		if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
+			die("xfs lookup of an absent name", -EEXIST);
+		if (errno != ENOENT)
+			die("xfs lookup of an absent name", -errno);
+	}
+	r.misses = (double)nmiss / secs_since(t0);
+	return r;
+}
+
 static void print_rates(const char *at, const struct dir_rates *r, bool with_readdir)
 {
 	char name[128];
@@ -319,12 +387,28 @@ static void part_dir(const struct opts *o)
 		die("sync", err);
 	/* the two directories take turns, so that load from elsewhere hits
 	 * both alike; each figure is the best of DIR_ROUNDS */
-	struct dir_rates r1 = {0}, rn = {0};
+	int xsmall = -1, xbig = -1;
+	char xtop[PATH_MAX];
+	if (o->xfs_dir) {
+		snprintf(xtop, sizeof(xtop), "%s/fs-scale.%d", o->xfs_dir, (int)getpid());
+		if (mkdir(xtop, 0755))
+			die("xfs mkdir", -errno);
+		xbig = xfs_make_dir(xtop, "big", o->entries);
+		xsmall = xfs_make_dir(xtop, "small", nsmall);
+		sync();
+	}
+	struct dir_rates r1 = {0}, rn = {0}, x1 = {0}, xn = {0};
 	for (int round = 0; round < DIR_ROUNDS; round++) {
 		struct dir_rates a = measure_dir(small, nsmall, o, true);
 		struct dir_rates b = measure_dir(big, o->entries, o, true);
 		best_of(&r1, &a);
 		best_of(&rn, &b);
+		if (o->xfs_dir) {
+			a = xfs_measure_dir(xsmall, nsmall, o);
+			b = xfs_measure_dir(xbig, o->entries, o);
+			best_of(&x1, &a);
+			best_of(&xn, &b);
+		}
 	}
 	char at[48];
 	snprintf(at, sizeof(at), "%llu", (unsigned long long)nsmall);
@@ -340,6 +424,35 @@ static void part_dir(const struct opts *o)
 	    rn.readdir > 0 ? r1.readdir / rn.readdir : 0);
 	val("fs_scale.dir.readdir_paged_ratio_small_over_big", "%.2f",
 	    rn.readdir_paged > 0 ? r1.readdir_paged / rn.readdir_paged : 0);
+	/* what the big directory adds to a lookup: the directory's and the
+	 * inode cache's cost of size, without the per-call constant */
+	val("fs_scale.dir.lookup_added_ns", "%.0f", 1e9 / rn.lookups - 1e9 / r1.lookups);
+	if (o->xfs_dir) {
+		snprintf(at, sizeof(at), "%llu", (unsigned long long)nsmall);
+		char name[128];
+		snprintf(name, sizeof(name), "fs_scale.dir.xfs_lookups_per_s_at_%s", at);
+		val(name, "%.0f", x1.lookups);
+		snprintf(name, sizeof(name), "fs_scale.dir.xfs_absent_lookups_per_s_at_%s", at);
+		val(name, "%.0f", x1.misses);
+		snprintf(at, sizeof(at), "%llu", (unsigned long long)o->entries);
+		snprintf(name, sizeof(name), "fs_scale.dir.xfs_lookups_per_s_at_%s", at);
+		val(name, "%.0f", xn.lookups);
+		snprintf(name, sizeof(name), "fs_scale.dir.xfs_absent_lookups_per_s_at_%s", at);
+		val(name, "%.0f", xn.misses);
+		val("fs_scale.dir.xfs_lookup_ratio_small_over_big", "%.2f", x1.lookups / xn.lookups);
+		val("fs_scale.dir.xfs_absent_lookup_ratio_small_over_big", "%.2f",
+		    x1.misses / xn.misses);
+		double xadded = 1e9 / xn.lookups - 1e9 / x1.lookups;
+		val("fs_scale.dir.xfs_lookup_added_ns", "%.0f", xadded);
+		val("fs_scale.dir.lookup_added_ns_jnfs_over_xfs", "%.2f",
+		    (1e9 / rn.lookups - 1e9 / r1.lookups) / xadded);
+		val("fs_scale.dir.lookups_jnfs_over_xfs_small", "%.2f", r1.lookups / x1.lookups);
+		val("fs_scale.dir.lookups_jnfs_over_xfs_big", "%.2f", rn.lookups / xn.lookups);
+		xfs_remove_dir(xtop, "small", xsmall, nsmall);
+		xfs_remove_dir(xtop, "big", xbig, o->entries);
+		if (rmdir(xtop))
+			die("xfs rmdir", -errno);
+	}
 	fs_iput(small);
 	fs_iput(big);
 
@@ -660,9 +773,10 @@ int main(int argc, char **argv)
 					      {"keep-image", no_argument, NULL, 'k'},
 					      {"jnfs", required_argument, NULL, 'j'},
 					      {"seed", required_argument, NULL, 'S'},
+					      {"xfs-dir", required_argument, NULL, 'x'},
 					      {NULL, 0, NULL, 0}};
 	int c;
-	while ((c = getopt_long(argc, argv, "e:n:p:g:s:l:D:i:kj:S:", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "e:n:p:g:s:l:D:i:kj:S:x:", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
 			o.entries = strtoull(optarg, NULL, 0);
@@ -697,12 +811,16 @@ int main(int argc, char **argv)
 		case 'S':
 			o.seed = strtoull(optarg, NULL, 0);
 			break;
+		case 'x':
+			o.xfs_dir = optarg;
+			break;
 		default:
 			fprintf(stderr,
 				"usage: fs-scale [--entries N] [--inodes N] [--per-dir N] "
 				"[--image-gib G] [--sparse-gib S]\n"
 				"                [--lookups L] [--dir DIR] [--image PATH] "
-				"[--keep-image] [--jnfs PATH] [--seed X]\n");
+				"[--keep-image] [--jnfs PATH] [--seed X]\n"
+				"                [--xfs-dir DIR]\n");
 			return 2;
 		}
 	}

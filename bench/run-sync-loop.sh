@@ -1,14 +1,11 @@
 #!/bin/sh
 # run-sync-loop.sh - build/bench/sync-loop, jnfs against kernel XFS on one disk.
 #
-# Makes a temporary directory in $BENCH_DIR (default /var/tmp, the same disk
-# as the engine's image), writes an XFS image file there full of zeros,
-# attaches it to a loop device, runs mkfs.xfs (-K: no discard, which would
-# punch holes in the image) and mounts it, then runs sync-loop with the
-# engine's image in the same directory and the XFS mount as --xfs-dir.
-# Whatever happens, the mount is unmounted, the loop device this script
-# attached is detached (by its name, never any other) and the directory
-# removed. Needs root (losetup, mount) and scripts/install-bench-deps.
+# Mounts kernel XFS from a loop device over an image file in $BENCH_DIR
+# (bench/xfs-loop.sh: default /var/tmp, the same disk as the engine's image)
+# and runs sync-loop with the engine's image in the same directory and the
+# XFS mount as --xfs-dir. Needs root (losetup, mount) and
+# scripts/install-bench-deps.
 #
 # Results go to $OUT (default build/bench-results): sync-loop.txt (the
 # "name value" lines), sync-loop.csv and, with gnuplot, sync-loop.png.
@@ -20,41 +17,13 @@
 #   like the engine, which writes its image through the page cache)
 set -eu
 cd "$(dirname "$0")/.."
-BENCH_DIR=${BENCH_DIR:-/var/tmp}
 OUT=${OUT:-build/bench-results}
-IMAGE_MIB=${IMAGE_MIB:-2048}
-LOOP_DIRECT_IO=${LOOP_DIRECT_IO:-off}
+. bench/xfs-loop.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	echo "run-sync-loop: needs root (losetup, mount)" >&2
-	exit 1
-fi
+xfs_loop_need_root run-sync-loop
 scripts/install-bench-deps
 make -s build >/dev/null
-
-TMP=$(mktemp -d "$BENCH_DIR/jnfs-sync-loop.XXXXXX")
-LOOP=
-MNT=
-cleanup() {
-	if [ -n "$MNT" ]; then
-		umount "$MNT" || umount -l "$MNT" || true
-	fi
-	if [ -n "$LOOP" ]; then
-		losetup -d "$LOOP" || true
-	fi
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-dd if=/dev/zero of="$TMP/xfs.img" bs=4M count=$((IMAGE_MIB / 4)) conv=fsync status=none
-LOOP=$(losetup --find --show --direct-io="$LOOP_DIRECT_IO" "$TMP/xfs.img")
-mkfs.xfs -q -K "$LOOP"
-mkdir "$TMP/mnt"
-mount -t xfs "$LOOP" "$TMP/mnt"
-MNT="$TMP/mnt"
-echo "run-sync-loop: XFS on $LOOP (direct-io=$LOOP_DIRECT_IO) at $MNT;" \
-	"kernel $(uname -r); $(xfs_info "$MNT" | grep -o 'log *=internal[^,]*,[^,]*' || true)" >&2
+xfs_loop_up sync-loop
 
 mkdir -p "$OUT"
 ./build/bench/sync-loop --dir "$TMP" --image-mib "$IMAGE_MIB" --xfs-dir "$MNT" --csv "$@" \
