@@ -247,8 +247,10 @@ struct fs_icore {
 	uint64_t rdev, parent, root;
 	uint16_t root_level;
 	uint16_t nextents; /* inline extents (0 with an extent tree) */
-	struct fs_dext ext[FS_INLINE_EXTENTS];
-	char symlink[FS_INLINE_SYMLINK];
+	union { /* as on disk: a symlink's target, or a file's extents */
+		struct fs_dext ext[FS_INLINE_EXTENTS];
+		char symlink[FS_INLINE_SYMLINK];
+	};
 };
 
 struct fs_layout {
