@@ -652,6 +652,13 @@ static void test_eofblocks(void)
 	write_pattern(left, 64 * KIB, 4 * KIB, 0x51); /* preallocates past EOF again */
 	CHECK_OK(fs_fsync(left, false, NULL));
 	fs_iput(left);
+	/* and a sparse one: fewer blocks than its size, yet some past EOF */
+	struct fs_inode *sparse = mk(root, "sparse", S_IFREG | 0644);
+	CHECK_OK(fs_setattr(sparse, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = MIB}, NULL));
+	write_pattern(sparse, MIB, 4 * KIB, 0x52);
+	CHECK_OK(fs_fsync(sparse, false, NULL));
+	CHECK(used_of(sparse) > 4 * KIB);
+	fs_iput(sparse);
 	fs_iput(root);
 	fs_shutdown(fs, "test: power cut");
 	CHECK(fs_unmount(fs) == -EIO);
@@ -666,6 +673,12 @@ static void test_eofblocks(void)
 	check_pattern(left, 0, 64 * KIB, 0x50);
 	check_pattern(left, 64 * KIB, 4 * KIB, 0x51);
 	fs_iput(left);
+	CHECK_OK(fs_lookup(root, "sparse", 6, &sparse));
+	for (int t = 0; t < 500 && used_of(sparse) != 4 * KIB; t++)
+		sleep_ns(10 * NSEC_PER_MSEC);
+	CHECK_EQ(used_of(sparse), 4 * KIB);
+	check_pattern(sparse, MIB, 4 * KIB, 0x52);
+	fs_iput(sparse);
 	fs_iput(root);
 	CHECK_OK(fs_unmount(fs));
 

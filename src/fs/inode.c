@@ -183,6 +183,26 @@ int ino_from_disk(struct fs_inode *ip, const struct fs_dinode *d)
 	return 0;
 }
 
+/*
+ * Blocks past EOF in an inode just read from disk: preallocation a crash
+ * (or a server killed) left before it was given back. Exact for inline
+ * extents; with an extent tree, more blocks than the size needs (tree
+ * blocks count too: a false alarm costs the trimmer one lookup past EOF).
+ */
+static bool ino_maybe_past_eof(const struct fs_inode *ip)
+{
+	const struct fs_icore *c = &ip->i_d;
+	if (!S_ISREG(c->mode) || (c->flags & FS_DIF_PREALLOC))
+		return false;
+	uint64_t eof_blocks = DIV_ROUND_UP(c->size, (uint64_t)FS_BLOCK_SIZE);
+	if (c->root)
+		return c->nblocks > eof_blocks;
+	for (unsigned i = 0; i < c->nextents; i++)
+		if (c->ext[i].e_off + c->ext[i].e_len > eof_blocks)
+			return true;
+	return false;
+}
+
 /* Read inode ino from its chunk block. */
 static int ino_read(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 {
@@ -308,10 +328,7 @@ static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_i
 	ip = nip;
 	icache_insert(fs, ip);
 	mutex_unlock(&fs->f_icache_lock);
-	/* more blocks than its size needs: most likely preallocation left by
-	 * a crash (or a server killed) before it was given back */
-	if (S_ISREG(ip->i_d.mode) && !(ip->i_d.flags & FS_DIF_PREALLOC) &&
-	    ip->i_d.nblocks > DIV_ROUND_UP(ip->i_d.size, (uint64_t)FS_BLOCK_SIZE))
+	if (ino_maybe_past_eof(ip))
 		eof_note(ip);
 found:
 	if (!allow_unlinked) {
