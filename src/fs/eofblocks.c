@@ -87,11 +87,8 @@ static bool eof_trim_one(struct fs_inode *ip, int *errp)
 		err = bmap_punch(tx, ip, next, UINT64_MAX - next, &next);
 		uint64_t freed = before - ip->i_d.nblocks;
 		/* no fdatasync waits for this (FS_ILOG_NOSYNC): a crash before
-		 * it is durable only brings back blocks past EOF. The punch
-		 * marked the extents changed; in this transaction that is all
-		 * it changed */
-		ino_log(tx, ip, FS_ILOG_EOFBLOCKS);
-		ip->i_item.ii_fields = FS_ILOG_EOFBLOCKS;
+		 * it is durable only brings back blocks past EOF */
+		ino_log_only(tx, ip, FS_ILOG_EOFBLOCKS);
 		int cerr = fstx_commit(tx, NULL);
 		if (!err)
 			err = cerr;

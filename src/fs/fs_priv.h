@@ -293,6 +293,9 @@ void ino_join(struct fstx *tx, struct fs_inode *ip);
 void ino_join2(struct fstx *tx, struct fs_inode *a, struct fs_inode *b);
 /* Mark fields changed (the inode must be joined). */
 void ino_log(struct fstx *tx, struct fs_inode *ip, unsigned fields);
+/* What the whole transaction changed in ip is fields, whatever the code it
+ * called marked (a trim past EOF marks extents, yet no read depends on it). */
+void ino_log_only(struct fstx *tx, struct fs_inode *ip, unsigned fields);
 /* Update ctime (and mtime) to now and bump the change attribute. */
 void ino_touch(struct fs_inode *ip, bool mtime);
 void ino_to_disk(const struct fs_inode *ip, struct fs_dinode *d);

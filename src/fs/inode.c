@@ -497,6 +497,13 @@ void ino_log(struct fstx *tx, struct fs_inode *ip, unsigned fields)
 	trans_dirty(tx->tp, &ip->i_item.ii_item);
 }
 
+void ino_log_only(struct fstx *tx, struct fs_inode *ip, unsigned fields)
+{
+	assert_locked(&ip->i_ilock);
+	ip->i_item.ii_fields = fields;
+	trans_dirty(tx->tp, &ip->i_item.ii_item);
+}
+
 void fs_now(struct timespec *ts)
 {
 	clock_gettime(CLOCK_REALTIME, ts);
