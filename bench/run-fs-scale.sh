@@ -22,10 +22,7 @@ OUT=${OUT:-build/bench-results}
 IMAGE_MIB=${IMAGE_MIB:-1024}
 . bench/xfs-loop.sh
 
-xfs_loop_need_root run-fs-scale
-scripts/install-bench-deps
-make -s build >/dev/null
-xfs_loop_up fs-scale
+xfs_loop_setup fs-scale
 
 mkdir -p "$OUT"
 status=0

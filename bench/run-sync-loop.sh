@@ -20,10 +20,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build/bench-results}
 . bench/xfs-loop.sh
 
-xfs_loop_need_root run-sync-loop
-scripts/install-bench-deps
-make -s build >/dev/null
-xfs_loop_up sync-loop
+xfs_loop_setup sync-loop
 
 mkdir -p "$OUT"
 ./build/bench/sync-loop --dir "$TMP" --image-mib "$IMAGE_MIB" --xfs-dir "$MNT" --csv "$@" \

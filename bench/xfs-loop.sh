@@ -1,11 +1,12 @@
 # xfs-loop.sh - sourced by the bench/run-*.sh scripts that compare with
-# kernel XFS: xfs_loop_up NAME makes a temporary directory $TMP in
-# $BENCH_DIR (default /var/tmp, the same disk as the engine's image),
-# writes an XFS image file there full of zeros ($IMAGE_MIB, default 2048),
-# attaches it to a loop device, runs mkfs.xfs (-K: no discard, which would
-# punch holes in the image) and mounts it at $MNT. Whatever happens after,
-# the mount is unmounted, the loop device this script attached is detached
-# (by its name, never any other) and $TMP removed. Needs root.
+# kernel XFS. xfs_loop_setup NAME checks for root, installs the benchmark
+# dependencies, builds, then makes a temporary directory $TMP in $BENCH_DIR
+# (default /var/tmp, the same disk as the engine's image), writes an XFS
+# image file there full of zeros ($IMAGE_MIB, default 2048), attaches it to
+# a loop device, runs mkfs.xfs (-K: no discard, which would punch holes in
+# the image) and mounts it at $MNT. Whatever happens after, the mount is
+# unmounted, the loop device this script attached is detached (by its name,
+# never any other) and $TMP removed.
 # LOOP_DIRECT_IO=on: the loop device does O_DIRECT to its image (default
 # off, like the engine, which writes its image through the page cache).
 BENCH_DIR=${BENCH_DIR:-/var/tmp}
@@ -47,4 +48,11 @@ xfs_loop_up() {
 	MNT="$TMP/mnt"
 	echo "$1: XFS on $LOOP (direct-io=$LOOP_DIRECT_IO) at $MNT;" \
 		"kernel $(uname -r); $(xfs_info "$MNT" | grep -o 'log *=internal[^,]*,[^,]*' || true)" >&2
+}
+
+xfs_loop_setup() {
+	xfs_loop_need_root "$1"
+	scripts/install-bench-deps
+	make -s build >/dev/null
+	xfs_loop_up "$1"
 }
