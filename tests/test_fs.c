@@ -31,6 +31,16 @@ static struct fs *mnt(struct dev *d)
 	return fs;
 }
 
+/* Release *root, unmount cleanly, mount again: the new mount, its root in *root. */
+static struct fs *remount(struct fs *fs, struct dev *d, struct fs_inode **root)
+{
+	fs_iput(*root);
+	CHECK_OK(fs_unmount(fs));
+	fs = mnt(d);
+	CHECK_OK(fs_root(fs, root));
+	return fs;
+}
+
 /* Unmount, then check the image offline: must be clean. */
 static void umount_check(struct fs *fs, struct dev *d)
 {
@@ -232,11 +242,8 @@ static void test_data(void)
 	fs_iput(f);
 	fs_iput(g);
 	fs_iput(h);
-	fs_iput(root);
-	CHECK_OK(fs_unmount(fs));
 	/* everything survives a remount */
-	fs = mnt(d);
-	CHECK_OK(fs_root(fs, &root));
+	fs = remount(fs, d, &root);
 	CHECK_OK(fs_lookup(root, "f", 1, &f));
 	CHECK_OK(fs_read(f, 0, buf, SIZE, &n, &eof));
 	CHECK_EQ(n, size);
@@ -401,10 +408,7 @@ static void test_hash_collisions(void)
 	/* all of it as the log replays it and check sees it */
 	uint64_t ino_dir = fs_ino(dir);
 	fs_iput(dir);
-	fs_iput(root);
-	CHECK_OK(fs_unmount(fs));
-	fs = mnt(d);
-	CHECK_OK(fs_root(fs, &root));
+	fs = remount(fs, d, &root);
 	CHECK_OK(fs_lookup(root, "coll", 4, &dir));
 	CHECK_EQ(fs_ino(dir), ino_dir);
 	CHECK_EQ(lookup_ino(dir, a), ino_b);
@@ -627,10 +631,7 @@ static void test_eofblocks(void)
 	write_pattern(late, 64 * KIB, 32 * KIB, 0x31);
 	CHECK(used_of(late) > 96 * KIB);
 	fs_iput(late);
-	fs_iput(root);
-	CHECK_OK(fs_unmount(fs));
-	fs = mnt(d);
-	CHECK_OK(fs_root(fs, &root));
+	fs = remount(fs, d, &root);
 	CHECK_OK(fs_lookup(root, "late", 4, &late));
 	CHECK_EQ(used_of(late), 96 * KIB);
 	check_pattern(late, 0, 64 * KIB, 0x30);
