@@ -50,11 +50,11 @@ build-fuzz:
 test-fuzz: build-fuzz
 	scripts/fuzz-run build-fuzz $(FUZZ_SECONDS)
 
-# ThreadSanitizer: only the engine's and the journal's concurrency tests are
+# ThreadSanitizer: only the concurrency tests (engine, journal, NFSv4 state) are
 # built and run (a whole TSan suite would take too long on 2 cores); their
 # TSAN_OPTIONS (any report fails, tests/tsan.supp) are set in
 # tests/CMakeLists.txt.
-TSAN_TESTS := test-log test-fs test-fs-sync-race test-fs-stress
+TSAN_TESTS := test-log test-fs test-fs-sync-race test-fs-stress test-nfs4-brlock
 .PHONY: build-tsan test-tsan
 build-tsan:
 	cmake -S . -B build-tsan -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJNFS_TSAN=ON >/dev/null

@@ -14,6 +14,7 @@
  *    200-299  log items: item locks (inode item lock, buffer lock)
  *    300-399  journal: CIL context, CIL, push, AIL, space
  *    400-499  RPC and protocol state
+ *    500-599  NFSv4 server state (src/nfs4/brlock.h lists the band)
  *    900-999  device layer
  */
 #ifndef JNFS_BASE_LOCK_H
