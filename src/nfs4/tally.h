@@ -1,7 +1,7 @@
 /*
  * tally.h - per-client counts of state records with two bounds (per client
- * and in total), and each client's list of items, for the NFSv4 state
- * tables (brlock.h).
+ * and in total), and each client's list of items, for the NFSv4 lock and
+ * share tables (brlock.h, share.h).
  *
  * Design note.
  *
