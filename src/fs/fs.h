@@ -14,8 +14,9 @@
  *     durable once fs_force(fs, csn) returned; that is how a sync export
  *     makes a metadata operation stable (DESIGN.md rule 7), forcing only as
  *     far as its own transaction.
- *   - Permission checks are the caller's (fs_access() helps); the engine
- *     checks structure: ENOTDIR, EISDIR, ENOTEMPTY, EEXIST, ENOENT, EXDEV...
+ *   - Permission checks are the caller's (docs/permissions.md has the rules);
+ *     the engine checks structure: ENOTDIR, EISDIR, ENOTEMPTY, EEXIST,
+ *     ENOENT, EXDEV...
  *
  * Durability of data (DESIGN.md rules 3-6): fs_write() writes in place and
  * logs what it must; fs_fsync(datasync) forces the log to the inode's
@@ -106,6 +107,12 @@ int fs_getattr(struct fs_inode *ip, struct fs_attr *a);
 #define FS_SET_ATIME_NOW 0x40u
 #define FS_SET_MTIME_NOW 0x80u
 #define FS_SET_CTIME     0x100u /* to .ctime (restores, e.g. exclusive-create verifiers) */
+/* Clear S_ISUID / S_ISGID if set, under the inode's lock and after any
+ * FS_SET_MODE (the kernel's ATTR_KILL_SUID/SGID: what a write or a chown
+ * clears). A call with only these flags whose bits are already clear
+ * changes nothing, not even ctime, and logs nothing. */
+#define FS_KILL_SUID     0x200u
+#define FS_KILL_SGID     0x400u
 
 struct fs_setattr {
 	unsigned mask;
@@ -114,10 +121,6 @@ struct fs_setattr {
 	struct timespec atime, mtime, ctime;
 };
 int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, uint64_t *csn);
-
-/* POSIX permission check of mask (4 read, 2 write, 1 execute) for a caller. */
-int fs_access(struct fs_inode *ip, uint32_t uid, uint32_t gid, const uint32_t *groups,
-	      unsigned ngroups, unsigned mask);
 
 /* ---- namespace ---- */
 

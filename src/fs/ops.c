@@ -89,30 +89,6 @@ int fs_getattr(struct fs_inode *ip, struct fs_attr *a)
 	return 0;
 }
 
-int fs_access(struct fs_inode *ip, uint32_t uid, uint32_t gid, const uint32_t *groups,
-	      unsigned ngroups, unsigned mask)
-{
-	mutex_lock(&ip->i_ilock);
-	uint32_t mode = ip->i_d.mode, ouid = ip->i_d.uid, ogid = ip->i_d.gid;
-	mutex_unlock(&ip->i_ilock);
-	if (uid == 0) {
-		/* root: everything, but execute needs some execute bit (or a dir) */
-		if ((mask & 1) && !S_ISDIR(mode) && !(mode & 0111))
-			return -EACCES;
-		return 0;
-	}
-	unsigned perm;
-	if (uid == ouid) {
-		perm = (mode >> 6) & 7;
-	} else {
-		bool in_group = gid == ogid;
-		for (unsigned i = 0; i < ngroups && !in_group; i++)
-			in_group = groups[i] == ogid;
-		perm = in_group ? (mode >> 3) & 7 : mode & 7;
-	}
-	return (perm & mask) == mask ? 0 : -EACCES;
-}
-
 int fs_lookup(struct fs_inode *dp, const char *name, size_t len, struct fs_inode **ipp)
 {
 	*ipp = NULL;
@@ -632,8 +608,20 @@ int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, uint64_t *csn)
 	if (!sa->mask)
 		return 0;
 	bool size = sa->mask & FS_SET_SIZE;
+	const unsigned kill_mask = FS_KILL_SUID | FS_KILL_SGID;
+	uint32_t kill = ((sa->mask & FS_KILL_SUID) ? S_ISUID : 0) |
+			((sa->mask & FS_KILL_SGID) ? S_ISGID : 0);
 	rwlock_wrlock(&ip->i_iolock);
 	int err = 0;
+	if (!(sa->mask & ~kill_mask)) {
+		/* only set-id bits to clear: nothing at all if they are clear
+		 * (the mode changes under the I/O lock held here) */
+		mutex_lock(&ip->i_ilock);
+		bool none = !(ip->i_d.mode & kill);
+		mutex_unlock(&ip->i_ilock);
+		if (none)
+			goto out;
+	}
 	if (size) {
 		mutex_lock(&ip->i_ilock);
 		if (S_ISDIR(ip->i_d.mode))
@@ -655,6 +643,10 @@ int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, uint64_t *csn)
 	unsigned fields = 0;
 	if (sa->mask & FS_SET_MODE) {
 		c->mode = (c->mode & S_IFMT) | (sa->mode & 07777);
+		fields |= FS_ILOG_CORE;
+	}
+	if (c->mode & kill) {
+		c->mode &= ~kill;
 		fields |= FS_ILOG_CORE;
 	}
 	if (sa->mask & FS_SET_UID) {

@@ -5,7 +5,9 @@
  * the MAC, the export, the client's options, the source port, squashing,
  * then the inode), check permission, call the engine, fill in attributes,
  * and, for a procedure that changed something, decide when the reply may
- * leave (reply_stable). Access is checked on every call, never only at MNT.
+ * leave (reply_stable). Access is checked on every call, never only at MNT,
+ * by the rules of src/srv/perm.h (docs/permissions.md): this file only
+ * says which rule each procedure needs and applies what the rules decide.
  *
  * Stability. A procedure that changed metadata learns the commit sequence
  * of its transaction (csn). On a sync export, or for WRITE/COMMIT that
@@ -34,6 +36,7 @@
 #include "export/fh.h"
 #include "nfs3/nfs3.h"
 #include "nfs3/nfs3_xdr.h"
+#include "srv/perm.h"
 
 #define NFS3_NAME_MAX   255
 #define NFS3_DIRMAX     (256u << 10) /* largest READDIR reply we build */
@@ -170,31 +173,22 @@ static uint32_t fh_get(struct call *c, const struct nfs3_fh *wfh, struct fs_inod
 	return NFS3_OK;
 }
 
-static bool is_owner(const struct call *c, const struct fs_attr *a)
+/* A permission rule's answer as a status; refusals are counted. */
+static uint32_t perm_status(struct call *c, int err)
 {
-	return c->cred.uid == 0 || c->cred.uid == a->uid;
+	if (err == -EACCES || err == -EPERM)
+		counter_inc(&c->s->st.perm_denied);
+	return nfs3_status(err);
 }
 
-/*
- * May the caller do mask (4 r, 2 w, 1 x) on ip? With owner_override the
- * owner may read and write whatever the mode says: the client checked the
- * mode when the file was opened, and the owner may have changed it since
- * (knfsd does the same for READ, WRITE and SETATTR of the size).
- */
-static uint32_t may(struct call *c, struct fs_inode *ip, unsigned mask, bool owner_override)
+/* May the caller make an access of kind acc (SRV_MAY_*) to ip? */
+static uint32_t may(struct call *c, struct fs_inode *ip, unsigned acc)
 {
-	if ((mask & 2) && !c->opts->rw)
-		return NFS3ERR_ROFS;
-	const struct export_cred *cr = &c->cred;
-	if (!fs_access(ip, cr->uid, cr->gid, cr->groups, cr->ngroups, mask))
-		return NFS3_OK;
-	if (owner_override) {
-		struct fs_attr a;
-		if (!fs_getattr(ip, &a) && a.uid == cr->uid)
-			return NFS3_OK;
-	}
-	counter_inc(&c->s->st.perm_denied);
-	return NFS3ERR_ACCES;
+	struct fs_attr a;
+	int err = fs_getattr(ip, &a);
+	if (!err)
+		err = srv_may(&c->cred, c->opts, &a, acc);
+	return perm_status(c, err);
 }
 
 /* As knfsd's check_filename: empty or with '/' or NUL is ACCES. */
@@ -395,36 +389,6 @@ static enum svc_stat nfs3_getattr(struct svc_req *rq, const struct rpc_cred *rc,
 	return SVC_OK;
 }
 
-/* SETATTR's permission rules (POSIX chmod/chown/utimes/truncate). */
-static uint32_t setattr_check(struct call *c, struct fs_inode *ip, const struct fs_attr *at,
-			      const struct nfs3_sattr *sa)
-{
-	bool owner = is_owner(c, at);
-	uint32_t st;
-	if (!c->opts->rw)
-		return NFS3ERR_ROFS;
-	if (sa->set_size && (st = may(c, ip, 2, true)))
-		return st;
-	if (sa->set_mode && !owner)
-		return NFS3ERR_PERM;
-	if (sa->set_uid && sa->uid != at->uid && c->cred.uid != 0)
-		return NFS3ERR_PERM;
-	if (sa->set_gid && sa->gid != at->gid && c->cred.uid != 0) {
-		bool member = c->cred.gid == sa->gid;
-		for (uint32_t i = 0; i < c->cred.ngroups && !member; i++)
-			member = c->cred.groups[i] == sa->gid;
-		if (!owner || !member)
-			return NFS3ERR_PERM;
-	}
-	if (sa->atime_how == SET_TO_CLIENT_TIME || sa->mtime_how == SET_TO_CLIENT_TIME) {
-		if (!owner)
-			return NFS3ERR_PERM;
-	} else if ((sa->atime_how || sa->mtime_how) && !owner && (st = may(c, ip, 2, false))) {
-		return st;
-	}
-	return NFS3_OK;
-}
-
 static void sattr_to_fs(const struct nfs3_sattr *sa, struct fs_setattr *fsa)
 {
 	memset(fsa, 0, sizeof(*fsa));
@@ -492,11 +456,11 @@ static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc,
 		r->status = NFS3ERR_NOT_SYNC;
 		goto out;
 	}
-	if ((r->status = setattr_check(&c, ip, &at, &a->sattr)))
-		goto out;
-	if (a->sattr.set_size && (r->status = break_layouts(&c, ip)))
-		goto out;
 	sattr_to_fs(&a->sattr, &fsa);
+	if ((r->status = perm_status(&c, srv_setattr_prepare(&c.cred, c.opts, &at, &fsa))))
+		goto out;
+	if ((fsa.mask & FS_SET_SIZE) && (r->status = break_layouts(&c, ip)))
+		goto out;
 	r->status = nfs3_status(fs_setattr(ip, &fsa, &csn));
 out:
 	post_attr(&c, ip, &r->wcc.post);
@@ -516,7 +480,7 @@ static enum svc_stat nfs3_lookup(struct svc_req *rq, const struct rpc_cred *rc, 
 	if ((r->status = fh_get(&c, &a->what.dir, &dp)))
 		return SVC_OK;
 	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->what.name)) ||
-	    (r->status = may(&c, dp, 1, false)))
+	    (r->status = may(&c, dp, SRV_MAY_EXEC)))
 		goto out;
 	int err;
 	if (is_dotdot(&a->what.name) && is_export_root(&c, dp))
@@ -551,19 +515,7 @@ static enum svc_stat nfs3_access(struct svc_req *rq, const struct rpc_cred *rc, 
 		return SVC_OK;
 	if ((r->status = nfs3_status(fs_getattr(ip, &at))))
 		goto out;
-	const struct export_cred *cr = &c.cred;
-	bool dir = S_ISDIR(at.mode);
-	bool rd = !fs_access(ip, cr->uid, cr->gid, cr->groups, cr->ngroups, 4);
-	bool wr = c.opts->rw && !fs_access(ip, cr->uid, cr->gid, cr->groups, cr->ngroups, 2);
-	bool ex = !fs_access(ip, cr->uid, cr->gid, cr->groups, cr->ngroups, 1);
-	uint32_t ok = 0;
-	if (rd)
-		ok |= ACCESS3_READ;
-	if (wr)
-		ok |= ACCESS3_MODIFY | ACCESS3_EXTEND | (dir ? ACCESS3_DELETE : 0);
-	if (ex)
-		ok |= dir ? ACCESS3_LOOKUP : ACCESS3_EXECUTE;
-	r->access = a->access & ok;
+	r->access = srv_access(&c.cred, c.opts, &at, a->access);
 out:
 	post_attr(&c, ip, &r->obj);
 	fs_iput(ip);
@@ -604,10 +556,8 @@ static enum svc_stat nfs3_read(struct svc_req *rq, const struct rpc_cred *rc, vo
 	call_init(&c, rq, rc);
 	if ((r->status = fh_get(&c, &a->fh, &ip)))
 		return SVC_OK;
-	/* execute permission lets a client read a program it runs */
-	if ((r->status = may(&c, ip, 4, true)) && may(&c, ip, 1, false))
+	if ((r->status = may(&c, ip, SRV_MAY_READ | SRV_MAY_OWNER_OVERRIDE)))
 		goto out;
-	r->status = NFS3_OK;
 	uint32_t count = a->count < NFS3_MAXDATA ? a->count : NFS3_MAXDATA;
 	size_t n = 0;
 	r->data = xmalloc(count ? count : 1);
@@ -643,7 +593,16 @@ static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, v
 		r->status = NFS3ERR_INVAL; /* the count disagrees with the data */
 		goto out;
 	}
-	if ((r->status = may(&c, ip, 2, true)) || (r->status = break_layouts(&c, ip)))
+	struct fs_attr at;
+	if ((r->status = nfs3_status(fs_getattr(ip, &at))) ||
+	    (r->status = perm_status(&c, srv_may(&c.cred, c.opts, &at,
+						 SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE))) ||
+	    (r->status = break_layouts(&c, ip)))
+		goto out;
+	/* set-id bits go before the data does; their change is covered by
+	 * the sync below like the write's own */
+	struct fs_setattr kill = {.mask = srv_write_kill(&c.cred, &at)};
+	if (kill.mask && (r->status = nfs3_status(fs_setattr(ip, &kill, NULL))))
 		goto out;
 	r->status = nfs3_status(fs_write(ip, a->offset, a->data.iov_base, a->count, &csn));
 	if (r->status)
@@ -681,10 +640,81 @@ static bool verf_matches(const struct fs_attr *at, const uint8_t v[NFS3_VERFSIZE
 
 enum create_kind { CR_FILE, CR_DIR, CR_SYMLINK, CR_NODE };
 
+/* The new object's type and the mode it has when the client sends none;
+ * a bad type or symlink target is refused before anything else (as knfsd
+ * does, even before the handle is checked). */
+static uint32_t create_type(const struct nfs3_create_args *a, enum create_kind kind,
+			    struct fs_create_args *ca)
+{
+	switch (kind) {
+	case CR_FILE:
+		ca->mode = S_IFREG | (a->how == EXCLUSIVE ? 0600 : 0644);
+		return NFS3_OK;
+	case CR_DIR:
+		ca->mode = S_IFDIR | 0755;
+		return NFS3_OK;
+	case CR_SYMLINK:
+		if (a->target.len == 0 || memchr(a->target.s, '\0', a->target.len))
+			return NFS3ERR_INVAL;
+		ca->mode = S_IFLNK | 0777;
+		ca->target = a->target.s;
+		ca->target_len = a->target.len;
+		return NFS3_OK;
+	case CR_NODE:
+		switch (a->how) {
+		case NF3CHR: ca->mode = S_IFCHR | 0644; break;
+		case NF3BLK: ca->mode = S_IFBLK | 0644; break;
+		case NF3SOCK: ca->mode = S_IFSOCK | 0644; break;
+		case NF3FIFO: ca->mode = S_IFIFO | 0644; break;
+		default: return NFS3ERR_BADTYPE;
+		}
+		if (a->how == NF3CHR || a->how == NF3BLK)
+			ca->rdev = makedev(a->major, a->minor);
+		return NFS3_OK;
+	}
+	return NFS3ERR_SERVERFAULT;
+}
+
 /*
- * CREATE, MKDIR, SYMLINK and MKNOD. The new object's owner is the caller
- * (sattr may set uid/gid only where SETATTR could); its group is the
- * directory's when the directory is setgid (BSD semantics).
+ * An exclusive or unchecked CREATE that finds name taken: the exclusive
+ * one succeeds only as its own retransmission (the verifier matches), the
+ * unchecked one opens a regular file and applies only the size it was
+ * sent (src/srv/perm.h rule 11).
+ */
+static int create_existing(struct call *c, const struct nfs3_create_args *a,
+			   const struct fs_setattr *req, struct fs_inode *ip, uint64_t *csn)
+{
+	struct fs_attr at;
+	int err = fs_getattr(ip, &at);
+	if (err)
+		return err;
+	if (a->how == EXCLUSIVE) {
+		if (!verf_matches(&at, a->verf))
+			return -EEXIST;
+		*csn = fs_sync_seq(ip, false);
+		return 0;
+	}
+	if (!S_ISREG(at.mode))
+		return -EEXIST;
+	struct fs_setattr sa = *req;
+	srv_existing_sattr(&sa);
+	if (!sa.mask)
+		return 0;
+	if ((err = srv_setattr_prepare(&c->cred, c->opts, &at, &sa)))
+		return err;
+	if (fs_break_layouts(ip, NULL, 0)) {
+		counter_inc(&c->s->st.jukebox);
+		return -EWOULDBLOCK;
+	}
+	return fs_setattr(ip, &sa, csn);
+}
+
+/*
+ * CREATE, MKDIR, SYMLINK and MKNOD. Search permission on the directory
+ * comes first; a CREATE that finds its name taken needs no more (rule 11).
+ * Otherwise creating needs write permission too, and src/srv/perm.h decides
+ * the new object's mode, owner and group (rule 10) and which of the
+ * attributes sent apply after the creation.
  */
 static enum svc_stat do_create(struct svc_req *rq, const struct rpc_cred *rc,
 			       struct nfs3_create_args *a, struct nfs3_create_res *r,
@@ -693,114 +723,71 @@ static enum svc_stat do_create(struct svc_req *rq, const struct rpc_cred *rc,
 	struct call c;
 	struct fs_inode *dp, *ip = NULL;
 	struct fs_attr dat, at;
+	struct fs_create_args ca = {0};
+	struct fs_setattr req, sa;
 	uint64_t csn = 0;
 	int err;
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
 		return resume(rq, r);
 	call_init(&c, rq, rc);
+	if ((r->status = create_type(a, kind, &ca)))
+		return SVC_OK;
 	if ((r->status = fh_get(&c, &a->where.dir, &dp)))
 		return SVC_OK;
 	wcc_pre(dp, &r->dir);
 	const struct nfs3_name *nm = &a->where.name;
 	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)) ||
-	    (r->status = may(&c, dp, 3, false)))
+	    (r->status = nfs3_status(fs_getattr(dp, &dat))) ||
+	    (r->status = perm_status(&c, srv_may(&c.cred, c.opts, &dat, SRV_MAY_EXEC))))
 		goto out;
-	if ((r->status = nfs3_status(fs_getattr(dp, &dat))))
-		goto out;
-
-	struct fs_create_args ca = {.uid = c.cred.uid, .gid = c.cred.gid};
-	if (dat.mode & S_ISGID)
-		ca.gid = dat.gid;
-	switch (kind) {
-	case CR_FILE:
-		ca.mode = S_IFREG | (a->how == EXCLUSIVE ? 0600 : 0644);
-		break;
-	case CR_DIR:
-		ca.mode = S_IFDIR | 0755 | (dat.mode & S_ISGID);
-		break;
-	case CR_SYMLINK:
-		ca.mode = S_IFLNK | 0777;
-		if (a->target.len == 0 || memchr(a->target.s, '\0', a->target.len)) {
-			r->status = NFS3ERR_INVAL;
-			goto out;
-		}
-		ca.target = a->target.s;
-		ca.target_len = a->target.len;
-		break;
-	case CR_NODE:
-		switch (a->how) {
-		case NF3CHR: ca.mode = S_IFCHR; break;
-		case NF3BLK: ca.mode = S_IFBLK; break;
-		case NF3SOCK: ca.mode = S_IFSOCK; break;
-		case NF3FIFO: ca.mode = S_IFIFO; break;
-		default: r->status = NFS3ERR_BADTYPE; goto out;
-		}
-		if (a->how == NF3CHR || a->how == NF3BLK) {
-			if (c.cred.uid != 0) {
-				r->status = NFS3ERR_PERM;
-				goto out;
-			}
-			ca.rdev = makedev(a->major, a->minor);
-		}
-		ca.mode |= 0644;
-		break;
-	}
-	struct nfs3_sattr sa = a->sattr;
+	sattr_to_fs(&a->sattr, &req);
 	if (kind == CR_FILE && a->how == EXCLUSIVE)
-		memset(&sa, 0, sizeof(sa));
-	if (sa.set_mode) {
-		ca.mode = (ca.mode & S_IFMT) | (sa.mode & 07777);
-		sa.set_mode = false;
-	}
-	if (sa.set_uid && (sa.uid == ca.uid || c.cred.uid == 0)) {
-		ca.uid = sa.uid;
-		sa.set_uid = false;
-	}
-	if (sa.set_gid && (sa.gid == ca.gid || c.cred.uid == 0)) {
-		ca.gid = sa.gid;
-		sa.set_gid = false;
-	}
+		memset(&req, 0, sizeof(req)); /* no attributes come with it */
 
+	bool file = kind == CR_FILE;
+	if (is_dotdot(nm) || (nm->len == 1 && nm->s[0] == '.')) {
+		err = -EEXIST; /* never a lookup that could leave the export */
+		goto done;
+	}
+	if (file) {
+		err = fs_lookup(dp, nm->s, nm->len, &ip);
+		if (!err)
+			goto existing;
+		if (err != -ENOENT)
+			goto done;
+	}
+	if ((r->status = perm_status(&c, srv_may(&c.cred, c.opts, &dat, SRV_MAY_CREATE))))
+		goto out;
+	if (req.mask & FS_SET_MODE)
+		ca.mode = (ca.mode & S_IFMT) | (req.mode & 07777);
+	if ((r->status = perm_status(&c, srv_new_object(&c.cred, &dat, &req, &ca.mode, &ca.uid,
+							  &ca.gid))))
+		goto out;
 	err = fs_create(dp, nm->s, nm->len, &ca, &ip, &csn);
-	if (err == -EEXIST && kind == CR_FILE && a->how != GUARDED) {
-		/* UNCHECKED opens what is there; EXCLUSIVE succeeds only for
-		 * its own retransmission */
+	if (err == -EEXIST && file) {
+		/* created meanwhile */
 		if ((err = fs_lookup(dp, nm->s, nm->len, &ip)))
 			goto done;
-		if ((err = fs_getattr(ip, &at)))
-			goto done;
-		if (a->how == EXCLUSIVE) {
-			err = verf_matches(&at, a->verf) ? 0 : -EEXIST;
-			if (!err)
-				csn = fs_sync_seq(ip, false);
-			goto done;
-		}
-		if (!S_ISREG(at.mode)) {
-			err = -EEXIST;
-			goto done;
-		}
-		if (sa.set_size && (r->status = may(&c, ip, 2, true)))
-			goto fail;
+		goto existing;
 	}
 	if (err)
 		goto done;
-	if (kind == CR_FILE && a->how == EXCLUSIVE) {
-		struct fs_setattr fsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
-		verf_times(a->verf, &fsa.atime, &fsa.mtime);
-		err = fs_setattr(ip, &fsa, &csn);
-	} else if (sa.set_uid || sa.set_gid || sa.set_size || sa.atime_how || sa.mtime_how) {
-		/* what fs_create could not set; a chown is refused as SETATTR would */
-		if (sa.set_uid || sa.set_gid) {
-			r->status = NFS3ERR_PERM;
-			goto fail;
-		}
-		struct fs_setattr fsa;
-		sattr_to_fs(&sa, &fsa);
-		err = fs_setattr(ip, &fsa, &csn);
+	if (file && a->how == EXCLUSIVE) {
+		struct fs_setattr vsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
+		verf_times(a->verf, &vsa.atime, &vsa.mtime);
+		err = fs_setattr(ip, &vsa, &csn);
+		goto done;
 	}
+	sa = req;
+	srv_create_sattr(&sa); /* the size and times are left, as a SETATTR of the new object */
+	if (sa.mask && !(err = fs_getattr(ip, &at)) &&
+	    !(err = srv_setattr_prepare(&c.cred, c.opts, &at, &sa)))
+		err = fs_setattr(ip, &sa, &csn);
+	goto done;
+existing:
+	err = a->how == GUARDED ? -EEXIST : create_existing(&c, a, &req, ip, &csn);
 done:
-	r->status = nfs3_status(err);
-fail:
+	r->status = perm_status(&c, err);
 	if (ip && !fs_getattr(ip, &at)) {
 		r->fh_present = r->status == NFS3_OK;
 		if (r->fh_present)
@@ -840,24 +827,16 @@ static enum svc_stat nfs3_mknod(struct svc_req *rq, const struct rpc_cred *rc, v
 	return do_create(rq, rc, args, res, CR_NODE);
 }
 
-/*
- * The sticky bit: in a directory with S_ISVTX only the owner of the entry,
- * the owner of the directory or root may remove or rename it.
- */
-static uint32_t sticky_check(struct call *c, struct fs_inode *dp, const struct nfs3_name *nm)
+/* The attributes of the entry name in dp. */
+static int entry_attr(struct fs_inode *dp, const struct nfs3_name *nm, struct fs_attr *at)
 {
-	struct fs_attr dat, at;
 	struct fs_inode *ip;
-	if (fs_getattr(dp, &dat) || !(dat.mode & S_ISVTX) || is_owner(c, &dat))
-		return NFS3_OK;
 	int err = fs_lookup(dp, nm->s, nm->len, &ip);
 	if (err)
-		return nfs3_status(err);
-	err = fs_getattr(ip, &at);
+		return err;
+	err = fs_getattr(ip, at);
 	fs_iput(ip);
-	if (err)
-		return nfs3_status(err);
-	return is_owner(c, &at) ? NFS3_OK : NFS3ERR_ACCES;
+	return err;
 }
 
 static enum svc_stat do_remove(struct svc_req *rq, const struct rpc_cred *rc, void *args,
@@ -875,11 +854,19 @@ static enum svc_stat do_remove(struct svc_req *rq, const struct rpc_cred *rc, vo
 		return SVC_OK;
 	wcc_pre(dp, &r->wcc);
 	const struct nfs3_name *nm = &a->what.name;
+	struct fs_attr dat, at;
+	/* the directory's permission before the name's existence, as knfsd */
 	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)) ||
-	    (r->status = may(&c, dp, 3, false)) || (r->status = sticky_check(&c, dp, nm)))
+	    (r->status = may(&c, dp, SRV_MAY_REMOVE)))
 		goto out;
-	int err = dir ? fs_rmdir(dp, nm->s, nm->len, &csn) : fs_unlink(dp, nm->s, nm->len, &csn);
-	r->status = nfs3_status(err);
+	int err = fs_getattr(dp, &dat);
+	if (!err)
+		err = entry_attr(dp, nm, &at);
+	if (!err)
+		err = srv_may_delete(&c.cred, c.opts, &dat, &at);
+	if (!err)
+		err = dir ? fs_rmdir(dp, nm->s, nm->len, &csn) : fs_unlink(dp, nm->s, nm->len, &csn);
+	r->status = perm_status(&c, err);
 out:
 	post_attr(&c, dp, &r->wcc.post);
 	fs_iput(dp);
@@ -917,11 +904,25 @@ static enum svc_stat nfs3_rename(struct svc_req *rq, const struct rpc_cred *rc, 
 	wcc_pre(ddp, &r->to);
 	if ((r->status = is_dir(sdp)) || (r->status = is_dir(ddp)) ||
 	    (r->status = name_check(&a->from.name)) || (r->status = name_check(&a->to.name)) ||
-	    (r->status = may(&c, sdp, 3, false)) || (r->status = may(&c, ddp, 3, false)) ||
-	    (r->status = sticky_check(&c, sdp, &a->from.name)))
+	    (r->status = may(&c, sdp, SRV_MAY_REMOVE)) || (r->status = may(&c, ddp, SRV_MAY_CREATE)))
 		goto out;
-	r->status = nfs3_status(fs_rename(sdp, a->from.name.s, a->from.name.len, ddp,
-					  a->to.name.s, a->to.name.len, &csn));
+	/* the sticky rule for the source and an existing target, and a moved
+	 * directory's "..", judged on the entries as they are now */
+	struct fs_attr sdat, ddat, src, tgt;
+	int err = fs_getattr(sdp, &sdat);
+	if (!err)
+		err = fs_getattr(ddp, &ddat);
+	if (!err)
+		err = entry_attr(sdp, &a->from.name, &src);
+	int terr = err ? 0 : entry_attr(ddp, &a->to.name, &tgt);
+	if (!err && terr && terr != -ENOENT)
+		err = terr;
+	if (!err)
+		err = srv_may_rename(&c.cred, c.opts, &sdat, &src, &ddat, !terr ? &tgt : NULL);
+	if (!err)
+		err = fs_rename(sdp, a->from.name.s, a->from.name.len, ddp, a->to.name.s,
+				a->to.name.len, &csn);
+	r->status = perm_status(&c, err);
 out:
 	post_attr(&c, sdp, &r->from.post);
 	post_attr(&c, ddp, &r->to.post);
@@ -948,7 +949,7 @@ static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, vo
 		goto out;
 	wcc_pre(dp, &r->dir);
 	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->link.name)) ||
-	    (r->status = may(&c, dp, 3, false)))
+	    (r->status = may(&c, dp, SRV_MAY_CREATE)))
 		goto out;
 	r->status = nfs3_status(fs_link(ip, dp, a->link.name.s, a->link.name.len, &csn));
 out:
@@ -1037,8 +1038,11 @@ static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, v
 		r->status = NFS3ERR_NOTDIR;
 		goto out;
 	}
-	if ((r->status = may(&c, dp, plus ? 5 : 4, false)))
+	if ((r->status = may(&c, dp, SRV_MAY_READ)))
 		goto out;
+	/* READDIRPLUS looks the names up: without search permission the
+	 * entries come without handles and attributes, as knfsd's */
+	bool lookups = plus && !srv_may(&c.cred, c.opts, &dat, SRV_MAY_EXEC);
 	cookie_verf(c.s, &dat, r->verf);
 	if (a->cookie && ((memcmp(a->verf, zero, NFS3_VERFSIZE) &&
 			   memcmp(a->verf, r->verf, NFS3_VERFSIZE)) ||
@@ -1067,7 +1071,7 @@ static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, v
 		r->status = NFS3ERR_TOOSMALL;
 		goto out;
 	}
-	if (plus) {
+	if (lookups) {
 		for (uint32_t i = 0; i < r->nents; i++) {
 			struct nfs3_dirent *e = &r->ents[i];
 			struct fs_inode *ip;
@@ -1198,6 +1202,13 @@ static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, 
 	if ((r->status = fh_get(&c, &a->fh, &ip)))
 		return SVC_OK;
 	wcc_pre(ip, &r->wcc);
+	/* a force and a device flush on demand: as knfsd, only for a caller
+	 * who may write the file, and never on a read-only export */
+	if ((r->status = may(&c, ip, SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE))) {
+		post_attr(&c, ip, &r->wcc.post);
+		fs_iput(ip);
+		return SVC_OK;
+	}
 	uint64_t seq = fs_sync_seq(ip, false);
 	post_attr(&c, ip, &r->wcc.post);
 	fs_iput(ip);
