@@ -3,7 +3,8 @@
  * run under ThreadSanitizer): SEQUENCEs on many slots of one session from
  * several threads, with retries that must come back byte for byte; all
  * threads racing on one slot, where each sequence id must be run exactly
- * once (session invariant 1); stateid churn on the same client; and a
+ * once (session invariant 1); seqid changes of one stateid serialized by
+ * nfs4_stid_lock(); stateid churn on the same client; and a
  * thread that meanwhile creates and destroys other clients, binds and
  * closes connections, reaps and tests stateids. A watchdog fails a hang.
  */
@@ -26,6 +27,7 @@ struct shared {
 	struct nfs4_state *st;
 	uint8_t sid[16];
 	struct nfs4_client *clp;
+	struct nfs4_stid *open;		       /* every thread changes it under nfs4_stid_lock() */
 	_Atomic uint32_t runs[SHARED_MAX + 2]; /* NEW answers per seqid of SHARED */
 	_Atomic uint32_t shared_seq;	       /* highest seqid known answered */
 	atomic_bool stop;
@@ -102,11 +104,25 @@ static void *worker(void *arg)
 			CHECK(st == NFS4S_DELAY || st == NFS4S_SEQ_MISORDERED);
 		}
 
+		/* a seqid-changing operation on a shared stateid: check, change,
+		 * bump as one step (stateid invariant 5) */
+		struct nfs4_stateid before, after;
+		nfs4_stid_lock(sh->open);
+		nfs4_stid_value(sh->open, &before);
+		CHECK_EQ(nfs4_test_stateid(sh->clp, &before), NFS4S_OK);
+		nfs4_stid_bump(sh->open, &after);
+		CHECK_EQ(after.seqid, before.seqid + 1);
+		nfs4_stid_unlock(sh->open);
+
 		/* stateid churn on the same client */
 		struct nfs4_stid *sd, *f;
 		struct nfs4_stateid v;
 		CHECK_EQ(nfs4_stid_alloc(sh->clp, NFS4_STID_LOCK, NULL, &sd), NFS4S_OK);
+		nfs4_stid_lock(sh->open); /* an open's, then a lock stateid's */
+		nfs4_stid_lock(sd);
 		nfs4_stid_bump(sd, &v);
+		nfs4_stid_unlock(sd);
+		nfs4_stid_unlock(sh->open);
 		CHECK_EQ(nfs4_stid_find(sh->clp, &v, NFS4_STID_LOCK, &f), NFS4S_OK);
 		nfs4_stid_put(f);
 		CHECK_EQ(nfs4_test_stateid(sh->clp, &v), NFS4S_OK);
@@ -163,6 +179,7 @@ int main(void)
 	CHECK(sh->st);
 	uint64_t id = new_client(sh->st, "mt", 1, sh->sid);
 	sh->clp = nfs4_client_find(sh->st, id);
+	CHECK_EQ(nfs4_stid_alloc(sh->clp, NFS4_STID_OPEN, NULL, &sh->open), NFS4S_OK);
 
 	pthread_t th[THREADS], ch;
 	struct targ ta[THREADS];
@@ -180,6 +197,11 @@ int main(void)
 	for (uint32_t q = 1; q <= last; q++)
 		CHECK_EQ(atomic_load(&sh->runs[q]), 1);
 	printf("shared slot: %u sequence ids, each run once\n", last);
+	struct nfs4_stateid ov;
+	nfs4_stid_value(sh->open, &ov);
+	CHECK_EQ(ov.seqid, 1 + THREADS * ROUNDS);
+	nfs4_stid_unhash(sh->open);
+	nfs4_stid_put(sh->open);
 	struct nfs4_state_counts cnt;
 	nfs4_state_counts(sh->st, &cnt);
 	CHECK_EQ(cnt.clients, 1);

@@ -49,6 +49,9 @@
  *                      their durable records. It is held while the record
  *                      store runs (engine locks rank from 90 up), so it
  *                      ranks below the whole engine.
+ *   550 nfs4.stid      one stateid's operations (stateid.h), held by the op
+ *                      layer across the byte-range lock and share tables
+ *                      (570-580)
  *   610 nfs4.clients   the state's tables (rwlock): clientid, owner and
  *                      sessionid maps, the client list, grace.
  *   620 nfs4.session   one session: its slots and connections.

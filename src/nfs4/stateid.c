@@ -22,6 +22,9 @@
 #include "base/msg.h"
 #include "nfs4/state_priv.h"
 
+/* Ranks: stateid.h. Subclass 1 for lock stateids, taken after an open's. */
+static struct lock_class stid_op_class = LOCK_CLASS_INIT("nfs4.stid", 550);
+
 enum nfs4_stateid_kind nfs4_stateid_special(const struct nfs4_stateid *sid)
 {
 	bool zeros = true, ones = true;
@@ -114,6 +117,7 @@ uint32_t nfs4_stid_alloc(struct nfs4_client *clp, unsigned type, void *payload,
 	sd->sd_seqid = 1;
 	sd->sd_hashed = true;
 	sd->sd_payload = payload;
+	mutex_init(&sd->sd_op_lock, &stid_op_class);
 	/* fewer live entries than 2^32: a free value is always found */
 	uint32_t key;
 	do
@@ -170,6 +174,7 @@ void nfs4_stid_put(struct nfs4_stid *s)
 		ops->release(st->cfg.stid_arg, s->sd_type, s->sd_payload);
 	atomic_fetch_sub(&st->nstids, 1);
 	nfs4_client_put(s->sd_client);
+	mutex_destroy(&s->sd_op_lock);
 	free(s);
 }
 
@@ -186,6 +191,16 @@ void *nfs4_stid_payload(const struct nfs4_stid *s)
 uint64_t nfs4_stid_clientid(const struct nfs4_stid *s)
 {
 	return s->sd_clientid;
+}
+
+void nfs4_stid_lock(struct nfs4_stid *s)
+{
+	mutex_lock_nested(&s->sd_op_lock, s->sd_type == NFS4_STID_LOCK ? 1 : 0);
+}
+
+void nfs4_stid_unlock(struct nfs4_stid *s)
+{
+	mutex_unlock(&s->sd_op_lock);
 }
 
 static void value_locked(struct nfs4_stid *s, struct nfs4_stateid *sid)

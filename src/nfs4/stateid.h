@@ -40,6 +40,8 @@
  *     the client frees it with FREE_STATEID or the client goes.
  *  4. Entries count against max_stateids_per_client and max_stateids from
  *     alloc until freed; a full table answers DELAY.
+ *  5. nfs4_stid_lock() serializes the operations on one stateid; no
+ *     function here takes it, so lookups never wait for an operation.
  */
 #ifndef JNFS_NFS4_STATEID_H
 #define JNFS_NFS4_STATEID_H
@@ -118,6 +120,18 @@ void nfs4_stid_unhash(struct nfs4_stid *s);
  * locks behind it); the entry stays until FREE_STATEID (invariant 3). Call
  * with no state lock held. */
 void nfs4_stid_revoke(struct nfs4_stid *s, enum nfs4_revoke_reason why);
+
+/*
+ * Serialize the operations that change one stateid's state (OPEN upgrade,
+ * OPEN_DOWNGRADE, CLOSE, LOCK, LOCKU...): check the seqid, change the
+ * locks or share reservations, bump, all under this mutex, as one step.
+ * Hold a reference while it is locked. It ranks 550 ("nfs4.stid"), below
+ * the byte-range lock and share tables (570-580), which may be called with
+ * it held, and below every state lock. Two at once: an open (or delegation
+ * or layout) stateid first, then a lock stateid.
+ */
+void nfs4_stid_lock(struct nfs4_stid *s);
+void nfs4_stid_unlock(struct nfs4_stid *s);
 
 /* TEST_STATEID (RFC 8881 §18.48) for one stateid: OK, BAD_STATEID (also
  * for special and stale ones), OLD_STATEID, EXPIRED, ADMIN_REVOKED,
