@@ -4,9 +4,15 @@
  * multi-fragment calls, a 1 MiB payload through the zero-copy paths,
  * the maximum record size, replies out of call order, deferral completed
  * by another thread or woken, IPv6, the connection limit, the stall
- * timeout, shutdown with parked requests, and the counters.
+ * timeout, shutdown with parked
+ * requests, the counters; reply space (svc.h invariants 6 and 7: a client
+ * that never reads cannot make the server build more replies than its
+ * connection's limit, held calls all run once it reads, a connection whose
+ * replies never drain is dropped), and reply bounds per procedure and per
+ * call.
  */
 #include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -300,6 +306,154 @@ static void test_counters(struct svc *s)
 	TEST_PASS("counters");
 }
 
+static uint64_t stat_of(struct svc *s, const char *name)
+{
+	struct stat_table t;
+	struct stat_sink sink = stat_sink_table(&t);
+	svc_stats(s, &sink);
+	return stat_table_get(&t, name);
+}
+
+/* reply_max and reply_bound(), through TP_SIZED */
+static void test_reply_bounds(uint16_t port)
+{
+	int fd = tc_connect(port, false);
+	struct rpc_reply_hdr rh;
+	struct xdr_dec d;
+
+	/* within the bound its arguments give */
+	uint32_t a[2] = {htonl(100), htonl(50)};
+	tc_send_call(fd, 1, TESTPROG, 3, TP_SIZED, NULL, a, 8);
+	uint8_t *b = tc_recv_reply(fd, &rh, &d);
+	CHECK(rh.xid == 1 && rh.stat == RPC_SUCCESS);
+	size_t len = xdr_dec_remaining(&d);
+	CHECK_EQ(len, 4 + 4 + 52);
+	free(b);
+
+	/* over the bound from reply_bound() (reply_max would allow it) */
+	a[1] = htonl(200);
+	tc_send_call(fd, 2, TESTPROG, 3, TP_SIZED, NULL, a, 8);
+	expect_accept(fd, 2, RPC_SYSTEM_ERR);
+	/* reply_bound() asks for more than reply_max: reply_max holds */
+	a[0] = htonl(1 << 20);
+	a[1] = htonl(TP_SIZED_MAX);
+	tc_send_call(fd, 3, TESTPROG, 3, TP_SIZED, NULL, a, 8);
+	expect_accept(fd, 3, RPC_SYSTEM_ERR);
+
+	/* exactly reply_max, in pieces spliced from outside the stream */
+	a[0] = htonl(TP_SIZED_MAX);
+	a[1] = htonl(TP_SIZED_MAX - 8);
+	tc_send_call(fd, 4, TESTPROG, 3, TP_SIZED, NULL, a, 8);
+	b = tc_recv_reply(fd, &rh, &d);
+	CHECK(rh.xid == 4 && rh.stat == RPC_SUCCESS);
+	len = xdr_dec_remaining(&d);
+	CHECK_EQ(len, TP_SIZED_MAX);
+	free(b);
+	null_ok(fd, 5);
+	close(fd);
+	TEST_PASS("reply bounds per procedure and per call");
+}
+
+/* Pipeline n TP_FILL calls of size bytes each in one go (nothing read). */
+static void send_fills(int fd, uint32_t n, uint32_t size)
+{
+	struct xdr_enc x;
+	xdr_enc_init(&x, 1 << 20);
+	for (uint32_t i = 0; i < n; i++) {
+		size_t mark;
+		CHECK_OK(xdr_enc_reserve(&x, 4, &mark));
+		size_t start = xdr_enc_len(&x);
+		CHECK_OK(rpc_enc_call_hdr(&x, 1000 + i, TESTPROG, 3, TP_FILL, NULL));
+		CHECK_OK(xdr_enc_u32(&x, size));
+		xdr_enc_put_u32_at(&x, mark, REC_LAST_FRAG | (uint32_t)(xdr_enc_len(&x) - start));
+	}
+	tc_send_raw(fd, x.buf, x.len);
+	xdr_enc_destroy(&x);
+}
+
+static int small_rcvbuf_connect(uint16_t port)
+{
+	int fd = tc_connect(port, false), small = 32 * 1024;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	return fd;
+}
+
+/*
+ * A client pipelines 64 calls whose handlers each allocate 256 KiB for
+ * their reply, and reads nothing: with a 2 MiB connection limit no more
+ * than 8 such buffers may exist at once (invariant 6), another connection
+ * is served meanwhile, and when the client reads, every held call runs
+ * (invariant 7). Then, with a send timeout, a client that never reads is
+ * dropped and every buffer is freed.
+ */
+static void test_reply_space(void)
+{
+	const uint32_t n = 64, size = 256 * 1024, limit = 2 << 20;
+	struct svc_config cfg;
+	uint16_t port;
+	svc_config_default(&cfg);
+	cfg.threads = 4;
+	cfg.conn_max_buffered = limit;
+	struct svc *s = start(&cfg, &port, NULL);
+	atomic_store(&ctx.fill_live_max, 0);
+	int fd = small_rcvbuf_connect(port);
+	send_fills(fd, n, size);
+	/* watch the handlers until calls are held and the workers are idle */
+	uint64_t t0 = tc_now_us(), held_at = 0;
+	while (tc_now_us() - t0 < 10000000 && (!held_at || tc_now_us() - held_at < 300000)) {
+		CHECK(atomic_load(&ctx.fill_live_max) <= limit / size);
+		if (!held_at && stat_of(s, "rpc.calls_held") > 0)
+			held_at = tc_now_us();
+		usleep(1000);
+	}
+	printf("reply buffers alive at most: %u (limit %u)\n", atomic_load(&ctx.fill_live_max),
+	       limit / size);
+	CHECK(atomic_load(&ctx.fill_live_max) <= limit / size);
+	CHECK(held_at != 0);
+	int other = tc_connect(port, false);
+	null_ok(other, 1);
+	close(other);
+	/* now read: every call is answered */
+	bool seen[64] = {false};
+	for (uint32_t i = 0; i < n; i++) {
+		struct rpc_reply_hdr rh;
+		struct xdr_dec d;
+		uint8_t *b = tc_recv_reply(fd, &rh, &d);
+		CHECK(rh.stat == RPC_SUCCESS && rh.xid >= 1000 && rh.xid < 1000 + n);
+		CHECK(!seen[rh.xid - 1000]);
+		seen[rh.xid - 1000] = true;
+		CHECK_EQ(xdr_dec_remaining(&d), 4 + size);
+		free(b);
+	}
+	null_ok(fd, 1);
+	close(fd);
+	CHECK(atomic_load(&ctx.fill_live_max) <= limit / size);
+	svc_destroy(s);
+	CHECK_EQ(atomic_load(&ctx.fill_live), 0);
+	TEST_PASS("reply space: 64 x 256 KiB replies to a client that reads nothing, 2 MiB limit");
+
+	cfg.send_timeout_ns = 300 * NSEC_PER_MSEC;
+	s = start(&cfg, &port, NULL);
+	fd = small_rcvbuf_connect(port);
+	send_fills(fd, n, size);
+	uint64_t dropped = 0;
+	for (int i = 0; i < 1000 && !dropped; i++) {
+		dropped = stat_of(s, "rpc.connections_send_timeout");
+		if (!dropped)
+			usleep(10000);
+	}
+	CHECK_EQ(dropped, 1);
+	CHECK(tc_wait_closed(fd, 10000));
+	close(fd);
+	/* the queued replies were discarded and the held calls freed unrun */
+	for (int i = 0; i < 1000 && atomic_load(&ctx.fill_live); i++)
+		usleep(10000);
+	CHECK_EQ(atomic_load(&ctx.fill_live), 0);
+	CHECK(stat_of(s, "rpc.calls_held") > 0);
+	svc_destroy(s);
+	TEST_PASS("send timeout: a client that never reads is dropped, its calls freed");
+}
+
 static void test_conn_limit(void)
 {
 	struct svc_config cfg;
@@ -419,8 +573,10 @@ int main(void)
 	test_max_record(port);
 	test_out_of_order(port);
 	test_inline(port);
+	test_reply_bounds(port);
 	test_counters(s);
 	svc_destroy(s);
+	test_reply_space();
 	test_conn_limit();
 	test_stall_timeout();
 	test_shutdown_with_parked();

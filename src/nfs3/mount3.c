@@ -281,17 +281,21 @@ static enum svc_stat mnt_export(struct svc_req *rq, const struct rpc_cred *rc, v
 	return SVC_OK;
 }
 
+/* Reply bounds (svc.h): MNT's status, handle and one flavour; DUMP and
+ * EXPORT list every export and client, so they take the server's
+ * max_reply (0). */
 static const struct svc_proc mount3_procs[] = {
 	[0] = {.name = "null", .decode = svc_dec_void, .handler = mnt_null, .encode = svc_enc_void,
-	       .flags = SVC_PROC_INLINE},
+	       .flags = SVC_PROC_INLINE, .reply_max = SVC_REPLY_HDR},
 	[1] = {.name = "mnt", .decode = dec_path, .handler = mnt_mnt, .encode = enc_mnt,
-	       .args_size = sizeof(struct mnt_args), .res_size = sizeof(struct mnt_res)},
+	       .args_size = sizeof(struct mnt_args), .res_size = sizeof(struct mnt_res),
+	       .reply_max = SVC_REPLY_HDR + 4 + 4 + NFS3_FHSIZE + 4 + 4},
 	[2] = {.name = "dump", .decode = svc_dec_void, .handler = mnt_dump, .encode = enc_dump,
 	       .release = release_strlist, .res_size = sizeof(struct strlist_res)},
 	[3] = {.name = "umnt", .decode = dec_path, .handler = mnt_umnt, .encode = svc_enc_void,
-	       .args_size = sizeof(struct mnt_args)},
+	       .args_size = sizeof(struct mnt_args), .reply_max = SVC_REPLY_HDR},
 	[4] = {.name = "umntall", .decode = svc_dec_void, .handler = mnt_umntall,
-	       .encode = svc_enc_void},
+	       .encode = svc_enc_void, .reply_max = SVC_REPLY_HDR},
 	[5] = {.name = "export", .decode = svc_dec_void, .handler = mnt_export, .encode = enc_export,
 	       .release = release_strlist, .res_size = sizeof(struct strlist_res)},
 };

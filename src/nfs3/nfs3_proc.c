@@ -1215,14 +1215,43 @@ static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, 
 	return reply_stable(&c, &r->sync, &r->status, seq, true, true);
 }
 
-#define PROC(n, dec, fn, enc, rel, at, rt, fl)                                                     \
+/*
+ * Reply bounds (struct svc_proc reply_max, svc.h): every result but READ's,
+ * READDIR(PLUS)'s and READLINK's has a fixed most - CREATE's is the
+ * largest, 280 bytes (status, post_op_fh3, post_op_attr, wcc_data) - and
+ * fits in RES_FIXED_MAX with room to spare; those three add their data.
+ */
+#define RES_FIXED_MAX 1024
+#define RES_READ_MAX  (4 + 4 + NFS3_FATTR_SIZE + 4 + 4 + 4) /* without the data */
+
+/* A READ's reply holds at most the count asked for (rounded up to XDR
+ * units), a READDIR's at most its count and never less than an error. */
+static uint32_t read_bound(const void *args)
+{
+	const struct nfs3_read_args *a = args;
+	uint32_t count = a->count < NFS3_MAXDATA ? a->count : NFS3_MAXDATA;
+	return SVC_REPLY_HDR + RES_READ_MAX + count + 3;
+}
+
+static uint32_t readdir_bound(const void *args)
+{
+	const struct nfs3_readdir_args *a = args;
+	uint32_t count = a->count < NFS3_DIRMAX ? a->count : NFS3_DIRMAX;
+	return SVC_REPLY_HDR + RES_FIXED_MAX + count;
+}
+
+#define PROC_BOUND(n, dec, fn, enc, rel, at, rt, fl, max, bound)                                  \
 	[NFS3PROC_##n] = {.name = #fn, .decode = dec, .handler = nfs3_##fn, .encode = enc,        \
 			  .release = rel, .args_size = sizeof(struct at),                          \
-			  .res_size = sizeof(struct rt), .flags = fl}
+			  .res_size = sizeof(struct rt), .flags = fl,                              \
+			  .reply_max = SVC_REPLY_HDR + (max), .reply_bound = bound}
+#define PROC(n, dec, fn, enc, rel, at, rt, fl)                                                     \
+	PROC_BOUND(n, dec, fn, enc, rel, at, rt, fl, RES_FIXED_MAX, NULL)
 
 static const struct svc_proc nfs3_procs[NFS3_NPROCS] = {
 	[NFS3PROC_NULL] = {.name = "null", .decode = svc_dec_void, .handler = nfs3_null,
-			   .encode = svc_enc_void, .flags = SVC_PROC_INLINE},
+			   .encode = svc_enc_void, .flags = SVC_PROC_INLINE,
+			   .reply_max = SVC_REPLY_HDR},
 	PROC(GETATTR, nfs3_dec_fh, getattr, nfs3_enc_getattr, NULL, nfs3_fh_args,
 	     nfs3_getattr_res, 0),
 	PROC(SETATTR, nfs3_dec_setattr, setattr, nfs3_enc_wcc_res, NULL, nfs3_setattr_args,
@@ -1231,10 +1260,10 @@ static const struct svc_proc nfs3_procs[NFS3_NPROCS] = {
 	     nfs3_lookup_res, 0),
 	PROC(ACCESS, nfs3_dec_access, access, nfs3_enc_access, NULL, nfs3_access_args,
 	     nfs3_access_res, 0),
-	PROC(READLINK, nfs3_dec_fh, readlink, nfs3_enc_readlink, nfs3_release_readlink,
-	     nfs3_fh_args, nfs3_readlink_res, 0),
-	PROC(READ, nfs3_dec_read, read, nfs3_enc_read, nfs3_release_read, nfs3_read_args,
-	     nfs3_read_res, 0),
+	PROC_BOUND(READLINK, nfs3_dec_fh, readlink, nfs3_enc_readlink, nfs3_release_readlink,
+		   nfs3_fh_args, nfs3_readlink_res, 0, RES_FIXED_MAX + NFS3_MAXPATH, NULL),
+	PROC_BOUND(READ, nfs3_dec_read, read, nfs3_enc_read, nfs3_release_read, nfs3_read_args,
+		   nfs3_read_res, 0, RES_READ_MAX + NFS3_MAXDATA, read_bound),
 	PROC(WRITE, nfs3_dec_write, write, nfs3_enc_write, NULL, nfs3_write_args, nfs3_write_res,
 	     0),
 	PROC(CREATE, nfs3_dec_create, create, nfs3_enc_create, NULL, nfs3_create_args,
@@ -1253,10 +1282,12 @@ static const struct svc_proc nfs3_procs[NFS3_NPROCS] = {
 	     nfs3_rename_res, SVC_PROC_DRC),
 	PROC(LINK, nfs3_dec_link, link, nfs3_enc_link, NULL, nfs3_link_args, nfs3_link_res,
 	     SVC_PROC_DRC),
-	PROC(READDIR, nfs3_dec_readdir, readdir, nfs3_enc_readdir, nfs3_release_readdir,
-	     nfs3_readdir_args, nfs3_readdir_res, 0),
-	PROC(READDIRPLUS, nfs3_dec_readdirplus, readdirplus, nfs3_enc_readdir,
-	     nfs3_release_readdir, nfs3_readdir_args, nfs3_readdir_res, 0),
+	PROC_BOUND(READDIR, nfs3_dec_readdir, readdir, nfs3_enc_readdir, nfs3_release_readdir,
+		   nfs3_readdir_args, nfs3_readdir_res, 0, RES_FIXED_MAX + NFS3_DIRMAX,
+		   readdir_bound),
+	PROC_BOUND(READDIRPLUS, nfs3_dec_readdirplus, readdirplus, nfs3_enc_readdir,
+		   nfs3_release_readdir, nfs3_readdir_args, nfs3_readdir_res, 0,
+		   RES_FIXED_MAX + NFS3_DIRMAX, readdir_bound),
 	PROC(FSSTAT, nfs3_dec_fh, fsstat, nfs3_enc_fsstat, NULL, nfs3_fh_args, nfs3_fsstat_res,
 	     0),
 	PROC(FSINFO, nfs3_dec_fh, fsinfo, nfs3_enc_fsinfo, NULL, nfs3_fh_args, nfs3_fsinfo_res,

@@ -8,9 +8,10 @@
  *
  * Connection life: accept -> registered in epoll (the loop's reference) ->
  * conn_kill() from any thread marks it dead and shuts the socket down ->
- * the loop sees the hang-up, unregisters it, fails its pending calls and
- * drops its reference -> the fd is closed by the last svc_conn_put(), so a
- * worker that still writes can never hit a reused descriptor.
+ * the loop sees the hang-up, unregisters it, frees its held calls, fails
+ * its pending calls and drops its reference -> the fd is closed by the
+ * last svc_conn_put(), so a worker that still writes can never hit a
+ * reused descriptor.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -57,6 +58,7 @@ void svc_config_default(struct svc_config *c)
 	c->conn_max_buffered = 16 * 1024 * 1024;
 	c->stall_timeout_ns = 30 * NSEC_PER_SEC;
 	c->idle_timeout_ns = 0;
+	c->send_timeout_ns = 60 * NSEC_PER_SEC;
 	c->drc_max_entries = 4096;
 	c->drc_max_bytes = 8 * 1024 * 1024;
 }
@@ -239,7 +241,7 @@ void svc_conn_put(struct svc_conn *c)
 {
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
-	BUG_ON(!list_empty(&c->outq));
+	BUG_ON(!list_empty(&c->outq) || !list_empty(&c->held));
 	rec_destroy(&c->rec);
 	close(c->fd);
 	mutex_destroy(&c->lock);
@@ -290,18 +292,62 @@ void conn_update_events_locked(struct svc_conn *c)
 		c->events = ev;
 }
 
-void conn_account(struct svc_conn *c, long delta)
+void conn_pace_locked(struct svc_conn *c)
 {
-	mutex_lock(&c->lock);
-	c->inflight_bytes += (size_t)delta;
-	size_t buffered = c->inflight_bytes + c->outq_bytes;
+	assert_locked(&c->lock);
+	size_t buffered = c->rx_bytes + atomic_load(&c->reserved);
 	size_t limit = c->svc->cfg.conn_max_buffered;
-	if (!c->rx_paused && buffered > limit)
+	bool held = atomic_load_explicit(&c->nheld, memory_order_relaxed) > 0;
+	if (!c->rx_paused && (buffered > limit || held))
 		c->rx_paused = true;
-	else if (c->rx_paused && buffered <= limit / 2)
+	else if (c->rx_paused && buffered <= limit / 2 && !held)
 		c->rx_paused = false;
 	conn_update_events_locked(c);
+}
+
+void conn_admit_locked(struct svc_conn *c, struct list *admitted)
+{
+	assert_locked(&c->lock);
+	size_t limit = c->svc->cfg.conn_max_buffered;
+	while (!list_empty(&c->held)) {
+		struct svc_req *rq = list_first_entry(&c->held, struct svc_req, work.link);
+		size_t r = atomic_load(&c->reserved);
+		if (r && r + rq->reserve > limit)
+			break;
+		atomic_fetch_add(&c->reserved, rq->reserve);
+		rq->reserved = true;
+		list_move_tail(&rq->work.link, admitted);
+		atomic_store_explicit(&c->nheld, atomic_load(&c->nheld) - 1, memory_order_relaxed);
+	}
+}
+
+void conn_account(struct svc_conn *c, long rx_delta, size_t unreserve)
+{
+	struct list admitted;
+	list_init(&admitted);
+	mutex_lock(&c->lock);
+	c->rx_bytes += (size_t)rx_delta;
+	if (unreserve) {
+		atomic_fetch_sub(&c->reserved, unreserve);
+		conn_admit_locked(c, &admitted);
+	}
+	conn_pace_locked(c);
 	mutex_unlock(&c->lock);
+	pool_queue_list(&c->svc->pool, &c->workq, &admitted);
+}
+
+/* Nothing in flight either way: no call read and not yet released, no
+ * call to the client pending, no reply queued; conn lock held. The partial
+ * record is the loop's to check. */
+static bool conn_quiet_locked(struct svc_conn *c)
+{
+	assert_locked(&c->lock);
+	if (c->dead || c->rx_bytes || !list_empty(&c->outq))
+		return false;
+	for (int i = 0; i < SVC_CALL_BUCKETS; i++)
+		if (!list_empty(&c->calls[i]))
+			return false;
+	return true;
 }
 
 static void listeners_set(struct svc *s, uint32_t events)
@@ -367,6 +413,7 @@ static void accept_one(struct svc *s, struct svc_listener *l)
 		mutex_init(&c->lock, &svc_conn_class);
 		atomic_store(&c->alive, true);
 		list_init(&c->outq);
+		list_init(&c->held);
 		workq_init(&c->workq);
 		for (int i = 0; i < SVC_CALL_BUCKETS; i++)
 			list_init(&c->calls[i]);
@@ -395,9 +442,10 @@ static void accept_one(struct svc *s, struct svc_listener *l)
 static void conn_close_loop(struct svc_conn *c)
 {
 	struct svc *s = c->svc;
-	struct list outs, failed;
+	struct list outs, failed, held;
 	list_init(&outs);
 	list_init(&failed);
+	list_init(&held);
 
 	mutex_lock(&c->lock);
 	c->dead = true;
@@ -406,6 +454,9 @@ static void conn_close_loop(struct svc_conn *c)
 	shutdown(c->fd, SHUT_RDWR);
 	list_splice_tail(&c->outq, &outs);
 	c->outq_bytes = 0;
+	c->tx_stuck_ns = 0;
+	list_splice_tail(&c->held, &held);
+	atomic_store(&c->nheld, 0);
 	call_fail_all_locked(c, &failed);
 	mutex_unlock(&c->lock);
 
@@ -414,6 +465,13 @@ static void conn_close_loop(struct svc_conn *c)
 	{
 		list_del(&o->link);
 		o->done(o);
+	}
+	/* held calls never ran: drop them (their DRC entries are aborted) */
+	struct svc_work *w, *wt;
+	list_for_each_entry_safe(w, wt, &held, link)
+	{
+		list_del(&w->link);
+		svc_req_put(container_of(w, struct svc_req, work));
 	}
 	call_finish_failed(&failed);
 
@@ -507,7 +565,7 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 			break; /* drained */
 	}
 	if (accounted)
-		conn_account(c, (long)accounted);
+		conn_account(c, (long)accounted, 0);
 	pool_queue_list(&s->pool, &c->workq, works);
 	struct svc_work *iw, *iwt;
 	list_for_each_entry_safe (iw, iwt, &inl, link) {
@@ -540,13 +598,17 @@ static uint64_t sweep_period(struct svc *s)
 		p = MIN(p, s->cfg.stall_timeout_ns / 4);
 	if (s->cfg.idle_timeout_ns)
 		p = MIN(p, s->cfg.idle_timeout_ns / 4);
+	if (s->cfg.send_timeout_ns)
+		p = MIN(p, s->cfg.send_timeout_ns / 4);
 	return MAX(p, 10 * NSEC_PER_MSEC);
 }
 
-/* Loop thread: close connections stuck mid-record or idle too long. */
+/* Loop thread: close connections stuck mid-record, idle too long, or
+ * whose replies do not drain. */
 static void sweep_fire(struct svc_timer *t)
 {
 	struct svc *s = container_of(t, struct svc, sweep);
+	const struct svc_config *cfg = &s->cfg;
 	uint64_t now = now_ns();
 	struct svc_conn *c;
 	if (atomic_load(&s->stopping))
@@ -554,20 +616,27 @@ static void sweep_fire(struct svc_timer *t)
 	mutex_lock(&s->conns_lock);
 	list_for_each_entry(c, &s->conns, link)
 	{
-		uint64_t quiet = now - c->last_rx_ns;
-		if (s->cfg.stall_timeout_ns && rec_partial(&c->rec) && c->rec_start_ns &&
-		    now - c->rec_start_ns > s->cfg.stall_timeout_ns) {
+		mutex_lock(&c->lock);
+		bool dead = c->dead, paused = c->rx_paused, quiet = conn_quiet_locked(c);
+		uint64_t stuck = c->tx_stuck_ns;
+		mutex_unlock(&c->lock);
+		if (dead)
+			continue; /* the loop closes it on this turn */
+		bool partial = rec_partial(&c->rec);
+		/* the server stopped reading: its record cannot advance */
+		if (paused && partial && c->rec_start_ns)
+			c->rec_start_ns = now;
+		if (cfg->send_timeout_ns && stuck && now - stuck > cfg->send_timeout_ns) {
+			counter_inc(&s->st.conns_send_timeout);
+			conn_kill(c, "its replies are not being read");
+		} else if (cfg->stall_timeout_ns && partial && c->rec_start_ns &&
+			   now - c->rec_start_ns > cfg->stall_timeout_ns) {
 			counter_inc(&s->st.conns_stalled);
 			conn_kill(c, "stalled in the middle of a record");
-		} else if (s->cfg.idle_timeout_ns && !rec_partial(&c->rec) &&
-			   quiet > s->cfg.idle_timeout_ns) {
-			mutex_lock(&c->lock);
-			bool quiet_conn = !c->inflight_bytes && list_empty(&c->outq);
-			mutex_unlock(&c->lock);
-			if (quiet_conn) {
-				counter_inc(&s->st.conns_idle);
-				conn_kill(c, NULL);
-			}
+		} else if (cfg->idle_timeout_ns && quiet && !partial &&
+			   now - c->last_rx_ns > cfg->idle_timeout_ns) {
+			counter_inc(&s->st.conns_idle);
+			conn_kill(c, NULL);
 		}
 	}
 	mutex_unlock(&s->conns_lock);

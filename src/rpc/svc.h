@@ -13,8 +13,31 @@
  * send queue is empty; otherwise it is queued and the loop finishes it.
  * Replies on one connection go out in completion order, not call order.
  *
+ * What a client can make the server hold (config below):
+ *  - per connection, bytes of calls read and not yet answered plus reply
+ *    space reserved (conn_max_buffered). Every call reserves the most its
+ *    reply can take - its procedure's reply bound (struct svc_proc:
+ *    reply_max, or what reply_bound() computes from the decoded
+ *    arguments) - after its arguments are decoded and before its handler
+ *    runs, and gives it back when the reply has been written or dropped.
+ *    A call that does not fit waits, decoded, in the connection's HELD
+ *    list (no thread, no reply memory) until replies drain; the connection
+ *    is not read while anything is held or the total is over the limit,
+ *    and is read again below half of it. So the memory of replies being
+ *    built and queued - a READ's data buffer included - stays under the
+ *    limit, or is one reply's when a single call needs more than the
+ *    whole limit (it then runs alone);
+ *  - a connection whose queued replies do not move for send_timeout is
+ *    closed (a client that never reads);
+ *  - connections (max_conns): beyond it a new one is closed at accept;
+ *  - a record stuck half way for stall_timeout (not counted while the
+ *    server itself has stopped reading) is dropped.
+ *
  * Requests (struct svc_req) are reference counted. States:
  *
+ *  decoded --reply space reserved-----------> RUNNING
+ *     \--no space: HELD --space given back--> RUNNING (on a worker)
+ *                     \--connection closes--> freed, never run
  *   RUNNING --handler returns SVC_OK/...--> SENT --last put--> freed
  *      |  \__ handler called svc_defer() and returned SVC_DEFERRED
  *      v
@@ -22,6 +45,14 @@
  *      |  \--svc_wake() / timer / shutdown--> RUNNING (handler runs again
  *      |                                      on a worker; svc_req_wake()
  *      |                                      tells it why)
+ *
+ * Connections (struct svc_conn):
+ *
+ *   OPEN --error, stall, idle, send timeout, stop--> CLOSED
+ *        (reading paused while over its limit)   |
+ *                                                v
+ *                                    last svc_conn_put(): fd closed
+ *
  * Invariants:
  *  1. A parked request holds no thread. Exactly one of svc_complete(),
  *     svc_wake(), its timer or server shutdown takes it out of PARKED; the
@@ -38,6 +69,16 @@
  *  5. A server thread never waits for a client: sends never block (the
  *     socket is non-blocking and the remainder is queued), and a call to a
  *     client (svc_call_start) completes through a callback.
+ *  6. A handler runs only with its reply space reserved, and its reply
+ *     never exceeds the space reserved: one that would is replaced by
+ *     SYSTEM_ERR. Per connection the reply space reserved - replies being
+ *     built or queued - stays within conn_max_buffered, or is one call's
+ *     alone; reading stops once calls read plus reply space pass
+ *     conn_max_buffered (what one turn of the loop read still comes in).
+ *  7. Held calls leave HELD in arrival order; one is admitted whenever
+ *     nothing else of its connection holds reply space, so a held call
+ *     always runs once the replies before it are written, or is freed
+ *     unrun when the connection closes.
  *
  * Errors (RFC 5531): an unknown program gets PROG_UNAVAIL; an unknown
  * version PROG_MISMATCH with the lowest and highest registered versions;
@@ -50,7 +91,9 @@
  * Lock order (ranks 400-499, lowest first):
  *   410 svc.conns      server's connection list
  *   420 svc.drc        duplicate request cache
- *   430 svc.conn       one connection: send queue, pending calls
+ *   430 svc.conn       one connection: send queue, pending calls, held
+ *                      calls, byte accounting
+ *   450 svc.parked     parked requests
  *   460 svc.timers     timer heap
  *   470 svc.pool       worker queue
  */
@@ -78,10 +121,13 @@ struct svc_config {
 	size_t max_record;           /* largest call record; default 1 MiB + 64 KiB */
 	size_t max_reply;            /* largest reply; default 1 MiB + 64 KiB */
 	unsigned max_conns;          /* connections beyond are closed at accept; 1024 */
-	size_t conn_max_buffered;    /* per connection: bytes of calls in progress plus
-				      * queued replies before it stops reading; 16 MiB */
+	size_t conn_max_buffered;    /* per connection: bytes of calls read and not
+				      * answered plus reply space reserved, before it
+				      * stops reading and calls wait; 16 MiB */
 	uint64_t stall_timeout_ns;   /* close a connection stuck mid-record; 30 s */
 	uint64_t idle_timeout_ns;    /* close a connection with nothing in flight; 0 = never */
+	uint64_t send_timeout_ns;    /* close a connection whose queued replies do not
+				      * move for this long; 60 s; 0 = never */
 	size_t drc_max_entries;      /* duplicate request cache bound; 4096 */
 	size_t drc_max_bytes;        /* bytes of cached replies; 8 MiB */
 };
@@ -147,6 +193,15 @@ typedef enum svc_stat (*svc_handler_fn)(struct svc_req *rq, const struct rpc_cre
 /* Frees what decode and handler allocated inside args/res (not the
  * structs themselves). Runs once, after the reply was sent or dropped. */
 typedef void (*svc_release_fn)(void *args, void *res);
+/* The largest reply to a call with these (decoded) arguments, in the
+ * units of reply_max: e.g. a READ's count plus its fixed fields plus
+ * SVC_REPLY_HDR. Called on a worker before the handler; a value above the
+ * procedure's reply_max counts as reply_max. */
+typedef uint32_t (*svc_reply_bound_fn)(const void *args);
+
+/* The RPC part of an accepted reply: xid, REPLY, MSG_ACCEPTED, the
+ * AUTH_NONE verifier (flavour, length 0), accept_stat. */
+#define SVC_REPLY_HDR (6 * 4)
 
 /* Flags of a procedure. */
 #define SVC_PROC_DRC (1u << 0) /* non-idempotent: replies go through the DRC */
@@ -158,10 +213,14 @@ typedef void (*svc_release_fn)(void *args, void *res);
  * One row per procedure, indexed by procedure number:
  *
  *   static const struct svc_proc nfs3_procs[] = {
- *       [NFS3PROC_NULL]   = {"null", svc_dec_void, nfs3_null, svc_enc_void},
+ *       [NFS3PROC_NULL]   = {"null", svc_dec_void, nfs3_null, svc_enc_void,
+ *                            .reply_max = SVC_REPLY_HDR},
  *       [NFS3PROC_CREATE] = {"create", nfs3_dec_create, nfs3_create, nfs3_enc_create,
  *                            nfs3_release_create, sizeof(struct nfs3_create_args),
- *                            sizeof(struct nfs3_create_res), SVC_PROC_DRC},
+ *                            sizeof(struct nfs3_create_res), SVC_PROC_DRC,
+ *                            .reply_max = SVC_REPLY_HDR + CREATE_RES_MAX},
+ *       [NFS3PROC_READ]   = {..., .reply_max = SVC_REPLY_HDR + READ_RES_MAX,
+ *                            .reply_bound = nfs3_read_bound},
  *   };
  *
  * A row whose handler is NULL is PROC_UNAVAIL.
@@ -174,6 +233,13 @@ struct svc_proc {
 	svc_release_fn release; /* may be NULL */
 	uint32_t args_size, res_size;
 	unsigned flags;
+	/* The largest reply, RPC part included: SVC_REPLY_HDR plus the most
+	 * the encoder writes (so SVC_REPLY_HDR alone for empty results).
+	 * What a call reserves of its connection's limit, and what its reply
+	 * may take: more is SYSTEM_ERR (invariant 6). 0: the server's
+	 * max_reply (then every call reserves that much: set it). */
+	uint32_t reply_max;
+	svc_reply_bound_fn reply_bound; /* may be NULL: reply_max */
 };
 
 struct svc_version {

@@ -9,9 +9,17 @@
  * svc.parked: whoever unlinks the request owns it (invariant 1).
  *
  * References on a request: one "processing" reference from creation that
- * follows the request (worker -> parked -> worker/completer -> send queue,
- * dropped when the reply has been written or discarded), one per armed
- * timer, and one per svc_req_get().
+ * follows the request (worker -> held -> worker -> parked ->
+ * worker/completer -> send queue, dropped when the reply has been written
+ * or discarded), one per armed timer, and one per svc_req_get().
+ *
+ * Reply space (invariants 6 and 7 of svc.h): once its arguments are
+ * decoded, a call's reply bound is known; req_reserve() takes that much of
+ * the connection's limit before the handler runs, or holds the call on the
+ * connection until replies give space back (conn_account()). The fast path
+ * is one atomic load and one atomic add on the connection, no lock: a
+ * worker of a busy connection must not queue behind another worker's
+ * sendmsg, which holds svc.conn.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -135,7 +143,7 @@ void svc_req_put(struct svc_req *rq)
 		free(rq->out.iov);
 	xdr_enc_destroy(&rq->reply);
 	free(rq->record);
-	conn_account(rq->conn, -(long)rq->accounted);
+	conn_account(rq->conn, -(long)rq->accounted, rq->reserved ? rq->reserve : 0);
 	svc_conn_put(rq->conn);
 	free(rq);
 	atomic_fetch_sub(&s->live_reqs, 1);
@@ -210,16 +218,17 @@ static void req_finish(struct svc_req *rq, enum svc_stat st)
 	switch (st) {
 	case SVC_OK:
 		if (rpc_enc_accepted(&rq->reply, rq->hdr.xid, RPC_SUCCESS) ||
-		    rq->proc->encode(&rq->reply, rq->res)) {
-			/* the results do not fit in max_reply: roll back */
-			xdr_enc_rollback(&rq->reply, start);
-			if (svc_warn_ok(rq->svc))
-				msg_warn("rpc: reply to %s.%s does not fit in %zu bytes",
-					 rq->pe->p->name, rq->proc->name, rq->svc->cfg.max_reply);
-			reply_accept_stat(rq, RPC_SYSTEM_ERR);
-			return;
-		}
+		    rq->proc->encode(&rq->reply, rq->res))
+			goto out_too_big;
 		req_send(rq, REPLY_SUCCESS);
+		return;
+	out_too_big:
+		/* the results exceed the call's reply bound: roll back */
+		xdr_enc_rollback(&rq->reply, start);
+		if (svc_warn_ok(rq->svc))
+			msg_warn("rpc: reply to %s.%s does not fit in its bound of %zu bytes",
+				 rq->pe->p->name, rq->proc->name, rq->reserve);
+		reply_accept_stat(rq, RPC_SYSTEM_ERR);
 		return;
 	case SVC_GARBAGE:
 		reply_accept_stat(rq, RPC_GARBAGE_ARGS);
@@ -283,6 +292,63 @@ static bool req_drc(struct svc_req *rq)
 	BUG_ON(xdr_enc_fixed(&rq->reply, cached, len));
 	free(cached);
 	req_send(rq, REPLY_NKINDS);
+	return false;
+}
+
+/* The reply space of a decoded call, its record mark included; the reply
+ * stream's maximum becomes the same (invariant 6). Never below an error
+ * reply, which must always fit. */
+static void req_bound(struct svc_req *rq)
+{
+	const struct svc_proc *p = rq->proc;
+	size_t max = rq->svc->cfg.max_reply;
+	size_t bound = p->reply_max ? MIN(p->reply_max, max) : max;
+	if (p->reply_bound)
+		bound = MIN(bound, (size_t)p->reply_bound(rq->args));
+	rq->reserve = 4 + MAX(bound, (size_t)SVC_REPLY_HDR);
+	xdr_enc_set_max(&rq->reply, rq->reserve);
+}
+
+/*
+ * Take the call's reply space, or hold it on the connection (invariant 7):
+ * true when the caller runs it now. A held call runs later on a worker
+ * (conn_admit_locked() queues it), or is freed unrun with its connection.
+ * Calls wait in arrival order: none passes a held one on the fast path.
+ */
+static bool req_reserve(struct svc_req *rq)
+{
+	struct svc_conn *c = rq->conn;
+	struct svc *s = rq->svc;
+	size_t limit = s->cfg.conn_max_buffered;
+	bool undo = false;
+	if (!atomic_load_explicit(&c->nheld, memory_order_relaxed)) {
+		size_t before = atomic_fetch_add(&c->reserved, rq->reserve);
+		if (!before || before + rq->reserve <= limit) {
+			rq->reserved = true;
+			return true;
+		}
+		undo = true; /* given back under the lock, then admission runs */
+	}
+	struct list admitted;
+	list_init(&admitted);
+	mutex_lock(&c->lock);
+	if (undo)
+		atomic_fetch_sub(&c->reserved, rq->reserve);
+	if (c->dead) {
+		/* the client is gone and the call has not run: drop it */
+		mutex_unlock(&c->lock);
+		counter_inc(&s->st.replies[REPLY_DROPPED]);
+		svc_req_put(rq);
+		return false;
+	}
+	counter_inc(&s->st.calls_held);
+	rq->work.fn = req_run_handler;
+	list_add_tail(&rq->work.link, &c->held);
+	atomic_store_explicit(&c->nheld, atomic_load(&c->nheld) + 1, memory_order_relaxed);
+	conn_admit_locked(c, &admitted);
+	conn_pace_locked(c);
+	mutex_unlock(&c->lock);
+	pool_queue_list(&s->pool, &c->workq, &admitted);
 	return false;
 }
 
@@ -378,6 +444,9 @@ static void req_process(struct svc_work *w)
 		return;
 	}
 	rq->wake = SVC_WAKE_NONE;
+	req_bound(rq);
+	if (!req_reserve(rq))
+		return; /* held: it runs later on a worker, or never */
 	req_run_handler(&rq->work);
 }
 

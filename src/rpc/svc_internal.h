@@ -105,7 +105,8 @@ struct svc_counters {
 	counter_t replies[REPLY_NKINDS];
 	counter_t bytes_in, bytes_out;
 	counter_t conns_accepted, conns_closed, conns_refused, conns_garbage, conns_too_big,
-		conns_stalled, conns_idle;
+		conns_stalled, conns_idle, conns_send_timeout;
+	counter_t calls_held;
 	counter_t drc_hits, drc_in_progress;
 	counter_t deferred, deferred_timeouts, deferred_wakes;
 	counter_t cb_calls, cb_replies, cb_timeouts, cb_cancelled, cb_unmatched, cb_errors;
@@ -204,7 +205,15 @@ struct svc_conn {
 	bool rx_paused;
 	struct list outq;
 	size_t outq_bytes;
-	size_t inflight_bytes;
+	uint64_t tx_stuck_ns; /* since when the head of outq has not moved; 0: empty */
+	size_t rx_bytes;      /* calls read and not yet released: records, requests */
+	/* Reply space of admitted calls. Grows without the lock on the fast
+	 * path (req_reserve), shrinks only under it, and every shrink is
+	 * followed by conn_admit_locked(): so no held call waits on space that
+	 * was given back (invariant 7 of svc.h). */
+	_Atomic size_t reserved;
+	struct list held;      /* calls waiting for reply space, by work.link */
+	_Atomic unsigned nheld; /* written under the lock, read without */
 	struct list calls[SVC_CALL_BUCKETS]; /* pending svc_call by xid */
 
 	/* loop only */
@@ -220,8 +229,16 @@ void conn_flush(struct svc_conn *c);
 void conn_kill(struct svc_conn *c, const char *why);
 /* Recompute the epoll interest; conn lock held. */
 void conn_update_events_locked(struct svc_conn *c);
-/* Account bytes of calls in progress (+/-); may pause or resume reading. */
-void conn_account(struct svc_conn *c, long delta);
+/* Account bytes of calls read (+) or released (-) and give back reply
+ * space; may pause or resume reading and admit held calls (queued to the
+ * pool). */
+void conn_account(struct svc_conn *c, long rx_delta, size_t unreserve);
+/* Admit held calls while they fit (invariant 7) onto admitted; conn lock
+ * held. */
+void conn_admit_locked(struct svc_conn *c, struct list *admitted);
+/* Pause reading over the limit or while calls are held, resume below half
+ * of it; conn lock held. */
+void conn_pace_locked(struct svc_conn *c);
 /* Warn about a client at most a few times a second. */
 bool svc_warn_ok(struct svc *s);
 
@@ -237,7 +254,9 @@ struct svc_req {
 	struct svc_conn *conn;
 	uint8_t *record;
 	size_t record_len;
-	size_t accounted; /* bytes added to conn->inflight_bytes */
+	size_t accounted; /* bytes added to conn->rx_bytes */
+	size_t reserve;   /* reply space it needs */
+	bool reserved;    /* reserve is counted in conn->reserved */
 	enum svc_wake wake;
 
 	struct rpc_call_hdr hdr;

@@ -229,6 +229,12 @@ void xdr_enc_init_buf(struct xdr_enc *x, void *buf, size_t cap, size_t max)
 	x->buf_owned = false;
 }
 
+void xdr_enc_set_max(struct xdr_enc *x, size_t max)
+{
+	BUG_ON(xdr_enc_len(x) > max);
+	x->max = max;
+}
+
 void xdr_enc_destroy(struct xdr_enc *x)
 {
 	if (x->buf_owned)

@@ -119,6 +119,9 @@ void xdr_enc_init(struct xdr_enc *x, size_t max);
 /* Start in a caller-provided buffer (e.g. on the stack or inside a request);
  * the stream moves to the heap if it outgrows it. */
 void xdr_enc_init_buf(struct xdr_enc *x, void *buf, size_t cap, size_t max);
+/* Change the maximum, e.g. to a reply's bound once it is known; what is
+ * encoded already must fit. */
+void xdr_enc_set_max(struct xdr_enc *x, size_t max);
 void xdr_enc_destroy(struct xdr_enc *x);
 
 static inline size_t xdr_enc_len(const struct xdr_enc *x)

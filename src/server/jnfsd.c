@@ -120,10 +120,11 @@ static void release_stats(void *args, void *res)
 
 static const struct svc_proc admin_procs[] = {
 	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void,
-	       .flags = SVC_PROC_INLINE},
+	       .flags = SVC_PROC_INLINE, .reply_max = SVC_REPLY_HDR},
 	[JNFS_ADMIN_PROC_STATS] = {.name = "stats", .decode = svc_dec_void, .handler = admin_stats,
 				   .encode = enc_stats, .release = release_stats,
-				   .res_size = sizeof(struct stats_res)},
+				   .res_size = sizeof(struct stats_res),
+				   .reply_max = SVC_REPLY_HDR + 4 + JNFS_ADMIN_MAX_STATS},
 };
 static const struct svc_version admin_versions[] = {
 	{.vers = JNFS_ADMIN_VERS, .nprocs = 2, .procs = admin_procs},
@@ -133,7 +134,7 @@ static const struct svc_version admin_versions[] = {
 
 static const struct svc_proc nfs4_procs[] = {
 	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void,
-	       .flags = SVC_PROC_INLINE},
+	       .flags = SVC_PROC_INLINE, .reply_max = SVC_REPLY_HDR},
 };
 static const struct svc_version nfs4_versions[] = {{.vers = 4, .nprocs = 1, .procs = nfs4_procs}};
 
@@ -172,6 +173,8 @@ static void usage(FILE *f)
 		"  --max-record BYTES     largest call record (default 1 MiB + 64 KiB)\n"
 		"  --stall-timeout MS     close a connection stuck mid-record (default 30000)\n"
 		"  --idle-timeout MS      close an idle connection (default 0: never)\n"
+		"  --send-timeout MS      close a connection whose replies are not read for\n"
+		"                         this long (default 60000, 0: never)\n"
 		"  --port-file FILE       write the bound ports there, one per line\n"
 		"Prints 'listening on ADDR:PORT' for each listener once serving.\n");
 }
@@ -294,6 +297,7 @@ int main(int argc, char **argv)
 		{"max-record", required_argument, NULL, 'm'},
 		{"stall-timeout", required_argument, NULL, 's'},
 		{"idle-timeout", required_argument, NULL, 'i'},
+		{"send-timeout", required_argument, NULL, 'T'},
 		{"port-file", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -375,6 +379,11 @@ int main(int argc, char **argv)
 			if (!parse_num(optarg, 1ull << 40, &v))
 				goto bad_value;
 			cfg.idle_timeout_ns = v * 1000000ull;
+			break;
+		case 'T':
+			if (!parse_num(optarg, 1ull << 40, &v))
+				goto bad_value;
+			cfg.send_timeout_ns = v * 1000000ull;
 			break;
 		case 'p':
 			port_file = optarg;

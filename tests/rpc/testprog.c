@@ -276,29 +276,112 @@ static enum svc_stat do_park_forever(struct svc_req *rq, const struct rpc_cred *
 	return SVC_OK;
 }
 
-#define U32ARGS sizeof(struct u32x3)
+/* ---- SIZED: reply_bound() and encoded() ---- */
+static uint8_t pattern[TP_SIZED_MAX + 8192];
 
+static uint32_t sized_bound(const void *a)
+{
+	return SVC_REPLY_HDR + ((const struct u32x3 *)a)->a;
+}
+
+static pthread_once_t pattern_once = PTHREAD_ONCE_INIT;
+
+static void pattern_init(void)
+{
+	for (size_t i = 0; i < sizeof(pattern); i++)
+		pattern[i] = (uint8_t)(i * 13 + 5);
+}
+
+static enum svc_stat do_sized(struct svc_req *rq, const struct rpc_cred *cred, void *a, void *r)
+{
+	pthread_once(&pattern_once, pattern_init);
+	memcpy(r, a, sizeof(struct u32x3));
+	return SVC_OK;
+}
+
+/* tag, then opaque<n> spliced from two external pieces */
+static int enc_sized(struct xdr_enc *x, const void *r)
+{
+	const struct u32x3 *v = r;
+	uint32_t n = v->b < sizeof(pattern) ? v->b : (uint32_t)sizeof(pattern);
+	struct iovec iov[2] = {{pattern, n / 2}, {pattern + n / 2, n - n / 2}};
+	return xdr_enc_u32(x, 7) || xdr_enc_opaque_iov(x, iov, 2) ? -EMSGSIZE : 0;
+}
+
+/* ---- FILL: reply memory held by the handler until release ---- */
+struct fill_res {
+	struct testprog_ctx *ctx;
+	uint8_t *buf;
+	uint32_t n;
+};
+
+static uint32_t fill_bound(const void *a)
+{
+	return SVC_REPLY_HDR + 4 + *(const uint32_t *)a;
+}
+
+static enum svc_stat do_fill(struct svc_req *rq, const struct rpc_cred *cred, void *a, void *r)
+{
+	struct fill_res *res = r;
+	res->ctx = svc_req_ctx(rq);
+	res->n = *(uint32_t *)a & ~3u;
+	res->buf = xmalloc(res->n ? res->n : 1);
+	memset(res->buf, 0x5a, res->n);
+	uint32_t live = atomic_fetch_add(&res->ctx->fill_live, 1) + 1;
+	uint32_t max = atomic_load(&res->ctx->fill_live_max);
+	while (live > max && !atomic_compare_exchange_weak(&res->ctx->fill_live_max, &max, live))
+		;
+	return SVC_OK;
+}
+
+static int enc_fill(struct xdr_enc *x, const void *r)
+{
+	const struct fill_res *res = r;
+	struct iovec v = {res->buf, res->n};
+	return xdr_enc_opaque_iov(x, &v, 1);
+}
+
+static void release_fill(void *a, void *r)
+{
+	struct fill_res *res = r;
+	if (!res->buf)
+		return;
+	free(res->buf);
+	atomic_fetch_sub(&res->ctx->fill_live, 1);
+}
+
+#define U32ARGS sizeof(struct u32x3)
+#define HDR     SVC_REPLY_HDR
+
+/* TP_BIG leaves reply_max out: the server's max_reply bounds it */
 static const struct svc_proc v3_procs[TP_NPROCS] = {
-	[TP_NULL] = {"null", svc_dec_void, do_ok, svc_enc_void},
+	[TP_NULL] = {"null", svc_dec_void, do_ok, svc_enc_void, .reply_max = HDR},
 	[TP_ECHO] = {"echo", dec_echo, do_echo, enc_echo, NULL, sizeof(struct echo_args),
-		     sizeof(struct echo_args)},
+		     sizeof(struct echo_args), .reply_max = HDR + 4 + (4u << 20)},
 	[TP_WHOAMI] = {"whoami", svc_dec_void, do_whoami, enc_whoami, NULL, 0,
-		       sizeof(struct rpc_cred)},
-	[TP_SYSERR] = {"syserr", svc_dec_void, do_syserr, svc_enc_void},
-	[TP_BIG] = {"big", svc_dec_void, do_ok, enc_big},
-	[TP_GARBAGE] = {"garbage", svc_dec_void, do_garbage, svc_enc_void},
-	[TP_PARK] = {"park", dec_u32x2, do_park, enc_u32, NULL, U32ARGS, 4},
-	[TP_LATER] = {"later", dec_u32, do_later, enc_u32, NULL, 4, 4},
-	[TP_WAKE] = {"wake", dec_u32, do_wake, enc_u32, NULL, 4, 4},
-	[TP_INCR] = {"incr", dec_u32, do_incr, enc_u32, NULL, 4, 4, SVC_PROC_DRC},
-	[TP_CB] = {"cb", dec_u32x3, do_cb, enc_u32x2, NULL, U32ARGS, U32ARGS},
-	[TP_PARK_FOREVER] = {"park_forever", svc_dec_void, do_park_forever, enc_u32, NULL, 0, 4},
+		       sizeof(struct rpc_cred), .reply_max = HDR + 1024},
+	[TP_SYSERR] = {"syserr", svc_dec_void, do_syserr, svc_enc_void, .reply_max = HDR},
+	[TP_BIG] = {"big", svc_dec_void, do_ok, enc_big, .reply_max = 0},
+	[TP_GARBAGE] = {"garbage", svc_dec_void, do_garbage, svc_enc_void, .reply_max = HDR},
+	[TP_PARK] = {"park", dec_u32x2, do_park, enc_u32, NULL, U32ARGS, 4, .reply_max = HDR + 4},
+	[TP_LATER] = {"later", dec_u32, do_later, enc_u32, NULL, 4, 4, .reply_max = HDR + 4},
+	[TP_WAKE] = {"wake", dec_u32, do_wake, enc_u32, NULL, 4, 4, .reply_max = HDR + 4},
+	[TP_INCR] = {"incr", dec_u32, do_incr, enc_u32, NULL, 4, 4, SVC_PROC_DRC,
+		     .reply_max = HDR + 4},
+	[TP_CB] = {"cb", dec_u32x3, do_cb, enc_u32x2, NULL, U32ARGS, U32ARGS, .reply_max = HDR + 8},
+	[TP_PARK_FOREVER] = {"park_forever", svc_dec_void, do_park_forever, enc_u32, NULL, 0, 4,
+			     .reply_max = HDR + 4},
+	[TP_SIZED] = {"sized", dec_u32x2, do_sized, enc_sized, NULL, U32ARGS, U32ARGS,
+		      .reply_max = HDR + TP_SIZED_MAX, .reply_bound = sized_bound},
+	[TP_FILL] = {"fill", dec_u32, do_fill, enc_fill, release_fill, 4, sizeof(struct fill_res),
+		     .reply_max = HDR + 4 + (4u << 20), .reply_bound = fill_bound},
 };
 
 /* version 2's NULL is run by the event loop itself (SVC_PROC_INLINE),
  * version 3's by a worker: the tests cover both paths */
 static const struct svc_proc v2_procs[1] = {
-	[TP_NULL] = {"null", svc_dec_void, do_ok, svc_enc_void, NULL, 0, 0, SVC_PROC_INLINE},
+	[TP_NULL] = {"null", svc_dec_void, do_ok, svc_enc_void, NULL, 0, 0, SVC_PROC_INLINE,
+		     .reply_max = HDR},
 };
 
 static const struct svc_version versions[] = {

@@ -2,8 +2,9 @@
  * testprog.h - an RPC program for the service tests (TESTPROG, versions 2
  * and 3), exercising what NFS will need: zero-copy payloads, credentials
  * as arguments, handler errors, deferral with timer / completion from
- * another thread / wake, a non-idempotent procedure behind the DRC, and
- * calls back to the client over its own connection.
+ * another thread / wake, a non-idempotent procedure behind the DRC,
+ * calls back to the client over its own connection, and reply bounds per
+ * procedure and per call.
  */
 #ifndef JNFS_TESTS_TESTPROG_H
 #define JNFS_TESTS_TESTPROG_H
@@ -29,6 +30,11 @@ enum {
 	TP_INCR = 9,     /* (n): counter += n, returns counter; non-idempotent (DRC) */
 	TP_CB = 10,      /* (value, timeout_ms, mode): calls the client; returns status, value */
 	TP_PARK_FOREVER = 11, /* parked until shutdown; returns the wake reason */
+	TP_SIZED = 12,   /* (bound, n): reply_bound() says SVC_REPLY_HDR + bound; returns
+			  * tag 7 and opaque<n> in two zero-copy pieces; reply_max is
+			  * SVC_REPLY_HDR + TP_SIZED_MAX */
+	TP_FILL = 13,    /* (n): allocates n bytes in the handler, returns them (zero
+			  * copy), freed by release; bound SVC_REPLY_HDR + 4 + n */
 	TP_NPROCS
 };
 
@@ -37,12 +43,16 @@ enum {
 
 enum { CB_MODE_NORMAL = 0, CB_MODE_CANCEL = 1 };
 
+#define TP_SIZED_MAX (64u << 10)
+
 struct testprog_ctx {
 	_Atomic uint32_t counter;       /* TP_INCR */
 	_Atomic uint32_t incr_runs;     /* times the TP_INCR handler ran */
 	_Atomic uint32_t shutdown_wakes;
 	_Atomic uint32_t cb_done;       /* callbacks finished */
 	_Atomic int cb_last_status;
+	/* TP_FILL: buffers alive now (allocated, not yet released), the most */
+	_Atomic uint32_t fill_live, fill_live_max;
 };
 
 extern const struct svc_program testprog;

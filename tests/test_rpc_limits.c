@@ -1,0 +1,365 @@
+/*
+ * test_rpc_limits.c - what one client can make a real jnfsd hold, and that
+ * it cannot lock the others out (the connection limits of src/rpc/svc.h).
+ *
+ *   reply-memory  A client pipelines 1,000 NFSv3 READs of a 1 MiB file and
+ *                 never reads its socket. jnfsd's resident memory (VmRSS of
+ *                 /proc/PID/status) must stay under its baseline + 64 MiB
+ *                 while it serves what it can, another client's NULL and
+ *                 READ are answered meanwhile, and jnfsd stops reading the
+ *                 hog (it ran far fewer than 1,000 READs). Then, with a
+ *                 short --send-timeout, a hog whose replies never drain is
+ *                 dropped.
+ *
+ * usage: test-rpc-limits PATH-TO-JNFSD CASE
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/time.h"
+#include "check.h"
+#include "rpc/clnt.h"
+#include "rpc/record.h"
+#include "rpc/rpc_test.h"
+
+#define NFS_PROG      100003
+#define MOUNT_PROG    100005
+#define NFS3_GETATTR  1
+#define NFS3_READ     6
+#define NFS3_WRITE    7
+#define NFS3_CREATE   8
+#define FILE_SIZE     (1u << 20)
+#define RSS_BOUND_MIB 64
+
+static const char *jnfsd_bin;
+static const struct rpc_cred root = {.flavor = RPC_AUTH_SYS, .machine = "test"};
+
+/* ---- a few NFSv3 and MOUNT calls in raw XDR ---- */
+
+struct fh {
+	uint32_t len;
+	uint8_t data[64];
+};
+
+struct rw_args {
+	const struct fh *fh;
+	uint64_t offset;
+	uint32_t count;
+	const void *data; /* WRITE only */
+};
+
+struct create_args {
+	const struct fh *dir;
+	const char *name;
+};
+
+static int enc_path(struct xdr_enc *x, const void *a)
+{
+	return xdr_enc_string(x, a);
+}
+
+static int enc_fh(struct xdr_enc *x, const void *a)
+{
+	const struct fh *fh = a;
+	return xdr_enc_opaque(x, fh->data, fh->len);
+}
+
+/* mountstat3, then fhandle3 when 0 (the flavours that follow are ignored) */
+static int dec_mnt(struct xdr_dec *x, void *r)
+{
+	struct fh *fh = r;
+	uint32_t st;
+	if (xdr_dec_u32(x, &st) || st)
+		return -EBADMSG;
+	return xdr_dec_opaque(x, fh->data, sizeof(fh->data), &fh->len);
+}
+
+static int dec_status(struct xdr_dec *x, void *r)
+{
+	return xdr_dec_u32(x, r);
+}
+
+/* UNCHECKED, mode 0644, nothing else set */
+static int enc_create(struct xdr_enc *x, const void *a)
+{
+	const struct create_args *c = a;
+	return enc_fh(x, c->dir) || xdr_enc_string(x, c->name) || xdr_enc_u32(x, 0) ||
+			       xdr_enc_u32(x, 1) || xdr_enc_u32(x, 0644) || xdr_enc_u32(x, 0) ||
+			       xdr_enc_u32(x, 0) || xdr_enc_u32(x, 0) || xdr_enc_u32(x, 0) ||
+			       xdr_enc_u32(x, 0)
+		       ? -EMSGSIZE
+		       : 0;
+}
+
+/* nfsstat3 NFS3_OK, post_op_fh3 with a handle */
+static int dec_create(struct xdr_dec *x, void *r)
+{
+	struct fh *fh = r;
+	uint32_t st, follows;
+	if (xdr_dec_u32(x, &st) || st || xdr_dec_u32(x, &follows) || !follows)
+		return -EBADMSG;
+	return xdr_dec_opaque(x, fh->data, sizeof(fh->data), &fh->len);
+}
+
+/* FILE_SYNC */
+static int enc_write(struct xdr_enc *x, const void *a)
+{
+	const struct rw_args *w = a;
+	return enc_fh(x, w->fh) || xdr_enc_u64(x, w->offset) || xdr_enc_u32(x, w->count) ||
+			       xdr_enc_u32(x, 2) || xdr_enc_opaque(x, w->data, w->count)
+		       ? -EMSGSIZE
+		       : 0;
+}
+
+static int enc_read(struct xdr_enc *x, const void *a)
+{
+	const struct rw_args *w = a;
+	return enc_fh(x, w->fh) || xdr_enc_u64(x, w->offset) || xdr_enc_u32(x, w->count) ? -EMSGSIZE
+											 : 0;
+}
+
+/* nfsstat3 NFS3_OK, post_op_attr, count, eof, the data: its length */
+static int dec_read(struct xdr_dec *x, void *r)
+{
+	uint32_t st, present, count, eof, len;
+	const void *p;
+	if (xdr_dec_u32(x, &st) || st || xdr_dec_u32(x, &present) ||
+	    (present && xdr_dec_skip(x, 84)) || xdr_dec_u32(x, &count) || xdr_dec_u32(x, &eof) ||
+	    xdr_dec_opaque_ref(x, FILE_SIZE, &p, &len) || len != count)
+		return -EBADMSG;
+	*(uint32_t *)r = len;
+	return 0;
+}
+
+static void call(int fd, uint32_t prog, uint32_t proc, int (*enc)(struct xdr_enc *, const void *),
+		 const void *args, int (*dec)(struct xdr_dec *, void *), void *res)
+{
+	static uint32_t xid = 1;
+	struct rpc_reply_hdr rh;
+	int err = rpc_clnt_call(fd, xid++, prog, 3, proc, &root, enc, args, dec, res, &rh);
+	if (err) {
+		fprintf(stderr, "call %u.%u: %s\n", prog, proc, strerror(-err));
+		exit(1);
+	}
+}
+
+static void null_call(int fd)
+{
+	call(fd, NFS_PROG, 0, NULL, NULL, NULL, NULL);
+}
+
+static struct fh mount_root(int fd)
+{
+	struct fh fh;
+	call(fd, MOUNT_PROG, 1, enc_path, "/", dec_mnt, &fh);
+	return fh;
+}
+
+/* NULL, MNT and GETATTR of the root on a new connection */
+static void new_client_served(uint16_t port)
+{
+	int fd = tc_connect(port, false);
+	null_call(fd);
+	struct fh fh = mount_root(fd);
+	uint32_t st;
+	call(fd, NFS_PROG, NFS3_GETATTR, enc_fh, &fh, dec_status, &st);
+	CHECK_EQ(st, 0);
+	close(fd);
+}
+
+/* ---- the server's memory and counters ---- */
+
+static uint64_t rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	uint64_t kib = 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	CHECK(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kib = strtoull(line + 6, NULL, 10);
+	fclose(f);
+	CHECK(kib > 0);
+	return kib;
+}
+
+static void start(struct tc_jnfsd *j, const char *const *extra)
+{
+	const char *args[32] = {"--listen", "127.0.0.1:0", "--rpcbind", "off", "--threads", "4"};
+	int n = 6;
+	for (int i = 0; extra && extra[i]; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	tc_jnfsd_start(j, jnfsd_bin, args);
+}
+
+static void stop(struct tc_jnfsd *j)
+{
+	int status = tc_jnfsd_stop(j);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* ---- reply-memory ---- */
+
+/* Create /big (1 MiB) and return its handle. */
+static struct fh make_file(int fd)
+{
+	struct fh root_fh = mount_root(fd), fh;
+	struct create_args ca = {&root_fh, "big"};
+	call(fd, NFS_PROG, NFS3_CREATE, enc_create, &ca, dec_create, &fh);
+	uint8_t *data = malloc(FILE_SIZE);
+	for (uint32_t i = 0; i < FILE_SIZE; i++)
+		data[i] = (uint8_t)(i * 7);
+	struct rw_args wa = {&fh, 0, FILE_SIZE, data};
+	uint32_t st;
+	call(fd, NFS_PROG, NFS3_WRITE, enc_write, &wa, dec_status, &st);
+	CHECK_EQ(st, 0);
+	free(data);
+	return fh;
+}
+
+/* n READ calls of the whole file in one buffer of records. */
+static uint8_t *read_calls(const struct fh *fh, unsigned n, size_t *len)
+{
+	struct xdr_enc x;
+	xdr_enc_init(&x, 64 << 20);
+	struct rw_args ra = {fh, 0, FILE_SIZE, NULL};
+	for (unsigned i = 0; i < n; i++) {
+		size_t mark;
+		CHECK_OK(xdr_enc_reserve(&x, 4, &mark));
+		size_t start = xdr_enc_len(&x);
+		CHECK_OK(rpc_enc_call_hdr(&x, 1000000 + i, NFS_PROG, 3, NFS3_READ, &root));
+		CHECK_OK(enc_read(&x, &ra));
+		xdr_enc_put_u32_at(&x, mark, REC_LAST_FRAG | (uint32_t)(xdr_enc_len(&x) - start));
+	}
+	*len = xdr_enc_len(&x);
+	uint8_t *buf = malloc(*len);
+	xdr_enc_flatten(&x, buf);
+	xdr_enc_destroy(&x);
+	return buf;
+}
+
+/* Send what the server takes within 2 s of no progress; the calls sent. */
+static unsigned send_hog(int fd, const uint8_t *buf, size_t len, unsigned ncalls)
+{
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = send(fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		CHECK(n < 0 && (errno == EAGAIN || errno == EINTR));
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		if (poll(&p, 1, 2000) == 0)
+			break; /* the server stopped reading us */
+	}
+	return (unsigned)(off * ncalls / len);
+}
+
+static void case_reply_memory(void)
+{
+	struct tc_jnfsd j;
+	start(&j, NULL);
+	uint16_t port = j.port[0];
+	int good = tc_connect(port, false);
+	struct fh fh = make_file(good);
+	uint32_t got;
+	struct rw_args ra = {&fh, 0, FILE_SIZE, NULL};
+	call(good, NFS_PROG, NFS3_READ, enc_read, &ra, dec_read, &got);
+	CHECK_EQ(got, FILE_SIZE);
+	uint64_t base = rss_kib(j.pid);
+	uint64_t replies0 = tc_jnfsd_stat(&j, "rpc.replies.success");
+	printf("jnfsd baseline VmRSS %llu KiB\n", (unsigned long long)base);
+
+	const unsigned n = 1000;
+	size_t len;
+	uint8_t *calls = read_calls(&fh, n, &len);
+	int hog = tc_connect(port, false);
+	int small = 64 * 1024; /* the hog's own buffer takes little of it off the server */
+	setsockopt(hog, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	unsigned sent = send_hog(hog, calls, len, n);
+	printf("the hog sent %u of %u READs of 1 MiB and reads nothing\n", sent, n);
+
+	/* watch until the server has stopped answering the hog for 1 s */
+	uint64_t peak = 0, reads = 0, last_change = now_ns(), t0 = now_ns();
+	while (now_ns() - last_change < NSEC_PER_SEC && now_ns() - t0 < 30 * NSEC_PER_SEC) {
+		uint64_t rss = rss_kib(j.pid);
+		peak = rss > peak ? rss : peak;
+		if (peak > base + RSS_BOUND_MIB * 1024) {
+			fprintf(stderr,
+				"jnfsd VmRSS %llu KiB: %llu MiB over its baseline (bound %u)\n",
+				(unsigned long long)peak, (unsigned long long)(peak - base) / 1024,
+				RSS_BOUND_MIB);
+			exit(1);
+		}
+		uint64_t r = tc_jnfsd_stat(&j, "rpc.replies.success") - replies0;
+		if (r != reads) {
+			reads = r;
+			last_change = now_ns();
+		}
+		usleep(20000);
+	}
+	printf("jnfsd answered %llu READs; VmRSS peak %llu KiB, %llu KiB over baseline "
+	       "(bound %u MiB)\n",
+	       (unsigned long long)reads, (unsigned long long)peak,
+	       (unsigned long long)(peak - base), RSS_BOUND_MIB);
+	/* it stopped serving the hog long before its 1,000 calls */
+	CHECK(reads < n / 2);
+
+	/* others are served meanwhile, and get their data */
+	null_call(good);
+	ra.count = 4096;
+	call(good, NFS_PROG, NFS3_READ, enc_read, &ra, dec_read, &got);
+	CHECK_EQ(got, 4096);
+	new_client_served(port);
+	CHECK(rss_kib(j.pid) <= base + RSS_BOUND_MIB * 1024);
+	close(hog);
+	close(good);
+	stop(&j);
+	TEST_PASS("a never-reading client of 1,000 1 MiB READs: memory bounded, others served");
+
+	/* a hog whose replies never drain is dropped after --send-timeout */
+	const char *const opts[] = {"--send-timeout", "1000", NULL};
+	start(&j, opts);
+	port = j.port[0];
+	good = tc_connect(port, false);
+	fh = make_file(good);
+	free(calls);
+	calls = read_calls(&fh, n, &len);
+	hog = tc_connect(port, false);
+	setsockopt(hog, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	send_hog(hog, calls, len, n);
+	uint64_t dropped = 0;
+	for (int i = 0; i < 200 && !dropped; i++) {
+		dropped = tc_jnfsd_stat(&j, "rpc.connections_send_timeout");
+		if (!dropped)
+			usleep(100000);
+	}
+	CHECK_EQ(dropped, 1);
+	CHECK(tc_wait_closed(hog, 10000));
+	null_call(good);
+	close(hog);
+	close(good);
+	free(calls);
+	stop(&j);
+	TEST_PASS("replies that never drain: the connection is dropped");
+}
+
+int main(int argc, char **argv)
+{
+	CHECK(argc == 3);
+	jnfsd_bin = argv[1];
+	signal(SIGPIPE, SIG_IGN);
+	if (strcmp(argv[2], "reply-memory") == 0)
+		case_reply_memory();
+	else
+		CHECK(!"unknown case");
+	return 0;
+}
