@@ -10,6 +10,15 @@
  *                 hog (it ran far fewer than 1,000 READs). Then, with a
  *                 short --send-timeout, a hog whose replies never drain is
  *                 dropped.
+ *   idle-conns    2,000 connections that sent nothing or one NULL call and
+ *                 then idle: a new client's NULL, MNT and GETATTR are
+ *                 answered, with jnfsd's defaults (started with a soft
+ *                 open-file limit of 1,024, which it must raise) and with
+ *                 --max-conns 100 (the oldest idle connection makes room).
+ *   idle-timeout  without --idle-timeout, idle connections are closed after
+ *                 minutes (the limit jnfsd reports); with --idle-timeout
+ *                 1000 an idle connection is closed, one that keeps calling
+ *                 is not.
  *
  * usage: test-rpc-limits PATH-TO-JNFSD CASE
  */
@@ -17,6 +26,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -352,6 +362,111 @@ static void case_reply_memory(void)
 	TEST_PASS("replies that never drain: the connection is dropped");
 }
 
+/* ---- idle-conns ---- */
+
+/* Open n connections; even ones make one NULL call; all then idle. With
+ * strict every call must be answered; otherwise the server may close
+ * connections to make room for newer ones, so a call may fail. */
+static int *open_idle(uint16_t port, int n, bool strict)
+{
+	int *fds = malloc(sizeof(int) * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		fds[i] = tc_connect(port, false);
+		if (i % 2 == 0) {
+			struct rpc_reply_hdr rh;
+			int err = rpc_clnt_call(fds[i], 1, NFS_PROG, 3, 0, NULL, NULL, NULL, NULL,
+						NULL, &rh);
+			if (err && strict) {
+				fprintf(stderr, "NULL on idle connection %d: %s\n", i,
+					strerror(-err));
+				exit(1);
+			}
+		}
+	}
+	return fds;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+}
+
+static void case_idle_conns(void)
+{
+	const int n = 2000;
+	struct rlimit rl, low;
+	CHECK_OK(getrlimit(RLIMIT_NOFILE, &rl));
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)n + 200) {
+		printf("skipped: the open-file hard limit (%llu) is below %d\n",
+		       (unsigned long long)rl.rlim_max, n + 200);
+		exit(77);
+	}
+	/* jnfsd starts with the common default soft limit and must raise it */
+	low = rl;
+	low.rlim_cur = 1024;
+	CHECK_OK(setrlimit(RLIMIT_NOFILE, &low));
+	struct tc_jnfsd j;
+	start(&j, NULL);
+	rl.rlim_cur = rl.rlim_max;
+	CHECK_OK(setrlimit(RLIMIT_NOFILE, &rl));
+
+	int *fds = open_idle(j.port[0], n, true);
+	new_client_served(j.port[0]);
+	printf("defaults: %llu connections open, a new client served\n",
+	       (unsigned long long)tc_jnfsd_stat(&j, "rpc.connections"));
+	close_all(fds, n);
+	stop(&j);
+	TEST_PASS("2,000 idle connections with the defaults: a new client is served");
+
+	CHECK_OK(setrlimit(RLIMIT_NOFILE, &low));
+	const char *const opts[] = {"--max-conns", "100", NULL};
+	start(&j, opts);
+	CHECK_OK(setrlimit(RLIMIT_NOFILE, &rl));
+	fds = open_idle(j.port[0], n, false);
+	new_client_served(j.port[0]);
+	uint64_t evicted = tc_jnfsd_stat(&j, "rpc.connections_evicted");
+	printf("--max-conns 100: %llu idle connections closed to make room\n",
+	       (unsigned long long)evicted);
+	CHECK(evicted >= (uint64_t)n - 100);
+	CHECK(tc_jnfsd_stat(&j, "rpc.connections") <= 100);
+	close_all(fds, n);
+	stop(&j);
+	TEST_PASS("2,000 idle connections with --max-conns 100: a new client is served");
+}
+
+/* ---- idle-timeout ---- */
+
+static void case_idle_timeout(void)
+{
+	struct tc_jnfsd j;
+	start(&j, NULL);
+	uint64_t ms = tc_jnfsd_stat(&j, "rpc.limits.idle_timeout_ms");
+	printf("default idle timeout: %llu ms\n", (unsigned long long)ms);
+	CHECK(ms >= 60000 && ms <= 3600000);
+	stop(&j);
+
+	const char *const opts[] = {"--idle-timeout", "1000", NULL};
+	start(&j, opts);
+	CHECK_EQ(tc_jnfsd_stat(&j, "rpc.limits.idle_timeout_ms"), 1000);
+	int idle = tc_connect(j.port[0], false), busy = tc_connect(j.port[0], false);
+	null_call(idle);
+	/* the busy one calls every 50 ms until the idle one is closed */
+	bool closed = false;
+	for (int i = 0; i < 400 && !closed; i++) {
+		null_call(busy);
+		closed = tc_wait_closed(idle, 50);
+	}
+	CHECK(closed);
+	null_call(busy);
+	CHECK(tc_jnfsd_stat(&j, "rpc.connections_idle") == 1);
+	close(idle);
+	close(busy);
+	stop(&j);
+	TEST_PASS("idle timeout: the idle connection closed, the busy one not");
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 3);
@@ -359,6 +474,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (strcmp(argv[2], "reply-memory") == 0)
 		case_reply_memory();
+	else if (strcmp(argv[2], "idle-conns") == 0)
+		case_idle_conns();
+	else if (strcmp(argv[2], "idle-timeout") == 0)
+		case_idle_timeout();
 	else
 		CHECK(!"unknown case");
 	return 0;

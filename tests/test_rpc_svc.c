@@ -3,8 +3,8 @@
  * every RFC 5531 error, credentials reaching the handler as an argument,
  * multi-fragment calls, a 1 MiB payload through the zero-copy paths,
  * the maximum record size, replies out of call order, deferral completed
- * by another thread or woken, IPv6, the connection limit, the stall
- * timeout, shutdown with parked
+ * by another thread or woken, IPv6, the connection limit (the oldest idle
+ * connection makes room), the stall timeout, shutdown with parked
  * requests, the counters; reply space (svc.h invariants 6 and 7: a client
  * that never reads cannot make the server build more replies than its
  * connection's limit, held calls all run once it reads, a connection whose
@@ -462,37 +462,46 @@ static void test_conn_limit(void)
 	cfg.threads = 2;
 	cfg.max_conns = 2;
 	struct svc *s = start(&cfg, &port, NULL);
+	/* a has a call in flight, b is idle: c takes b's place */
+	uint32_t park[2] = {htonl(60000), htonl(1)};
 	int a = tc_connect(port, false), b = tc_connect(port, false);
-	null_ok(a, 1);
+	tc_send_call(a, 1, TESTPROG, 3, TP_PARK, NULL, park, 8);
+	for (int i = 0; i < 1000 && stat_of(s, "rpc.deferred") < 1; i++)
+		usleep(5000);
 	null_ok(b, 1);
 	int c = tc_connect(port, false);
-	CHECK(tc_wait_closed(c, 5000));
-	close(c);
-	null_ok(a, 2);
+	null_ok(c, 1);
+	CHECK(tc_wait_closed(b, 5000));
 	close(b);
+	/* with c busy too, no connection is idle: d is refused */
+	tc_send_call(c, 2, TESTPROG, 3, TP_PARK, NULL, park, 8);
+	uint8_t *buf;
+	size_t len;
+	for (int i = 0; i < 1000 && stat_of(s, "rpc.deferred") < 2; i++)
+		usleep(5000);
+	int d = tc_connect(port, false);
+	CHECK(tc_wait_closed(d, 5000));
+	close(d);
 	/* once one closes, a new one gets in */
+	close(c);
 	int ok = 0;
 	for (int i = 0; i < 100 && !ok; i++) {
-		int d = tc_connect(port, false);
-		tc_send_call(d, 3, TESTPROG, 3, TP_NULL, NULL, NULL, 0);
-		uint8_t *buf;
-		size_t len;
-		if (rpc_clnt_recv_record(d, 1 << 16, &buf, &len) == 0) {
+		int e = tc_connect(port, false);
+		tc_send_call(e, 3, TESTPROG, 3, TP_NULL, NULL, NULL, 0);
+		if (rpc_clnt_recv_record(e, 1 << 16, &buf, &len) == 0) {
 			free(buf);
 			ok = 1;
 		}
-		close(d);
+		close(e);
 		if (!ok)
 			usleep(10000);
 	}
 	CHECK(ok);
 	close(a);
-	struct stat_table t;
-	struct stat_sink sink = stat_sink_table(&t);
-	svc_stats(s, &sink);
-	CHECK(stat_table_get(&t, "rpc.connections_refused") >= 1);
+	CHECK(stat_of(s, "rpc.connections_refused") >= 1);
+	CHECK_EQ(stat_of(s, "rpc.connections_evicted"), 1);
 	svc_destroy(s);
-	TEST_PASS("connection limit");
+	TEST_PASS("connection limit: the idle connection makes room, busy ones do not");
 }
 
 static void test_stall_timeout(void)

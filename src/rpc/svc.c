@@ -12,6 +12,11 @@
  * its pending calls and drops its reference -> the fd is closed by the
  * last svc_conn_put(), so a worker that still writes can never hit a
  * reused descriptor.
+ *
+ * The connection limit: at max_conns, accept looks for the idle connection
+ * quiet longest (svc.h) and kills it; the victim stops counting in nconns
+ * at once (counted), so the new connection takes its place while the
+ * victim's close completes on a later turn.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -57,7 +62,7 @@ void svc_config_default(struct svc_config *c)
 	c->max_conns = 1024;
 	c->conn_max_buffered = 16 * 1024 * 1024;
 	c->stall_timeout_ns = 30 * NSEC_PER_SEC;
-	c->idle_timeout_ns = 0;
+	c->idle_timeout_ns = 6 * 60 * NSEC_PER_SEC;
 	c->send_timeout_ns = 60 * NSEC_PER_SEC;
 	c->drc_max_entries = 4096;
 	c->drc_max_bytes = 8 * 1024 * 1024;
@@ -350,6 +355,26 @@ static bool conn_quiet_locked(struct svc_conn *c)
 	return true;
 }
 
+/* Loop thread, svc.conns held: the idle connection quiet longest, or
+ * NULL. Only at the connection limit: a walk of every connection. */
+static struct svc_conn *oldest_idle_locked(struct svc *s)
+{
+	struct svc_conn *c, *best = NULL;
+	assert_locked(&s->conns_lock);
+	list_for_each_entry(c, &s->conns, link)
+	{
+		if (!c->counted || rec_partial(&c->rec) ||
+		    (best && c->last_rx_ns >= best->last_rx_ns))
+			continue;
+		mutex_lock(&c->lock);
+		bool quiet = conn_quiet_locked(c);
+		mutex_unlock(&c->lock);
+		if (quiet)
+			best = c;
+	}
+	return best;
+}
+
 static void listeners_set(struct svc *s, uint32_t events)
 {
 	for (unsigned i = 0; i < s->nlisteners; i++) {
@@ -389,15 +414,30 @@ static void accept_one(struct svc *s, struct svc_listener *l)
 				listeners_pause(s);
 			return;
 		}
+		struct svc_conn *victim = NULL;
 		mutex_lock(&s->conns_lock);
+		if (s->nconns >= s->cfg.max_conns) {
+			victim = oldest_idle_locked(s);
+			if (victim) {
+				victim->counted = false;
+				s->nconns--;
+			}
+		}
 		bool full = s->nconns >= s->cfg.max_conns;
 		if (!full)
 			s->nconns++;
 		mutex_unlock(&s->conns_lock);
+		if (victim) {
+			/* still on the list with the loop's reference: only this
+			 * thread closes connections */
+			counter_inc(&s->st.conns_evicted);
+			conn_kill(victim, NULL);
+		}
 		if (full) {
 			counter_inc(&s->st.conns_refused);
 			if (svc_warn_ok(s))
-				msg_warn("rpc: connection limit (%u) reached, refusing a client",
+				msg_warn("rpc: connection limit (%u) reached, none idle: refusing a "
+					 "client",
 					 s->cfg.max_conns);
 			close(fd);
 			continue;
@@ -410,6 +450,7 @@ static void accept_one(struct svc *s, struct svc_listener *l)
 		c->refs = 1; /* the loop's */
 		c->fd = fd;
 		c->peer = peer;
+		c->counted = true;
 		mutex_init(&c->lock, &svc_conn_class);
 		atomic_store(&c->alive, true);
 		list_init(&c->outq);
@@ -428,7 +469,8 @@ static void accept_one(struct svc *s, struct svc_listener *l)
 			msg_err("rpc: epoll_ctl: %s", strerror(errno));
 			mutex_lock(&s->conns_lock);
 			list_del(&c->link);
-			s->nconns--;
+			if (c->counted)
+				s->nconns--;
 			mutex_unlock(&s->conns_lock);
 			svc_conn_put(c);
 			continue;
@@ -477,7 +519,9 @@ static void conn_close_loop(struct svc_conn *c)
 
 	mutex_lock(&s->conns_lock);
 	list_del(&c->link);
-	s->nconns--;
+	if (c->counted)
+		s->nconns--;
+	c->counted = false;
 	mutex_unlock(&s->conns_lock);
 	counter_inc(&s->st.conns_closed);
 	rec_destroy(&c->rec);

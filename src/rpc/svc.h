@@ -29,7 +29,12 @@
  *    whole limit (it then runs alone);
  *  - a connection whose queued replies do not move for send_timeout is
  *    closed (a client that never reads);
- *  - connections (max_conns): beyond it a new one is closed at accept;
+ *  - connections (max_conns): at the limit a new connection closes the
+ *    idle connection that has been quiet longest (idle: no call read and
+ *    not yet released - running, parked, held or with its reply queued -,
+ *    no call to the client pending, no partial record); when none is idle
+ *    the new one is closed at accept. An idle connection is closed after
+ *    idle_timeout (6 minutes, as knfsd: clients close theirs after 5);
  *  - a record stuck half way for stall_timeout (not counted while the
  *    server itself has stopped reading) is dropped.
  *
@@ -48,7 +53,7 @@
  *
  * Connections (struct svc_conn):
  *
- *   OPEN --error, stall, idle, send timeout, stop--> CLOSED
+ *   OPEN --error, stall, idle, send timeout, evicted, stop--> CLOSED
  *        (reading paused while over its limit)   |
  *                                                v
  *                                    last svc_conn_put(): fd closed
@@ -120,12 +125,14 @@ struct svc_config {
 	unsigned threads;            /* worker threads; default 8 */
 	size_t max_record;           /* largest call record; default 1 MiB + 64 KiB */
 	size_t max_reply;            /* largest reply; default 1 MiB + 64 KiB */
-	unsigned max_conns;          /* connections beyond are closed at accept; 1024 */
+	unsigned max_conns;          /* connections; at the limit the oldest idle one
+				      * makes room, else a new one is closed; 1024 */
 	size_t conn_max_buffered;    /* per connection: bytes of calls read and not
 				      * answered plus reply space reserved, before it
 				      * stops reading and calls wait; 16 MiB */
 	uint64_t stall_timeout_ns;   /* close a connection stuck mid-record; 30 s */
-	uint64_t idle_timeout_ns;    /* close a connection with nothing in flight; 0 = never */
+	uint64_t idle_timeout_ns;    /* close a connection idle this long; 6 min;
+				      * 0 = never */
 	uint64_t send_timeout_ns;    /* close a connection whose queued replies do not
 				      * move for this long; 60 s; 0 = never */
 	size_t drc_max_entries;      /* duplicate request cache bound; 4096 */

@@ -105,7 +105,7 @@ struct svc_counters {
 	counter_t replies[REPLY_NKINDS];
 	counter_t bytes_in, bytes_out;
 	counter_t conns_accepted, conns_closed, conns_refused, conns_garbage, conns_too_big,
-		conns_stalled, conns_idle, conns_send_timeout;
+		conns_stalled, conns_idle, conns_evicted, conns_send_timeout;
 	counter_t calls_held;
 	counter_t drc_hits, drc_in_progress;
 	counter_t deferred, deferred_timeouts, deferred_wakes;
@@ -196,6 +196,7 @@ struct svc_conn {
 	int fd;
 	struct sockaddr_storage peer;
 	struct list link; /* svc.conns */
+	bool counted;     /* in svc.nconns; under svc.conns */
 	struct svc_workq workq; /* under svc.pool */
 
 	struct mutex lock; /* svc.conn: everything below until "loop only" */

@@ -2,9 +2,11 @@
  * svc_stats.c - the service's counters as "name value" lines:
  *   rpc.calls, rpc.replies.<status>, rpc.bytes_in, rpc.bytes_out,
  *   rpc.connections (open now), rpc.connections_accepted/_closed/_refused/
- *   _garbage/_too_big/_stalled/_idle/_send_timeout (replies not read),
- *   rpc.calls_held (calls that waited for reply space), rpc.drc_hits,
- *   rpc.drc_in_progress_drops,
+ *   _garbage/_too_big/_stalled/_idle/_evicted (closed to make room for a
+ *   new one)/_send_timeout (replies not read), rpc.calls_held (calls that
+ *   waited for reply space), rpc.limits.max_conns/.conn_max_buffered/
+ *   .idle_timeout_ms/.send_timeout_ms/.stall_timeout_ms (the configuration,
+ *   0 = off), rpc.drc_hits, rpc.drc_in_progress_drops,
  *   rpc.drc_entries/_bytes/_evictions/_in_progress_entries, rpc.deferred,
  *   rpc.deferred_timeouts,
  *   rpc.deferred_wakes, rpc.cb.calls/replies/timeouts/cancelled/unmatched/
@@ -15,6 +17,7 @@
  */
 #include <stdio.h>
 
+#include "base/time.h"
 #include "rpc/svc_internal.h"
 
 /* The upper bound (us) of the bucket holding the q-th quantile. */
@@ -55,8 +58,14 @@ void svc_stats(struct svc *s, const struct stat_sink *sink)
 	stat_emit(sink, "rpc.connections_too_big", counter_get(&st->conns_too_big));
 	stat_emit(sink, "rpc.connections_stalled", counter_get(&st->conns_stalled));
 	stat_emit(sink, "rpc.connections_idle", counter_get(&st->conns_idle));
+	stat_emit(sink, "rpc.connections_evicted", counter_get(&st->conns_evicted));
 	stat_emit(sink, "rpc.connections_send_timeout", counter_get(&st->conns_send_timeout));
 	stat_emit(sink, "rpc.calls_held", counter_get(&st->calls_held));
+	stat_emit(sink, "rpc.limits.max_conns", s->cfg.max_conns);
+	stat_emit(sink, "rpc.limits.conn_max_buffered", s->cfg.conn_max_buffered);
+	stat_emit(sink, "rpc.limits.idle_timeout_ms", s->cfg.idle_timeout_ns / NSEC_PER_MSEC);
+	stat_emit(sink, "rpc.limits.send_timeout_ms", s->cfg.send_timeout_ns / NSEC_PER_MSEC);
+	stat_emit(sink, "rpc.limits.stall_timeout_ms", s->cfg.stall_timeout_ns / NSEC_PER_MSEC);
 	stat_emit(sink, "rpc.drc_hits", counter_get(&st->drc_hits));
 	stat_emit(sink, "rpc.drc_in_progress_drops", counter_get(&st->drc_in_progress));
 	drc_stats(s->drc, sink, "rpc");

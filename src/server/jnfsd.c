@@ -23,11 +23,13 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,6 +48,10 @@
 #define DEFAULT_IMAGE "var/jnfs.img"
 #define DEFAULT_SIZE (8ull << 30)
 #define DEFAULT_EXPORTS "/ *(rw,sync,insecure,no_root_squash)\n"
+#define DEFAULT_MAX_CONNS 4096
+/* descriptors kept for all but client connections: image and log device,
+ * listeners, epoll, eventfd, rpcbind calls, stdio, the engine's */
+#define FDS_RESERVED 64
 
 struct server {
 	struct svc *svc;
@@ -169,10 +175,13 @@ static void usage(FILE *f)
 		"                         failure (for tests)\n"
 		"  --rpcbind ADDR:PORT    rpcbind to register with (default 127.0.0.1:111),\n"
 		"                         or 'off'\n"
-		"  --max-conns N          connections (default 1024)\n"
+		"  --max-conns N          connections; at the limit the oldest idle one makes\n"
+		"                         room (default 4096, fewer if the open-file limit,\n"
+		"                         raised to its hard limit at start, is lower)\n"
 		"  --max-record BYTES     largest call record (default 1 MiB + 64 KiB)\n"
 		"  --stall-timeout MS     close a connection stuck mid-record (default 30000)\n"
-		"  --idle-timeout MS      close an idle connection (default 0: never)\n"
+		"  --idle-timeout MS      close a connection idle this long (default 360000,\n"
+		"                         0: never)\n"
 		"  --send-timeout MS      close a connection whose replies are not read for\n"
 		"                         this long (default 60000, 0: never)\n"
 		"  --port-file FILE       write the bound ports there, one per line\n"
@@ -273,6 +282,41 @@ static int open_storage(const char *image, uint64_t size, const char *logdev, bo
 	return 0;
 }
 
+/*
+ * Every connection is a descriptor, and the usual soft open-file limit of
+ * 1,024 would refuse clients (accept fails with EMFILE) long before
+ * max_conns: raise the soft limit to the hard one, then fit max_conns (the
+ * default, or --max-conns when given) under it.
+ */
+static void size_connections(struct svc_config *cfg, bool given)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl)) {
+		msg_warn("getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+		return;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		struct rlimit want = {.rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max};
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+			rl = want;
+		else
+			msg_warn("cannot raise the open-file limit from %llu to %llu: %s",
+				 (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+				 strerror(errno));
+	}
+	unsigned long long fds = rl.rlim_cur == RLIM_INFINITY ? UINT_MAX : rl.rlim_cur;
+	unsigned long long fit = fds > FDS_RESERVED + 16 ? fds - FDS_RESERVED : 16;
+	unsigned want = given ? cfg->max_conns : DEFAULT_MAX_CONNS;
+	if (want > fit) {
+		if (given)
+			msg_warn("--max-conns %u: the open-file limit of %llu allows %llu", want,
+				 fds, fit);
+		want = (unsigned)fit;
+	}
+	cfg->max_conns = want;
+	msg_info("at most %u connections (open-file limit %llu)", want, fds);
+}
+
 static void close_storage(struct dev *file, struct dev *ddev, struct dev *ldev)
 {
 	if (ddev && ddev != file)
@@ -307,7 +351,7 @@ int main(int argc, char **argv)
 	const char *rpcbind = "127.0.0.1:111", *port_file = NULL;
 	const char *image = DEFAULT_IMAGE, *logdev = NULL, *exports_file = NULL;
 	uint64_t size = DEFAULT_SIZE, flush_us = 0;
-	bool crash = false;
+	bool crash = false, max_conns_given = false;
 	struct svc_config cfg;
 	unsigned long long v;
 	int opt;
@@ -364,6 +408,7 @@ int main(int argc, char **argv)
 			if (!parse_num(optarg, 1u << 20, &v) || v == 0)
 				goto bad_value;
 			cfg.max_conns = (unsigned)v;
+			max_conns_given = true;
 			break;
 		case 'm':
 			if (!parse_num(optarg, 0x7fffffffull, &v) || v < 1024)
@@ -408,6 +453,7 @@ int main(int argc, char **argv)
 	}
 	if (!nlisten)
 		listen[nlisten++] = "127.0.0.1:2049";
+	size_connections(&cfg, max_conns_given);
 
 	/* block before any thread exists (the engine starts its own at mount), so every thread inherits the mask */
 	sigset_t sigs;
