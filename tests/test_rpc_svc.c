@@ -8,8 +8,9 @@
  * requests, the counters; reply space (svc.h invariants 6 and 7: a client
  * that never reads cannot make the server build more replies than its
  * connection's limit, held calls all run once it reads, a connection whose
- * replies never drain is dropped), and reply bounds per procedure and per
- * call.
+ * replies never drain is dropped), reply bounds per procedure and per call,
+ * the encoded() hook (invariant 8), and per-connection data with its
+ * closed() and free() hooks (invariant 9).
  */
 #include <errno.h>
 #include <poll.h>
@@ -314,20 +315,24 @@ static uint64_t stat_of(struct svc *s, const char *name)
 	return stat_table_get(&t, name);
 }
 
-/* reply_max and reply_bound(), through TP_SIZED */
+/* reply_max, reply_bound() and encoded(), through TP_SIZED */
 static void test_reply_bounds(uint16_t port)
 {
 	int fd = tc_connect(port, false);
 	struct rpc_reply_hdr rh;
 	struct xdr_dec d;
+	uint32_t calls = atomic_load(&ctx.encoded_calls);
 
-	/* within the bound its arguments give */
+	/* within the bound its arguments give: the hook saw the results */
 	uint32_t a[2] = {htonl(100), htonl(50)};
 	tc_send_call(fd, 1, TESTPROG, 3, TP_SIZED, NULL, a, 8);
 	uint8_t *b = tc_recv_reply(fd, &rh, &d);
 	CHECK(rh.xid == 1 && rh.stat == RPC_SUCCESS);
 	size_t len = xdr_dec_remaining(&d);
 	CHECK_EQ(len, 4 + 4 + 52);
+	CHECK_EQ(atomic_load(&ctx.encoded_calls), calls + 1);
+	CHECK_EQ(ctx.encoded_len, len);
+	CHECK(memcmp(ctx.encoded, d.p, len) == 0);
 	free(b);
 
 	/* over the bound from reply_bound() (reply_max would allow it) */
@@ -339,6 +344,8 @@ static void test_reply_bounds(uint16_t port)
 	a[1] = htonl(TP_SIZED_MAX);
 	tc_send_call(fd, 3, TESTPROG, 3, TP_SIZED, NULL, a, 8);
 	expect_accept(fd, 3, RPC_SYSTEM_ERR);
+	/* no hook for replies that were not a SUCCESS */
+	CHECK_EQ(atomic_load(&ctx.encoded_calls), calls + 1);
 
 	/* exactly reply_max, in pieces spliced from outside the stream */
 	a[0] = htonl(TP_SIZED_MAX);
@@ -348,10 +355,13 @@ static void test_reply_bounds(uint16_t port)
 	CHECK(rh.xid == 4 && rh.stat == RPC_SUCCESS);
 	len = xdr_dec_remaining(&d);
 	CHECK_EQ(len, TP_SIZED_MAX);
+	CHECK_EQ(atomic_load(&ctx.encoded_calls), calls + 2);
+	CHECK_EQ(ctx.encoded_len, len);
+	CHECK(memcmp(ctx.encoded, d.p, len) == 0);
 	free(b);
 	null_ok(fd, 5);
 	close(fd);
-	TEST_PASS("reply bounds per procedure and per call");
+	TEST_PASS("reply bounds per procedure and per call; encoded() sees the results");
 }
 
 /* Pipeline n TP_FILL calls of size bytes each in one go (nothing read). */
@@ -452,6 +462,55 @@ static void test_reply_space(void)
 	CHECK(stat_of(s, "rpc.calls_held") > 0);
 	svc_destroy(s);
 	TEST_PASS("send timeout: a client that never reads is dropped, its calls freed");
+}
+
+/* Per-connection data: attached once, found again, closed() once the
+ * connection closes - by the client or at server stop - then free(). */
+static void test_conn_data(void)
+{
+	struct svc_config cfg;
+	uint16_t port;
+	svc_config_default(&cfg);
+	cfg.threads = 2;
+	struct svc *s = start(&cfg, &port, NULL);
+	uint32_t closed0 = atomic_load(&ctx.conn_closed), freed0 = atomic_load(&ctx.conn_freed);
+	int a = tc_connect(port, false), b = tc_connect(port, false);
+	uint32_t mode = 0, other = htonl(1), v;
+	struct rpc_reply_hdr rh;
+	struct xdr_dec d;
+	uint8_t *buf;
+	for (uint32_t i = 1; i <= 3; i++) {
+		tc_send_call(a, i, TESTPROG, 3, TP_CONNDATA, NULL, &mode, 4);
+		buf = tc_recv_reply(a, &rh, &d);
+		CHECK(rh.stat == RPC_SUCCESS && !xdr_dec_u32(&d, &v));
+		CHECK_EQ(v, i); /* the same data on every call of this connection */
+		free(buf);
+	}
+	tc_send_call(b, 1, TESTPROG, 3, TP_CONNDATA, NULL, &mode, 4);
+	buf = tc_recv_reply(b, &rh, &d);
+	CHECK(rh.stat == RPC_SUCCESS && !xdr_dec_u32(&d, &v));
+	CHECK_EQ(v, 1); /* its own */
+	free(buf);
+	/* data is never replaced, whoever asks */
+	tc_send_call(b, 2, TESTPROG, 3, TP_CONNDATA, NULL, &other, 4);
+	buf = tc_recv_reply(b, &rh, &d);
+	CHECK(rh.stat == RPC_SUCCESS && !xdr_dec_u32(&d, &v));
+	CHECK_EQ(v, EBUSY);
+	free(buf);
+	CHECK_EQ(atomic_load(&ctx.conn_closed), closed0);
+
+	close(a);
+	for (int i = 0; i < 1000 && atomic_load(&ctx.conn_freed) == freed0; i++)
+		usleep(5000);
+	CHECK_EQ(atomic_load(&ctx.conn_closed), closed0 + 1);
+	CHECK_EQ(atomic_load(&ctx.conn_freed), freed0 + 1);
+	svc_destroy(s); /* b closes with the server */
+	CHECK_EQ(atomic_load(&ctx.conn_closed), closed0 + 2);
+	CHECK_EQ(atomic_load(&ctx.conn_freed), freed0 + 2);
+	CHECK_EQ(atomic_load(&ctx.conn_hook_errors), 0);
+	CHECK(tc_wait_closed(b, 5000));
+	close(b);
+	TEST_PASS("per-connection data: closed() then free(), once each");
 }
 
 static void test_conn_limit(void)
@@ -586,6 +645,7 @@ int main(void)
 	test_counters(s);
 	svc_destroy(s);
 	test_reply_space();
+	test_conn_data();
 	test_conn_limit();
 	test_stall_timeout();
 	test_shutdown_with_parked();

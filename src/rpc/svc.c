@@ -9,9 +9,9 @@
  * Connection life: accept -> registered in epoll (the loop's reference) ->
  * conn_kill() from any thread marks it dead and shuts the socket down ->
  * the loop sees the hang-up, unregisters it, frees its held calls, fails
- * its pending calls and drops its reference -> the fd is closed by the
- * last svc_conn_put(), so a worker that still writes can never hit a
- * reused descriptor.
+ * its pending calls, queues the protocol's closed() notice and drops its
+ * reference -> the fd is closed by the last svc_conn_put(), so a worker
+ * that still writes can never hit a reused descriptor.
  *
  * The connection limit: at max_conns, accept looks for the idle connection
  * quiet longest (svc.h) and kills it; the victim stops counting in nconns
@@ -247,10 +247,43 @@ void svc_conn_put(struct svc_conn *c)
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
 	BUG_ON(!list_empty(&c->outq) || !list_empty(&c->held));
+	const struct svc_conn_ops *ops = atomic_load(&c->data_ops);
+	if (ops && ops->free)
+		ops->free(c->data); /* invariant 9 */
 	rec_destroy(&c->rec);
 	close(c->fd);
 	mutex_destroy(&c->lock);
 	free(c);
+}
+
+int svc_conn_set_data(struct svc_conn *c, const struct svc_conn_ops *ops, void *data)
+{
+	int err = 0;
+	mutex_lock(&c->lock);
+	if (c->dead) {
+		err = -ENOTCONN; /* conn_close_loop() has read data_ops, or will see dead */
+	} else if (atomic_load_explicit(&c->data_ops, memory_order_relaxed)) {
+		err = -EBUSY;
+	} else {
+		c->data = data;
+		atomic_store_explicit(&c->data_ops, ops, memory_order_release);
+	}
+	mutex_unlock(&c->lock);
+	return err;
+}
+
+void *svc_conn_data(const struct svc_conn *c, const struct svc_conn_ops *ops)
+{
+	const struct svc_conn_ops *o =
+		atomic_load_explicit(&((struct svc_conn *)c)->data_ops, memory_order_acquire);
+	return o && o == ops ? c->data : NULL;
+}
+
+static void conn_closed_work(struct svc_work *w)
+{
+	struct svc_conn *c = container_of(w, struct svc_conn, closed_work);
+	atomic_load(&c->data_ops)->closed(c, c->data);
+	svc_conn_put(c); /* conn_close_loop()'s */
 }
 
 const struct sockaddr_storage *svc_conn_peer(const struct svc_conn *c)
@@ -500,6 +533,8 @@ static void conn_close_loop(struct svc_conn *c)
 	list_splice_tail(&c->held, &held);
 	atomic_store(&c->nheld, 0);
 	call_fail_all_locked(c, &failed);
+	/* set_data() after this sees dead: closed() is queued exactly once */
+	const struct svc_conn_ops *ops = atomic_load(&c->data_ops);
 	mutex_unlock(&c->lock);
 
 	struct svc_out *o, *t;
@@ -516,6 +551,11 @@ static void conn_close_loop(struct svc_conn *c)
 		svc_req_put(container_of(w, struct svc_req, work));
 	}
 	call_finish_failed(&failed);
+	if (ops && ops->closed) {
+		svc_conn_get(c);
+		c->closed_work.fn = conn_closed_work;
+		pool_queue(&s->pool, &c->workq, &c->closed_work);
+	}
 
 	mutex_lock(&s->conns_lock);
 	list_del(&c->link);

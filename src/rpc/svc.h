@@ -1,7 +1,8 @@
 /*
  * svc.h - the ONC RPC service: TCP listeners, an event loop, a worker pool,
- * procedure tables, deferred replies, the duplicate request cache and calls
- * from the server to a client over the client's own connection.
+ * procedure tables, deferred replies, the duplicate request cache, calls
+ * from the server to a client over the client's own connection, and what
+ * a session protocol (NFSv4.1) keeps per connection and per reply.
  *
  * Design note.
  *
@@ -54,9 +55,10 @@
  * Connections (struct svc_conn):
  *
  *   OPEN --error, stall, idle, send timeout, evicted, stop--> CLOSED
- *        (reading paused while over its limit)   |
- *                                                v
- *                                    last svc_conn_put(): fd closed
+ *        (reading paused while over its limit)   |  conn_ops.closed() runs
+ *                                                v  once, on a worker
+ *                                    last svc_conn_put(): conn_ops.free()
+ *                                    of the protocol's data, fd closed
  *
  * Invariants:
  *  1. A parked request holds no thread. Exactly one of svc_complete(),
@@ -84,6 +86,12 @@
  *     nothing else of its connection holds reply space, so a held call
  *     always runs once the replies before it are written, or is freed
  *     unrun when the connection closes.
+ *  8. The encoded() hook of a procedure sees exactly the bytes its encoder
+ *     wrote for a SUCCESS reply, before any of them is sent.
+ *  9. Protocol data attached to a connection (svc_conn_set_data) gets
+ *     closed() exactly once, after the connection has closed (at the
+ *     latest when the server stops), then free() exactly once, when the
+ *     connection is freed.
  *
  * Errors (RFC 5531): an unknown program gets PROG_UNAVAIL; an unknown
  * version PROG_MISMATCH with the lowest and highest registered versions;
@@ -97,7 +105,7 @@
  *   410 svc.conns      server's connection list
  *   420 svc.drc        duplicate request cache
  *   430 svc.conn       one connection: send queue, pending calls, held
- *                      calls, byte accounting
+ *                      calls, byte accounting, protocol data
  *   450 svc.parked     parked requests
  *   460 svc.timers     timer heap
  *   470 svc.pool       worker queue
@@ -205,6 +213,14 @@ typedef void (*svc_release_fn)(void *args, void *res);
  * SVC_REPLY_HDR. Called on a worker before the handler; a value above the
  * procedure's reply_max counts as reply_max. */
 typedef uint32_t (*svc_reply_bound_fn)(const void *args);
+/* The encoded results of a SUCCESS reply: iov[0..niov) are exactly the
+ * bytes the procedure's encoder wrote (after the RPC reply header), valid
+ * only during the call. Runs on the thread that encoded the reply, before
+ * any byte of it is sent (invariant 8), with args and res still alive; it
+ * must not block. For a session's reply cache (NFSv4.1 slots keep a copy
+ * to answer a retransmission exactly once). */
+typedef void (*svc_encoded_fn)(struct svc_req *rq, void *args, void *res, const struct iovec *iov,
+			       int niov);
 
 /* The RPC part of an accepted reply: xid, REPLY, MSG_ACCEPTED, the
  * AUTH_NONE verifier (flavour, length 0), accept_stat. */
@@ -247,6 +263,7 @@ struct svc_proc {
 	 * max_reply (then every call reserves that much: set it). */
 	uint32_t reply_max;
 	svc_reply_bound_fn reply_bound; /* may be NULL: reply_max */
+	svc_encoded_fn encoded;         /* may be NULL */
 };
 
 struct svc_version {
@@ -310,6 +327,40 @@ void svc_conn_put(struct svc_conn *c);
 const struct sockaddr_storage *svc_conn_peer(const struct svc_conn *c);
 /* False once the connection has closed (calls then fail at once). */
 bool svc_conn_alive(const struct svc_conn *c);
+
+/*
+ * Data a protocol keeps per connection (an NFSv4.1 server: the sessions
+ * bound to it, whose backchannel it may be). One owner per connection,
+ * named by its ops table:
+ *
+ *   closed(c, data)  the connection has closed: no call is read from it
+ *                    any more, calls to the client fail. Runs once, on a
+ *                    worker thread, never inside a caller's locks; calls
+ *                    that came on the connection may still be running or
+ *                    parked (their replies are discarded). A protocol that
+ *                    holds references to the connection (svc_conn_get, for
+ *                    a backchannel) drops them here, or the connection is
+ *                    never freed. May be NULL.
+ *   free(data)       the connection is being freed (its last reference is
+ *                    gone; closed() has returned). Runs once, on whichever
+ *                    thread dropped that reference. May be NULL.
+ *
+ * svc_conn_set_data attaches data: 0, -EBUSY if the connection has data
+ * already (from any owner; it is never replaced), or -ENOTCONN if it has
+ * closed (then neither hook will run and the caller keeps data). Any
+ * thread; takes svc.conn. svc_conn_data returns the data if ops own it,
+ * else NULL: any thread holding a reference to the connection (a handler
+ * holds one through its request), no lock, valid until free(). The RPC
+ * layer never touches data itself; the protocol guards its contents with
+ * its own locks.
+ */
+struct svc_conn_ops {
+	void (*closed)(struct svc_conn *c, void *data);
+	void (*free)(void *data);
+};
+
+int svc_conn_set_data(struct svc_conn *c, const struct svc_conn_ops *ops, void *data);
+void *svc_conn_data(const struct svc_conn *c, const struct svc_conn_ops *ops);
 
 /* A unit of work for the worker pool (internal, embedded in requests and
  * calls). */

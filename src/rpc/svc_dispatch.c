@@ -211,15 +211,36 @@ static void reply_accept_stat(struct svc_req *rq, enum rpc_accept_stat st)
 	req_send(rq, kinds[st]);
 }
 
+/* Hand the encoded results, from byte at on, to the procedure's encoded()
+ * hook (invariant 8). */
+static void req_encoded(struct svc_req *rq, size_t at)
+{
+	struct iovec iov[2 * XDR_MAX_EXT + 1];
+	int n = xdr_enc_iov(&rq->reply, iov, (int)ARRAY_SIZE(iov)), i = 0;
+	BUG_ON(n < 0);
+	while (i < n && at >= iov[i].iov_len)
+		at -= iov[i++].iov_len;
+	if (i < n) {
+		iov[i].iov_base = (uint8_t *)iov[i].iov_base + at;
+		iov[i].iov_len -= at;
+	}
+	rq->proc->encoded(rq, rq->args, rq->res, iov + i, n - i);
+}
+
 /* Encode the outcome of the handler and send it. */
 static void req_finish(struct svc_req *rq, enum svc_stat st)
 {
 	struct xdr_mark start = xdr_enc_mark(&rq->reply);
+	size_t at;
 	switch (st) {
 	case SVC_OK:
-		if (rpc_enc_accepted(&rq->reply, rq->hdr.xid, RPC_SUCCESS) ||
-		    rq->proc->encode(&rq->reply, rq->res))
+		if (rpc_enc_accepted(&rq->reply, rq->hdr.xid, RPC_SUCCESS))
 			goto out_too_big;
+		at = xdr_enc_len(&rq->reply);
+		if (rq->proc->encode(&rq->reply, rq->res))
+			goto out_too_big;
+		if (rq->proc->encoded)
+			req_encoded(rq, at);
 		req_send(rq, REPLY_SUCCESS);
 		return;
 	out_too_big:

@@ -198,6 +198,7 @@ struct svc_conn {
 	struct list link; /* svc.conns */
 	bool counted;     /* in svc.nconns; under svc.conns */
 	struct svc_workq workq; /* under svc.pool */
+	struct svc_work closed_work; /* runs conn_ops.closed() */
 
 	struct mutex lock; /* svc.conn: everything below until "loop only" */
 	bool dead;
@@ -216,6 +217,10 @@ struct svc_conn {
 	struct list held;      /* calls waiting for reply space, by work.link */
 	_Atomic unsigned nheld; /* written under the lock, read without */
 	struct list calls[SVC_CALL_BUCKETS]; /* pending svc_call by xid */
+	/* the protocol's (svc_conn_set_data): written once, under the lock,
+	 * data before ops; read without it */
+	void *data;
+	const struct svc_conn_ops *_Atomic data_ops;
 
 	/* loop only */
 	struct rec_asm rec;

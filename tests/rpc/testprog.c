@@ -308,6 +308,20 @@ static int enc_sized(struct xdr_enc *x, const void *r)
 	return xdr_enc_u32(x, 7) || xdr_enc_opaque_iov(x, iov, 2) ? -EMSGSIZE : 0;
 }
 
+static void sized_encoded(struct svc_req *rq, void *a, void *r, const struct iovec *iov, int niov)
+{
+	struct testprog_ctx *ctx = svc_req_ctx(rq);
+	size_t len = 0;
+	for (int i = 0; i < niov; i++) {
+		if (len + iov[i].iov_len > sizeof(ctx->encoded))
+			abort();
+		memcpy(ctx->encoded + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	ctx->encoded_len = len;
+	atomic_fetch_add(&ctx->encoded_calls, 1);
+}
+
 /* ---- FILL: reply memory held by the handler until release ---- */
 struct fill_res {
 	struct testprog_ctx *ctx;
@@ -350,6 +364,58 @@ static void release_fill(void *a, void *r)
 	atomic_fetch_sub(&res->ctx->fill_live, 1);
 }
 
+/* ---- CONNDATA: per-connection data, closed() and free() ---- */
+struct tp_conn {
+	struct testprog_ctx *ctx;
+	_Atomic uint32_t calls;
+	_Atomic bool closed;
+};
+
+static void tp_conn_closed(struct svc_conn *c, void *data)
+{
+	struct tp_conn *tc = data;
+	if (svc_conn_alive(c) || atomic_exchange(&tc->closed, true))
+		atomic_fetch_add(&tc->ctx->conn_hook_errors, 1);
+	atomic_fetch_add(&tc->ctx->conn_closed, 1);
+}
+
+static void tp_conn_free(void *data)
+{
+	struct tp_conn *tc = data;
+	if (!atomic_load(&tc->closed))
+		atomic_fetch_add(&tc->ctx->conn_hook_errors, 1);
+	atomic_fetch_add(&tc->ctx->conn_freed, 1);
+	free(tc);
+}
+
+static const struct svc_conn_ops tp_conn_ops = {.closed = tp_conn_closed, .free = tp_conn_free};
+static const struct svc_conn_ops tp_other_ops = {.free = free};
+
+static enum svc_stat do_conndata(struct svc_req *rq, const struct rpc_cred *cred, void *a, void *r)
+{
+	struct svc_conn *c = svc_req_conn(rq);
+	if (*(uint32_t *)a == 1) {
+		void *other = xmalloc(16);
+		int err = svc_conn_set_data(c, &tp_other_ops, other);
+		if (err)
+			free(other);
+		*(uint32_t *)r = (uint32_t)-err;
+		return SVC_OK;
+	}
+	struct tp_conn *tc = svc_conn_data(c, &tp_conn_ops);
+	if (!tc) {
+		tc = xcalloc(1, sizeof(*tc));
+		tc->ctx = svc_req_ctx(rq);
+		int err = svc_conn_set_data(c, &tp_conn_ops, tc);
+		if (err) {
+			free(tc);
+			return SVC_SYSERR;
+		}
+	}
+	*(uint32_t *)r = atomic_fetch_add(&tc->calls, 1) + 1;
+	return SVC_OK;
+}
+
 #define U32ARGS sizeof(struct u32x3)
 #define HDR     SVC_REPLY_HDR
 
@@ -372,9 +438,12 @@ static const struct svc_proc v3_procs[TP_NPROCS] = {
 	[TP_PARK_FOREVER] = {"park_forever", svc_dec_void, do_park_forever, enc_u32, NULL, 0, 4,
 			     .reply_max = HDR + 4},
 	[TP_SIZED] = {"sized", dec_u32x2, do_sized, enc_sized, NULL, U32ARGS, U32ARGS,
-		      .reply_max = HDR + TP_SIZED_MAX, .reply_bound = sized_bound},
+		      .reply_max = HDR + TP_SIZED_MAX, .reply_bound = sized_bound,
+		      .encoded = sized_encoded},
 	[TP_FILL] = {"fill", dec_u32, do_fill, enc_fill, release_fill, 4, sizeof(struct fill_res),
 		     .reply_max = HDR + 4 + (4u << 20), .reply_bound = fill_bound},
+	[TP_CONNDATA] = {"conndata", dec_u32, do_conndata, enc_u32, NULL, 4, 4,
+			 .reply_max = HDR + 4},
 };
 
 /* version 2's NULL is run by the event loop itself (SVC_PROC_INLINE),

@@ -3,8 +3,9 @@
  * and 3), exercising what NFS will need: zero-copy payloads, credentials
  * as arguments, handler errors, deferral with timer / completion from
  * another thread / wake, a non-idempotent procedure behind the DRC,
- * calls back to the client over its own connection, and reply bounds per
- * procedure and per call.
+ * calls back to the client over its own connection, and what a session
+ * protocol needs: reply bounds, the encoded() hook, per-connection data
+ * with its closed() and free() hooks.
  */
 #ifndef JNFS_TESTS_TESTPROG_H
 #define JNFS_TESTS_TESTPROG_H
@@ -32,9 +33,12 @@ enum {
 	TP_PARK_FOREVER = 11, /* parked until shutdown; returns the wake reason */
 	TP_SIZED = 12,   /* (bound, n): reply_bound() says SVC_REPLY_HDR + bound; returns
 			  * tag 7 and opaque<n> in two zero-copy pieces; reply_max is
-			  * SVC_REPLY_HDR + TP_SIZED_MAX */
+			  * SVC_REPLY_HDR + TP_SIZED_MAX; encoded() copies the results */
 	TP_FILL = 13,    /* (n): allocates n bytes in the handler, returns them (zero
 			  * copy), freed by release; bound SVC_REPLY_HDR + 4 + n */
+	TP_CONNDATA = 14, /* (mode): 0: attach data to the connection if it has none,
+			   * count the call in it, return the count; 1: attach other
+			   * data with other ops, return the (negated) error */
 	TP_NPROCS
 };
 
@@ -51,8 +55,15 @@ struct testprog_ctx {
 	_Atomic uint32_t shutdown_wakes;
 	_Atomic uint32_t cb_done;       /* callbacks finished */
 	_Atomic int cb_last_status;
+	/* TP_SIZED's encoded() hook: calls and a copy of the last results */
+	_Atomic uint32_t encoded_calls;
+	uint8_t encoded[TP_SIZED_MAX + 64];
+	size_t encoded_len;
 	/* TP_FILL: buffers alive now (allocated, not yet released), the most */
 	_Atomic uint32_t fill_live, fill_live_max;
+	/* TP_CONNDATA: hooks run, and hooks run out of order (free before
+	 * closed, or twice) */
+	_Atomic uint32_t conn_closed, conn_freed, conn_hook_errors;
 };
 
 extern const struct svc_program testprog;
