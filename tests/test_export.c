@@ -1,15 +1,20 @@
 /*
  * test_export.c - exports parsing (and its error messages), client
  * matching, credential squashing, file handles (forgery, truncation) and
- * the SipHash that authenticates them.
+ * the SipHash that authenticates them; fsids derived from the export roots
+ * (stable when the file is reordered, collisions refused), on a filesystem
+ * in memory.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sys/stat.h>
 
 #include "base/siphash.h"
 #include "check.h"
+#include "dev/dev.h"
 #include "export/exports.h"
 #include "export/fh.h"
+#include "fs/fs.h"
 
 static void test_siphash(void)
 {
@@ -66,12 +71,12 @@ static void test_exports(void)
 	CHECK_OK(exports_parse(text, "exports", &e, err, sizeof(err)));
 	CHECK_EQ(e.n, 3);
 	const struct export *root = exports_by_path(&e, "/");
-	CHECK(root && root->fsid == 0);
+	CHECK(root && !root->fsid_given); /* derived once resolved */
 	struct sockaddr_storage lo = addr("127.0.0.1", 40000);
 	const struct export_opts *o = export_client_opts(root, &lo);
 	CHECK(o && o->rw && o->sync && !o->secure && o->squash == SQUASH_ROOT);
 	const struct export *data = exports_by_path(&e, "/data");
-	CHECK(data && data->fsid != 0);
+	CHECK(data && !data->fsid_given);
 	struct sockaddr_storage a = addr("10.1.2.3", 700);
 	o = export_client_opts(data, &a);
 	CHECK(o && o->rw && !o->sync && o->squash == SQUASH_NONE && o->secure);
@@ -85,7 +90,7 @@ static void test_exports(void)
 	a = addr("::ffff:10.9.9.9", 700); /* v4-mapped */
 	CHECK(export_client_opts(data, &a) != NULL);
 	const struct export *pub = exports_by_path(&e, "/pub");
-	CHECK(pub && pub->fsid == 77);
+	CHECK(pub && pub->fsid_given && pub->fsid == 77);
 	o = export_client_opts(pub, &lo);
 	CHECK(o && !o->rw && !o->secure && !o->pnfs);
 	a = addr("::1", 2000);
@@ -104,7 +109,8 @@ static void test_exports(void)
 	expect_error("/a *(rw)\n/a *(ro)\n", "exports:2: /a is exported twice");
 	expect_error("/a\n", "exports:1: export /a names no client");
 	expect_error("/a *(rw\n", "exports:1: unterminated");
-	expect_error("/a *(rw,fsid=5)\n/b *(fsid=5)\n", "exports:2: fsid 5 is used twice");
+	expect_error("/a *(rw,fsid=5)\n/b *(fsid=5)\n",
+		     "exports:2: fsid 5 is used twice: by /b here and by /a on line 1");
 	expect_error("# nothing\n", "no exports");
 	expect_error("/a/ *(rw)\n", "not an absolute path");
 	TEST_PASS("exports");
@@ -151,11 +157,119 @@ static void test_fh(void)
 	TEST_PASS("file handles");
 }
 
+/* ---- fsids derived from the export roots ---- */
+
+struct memfs {
+	struct dev *d;
+	struct fs *fs;
+	struct fs_attr root, a, b, c; /* "/" and /a, /b, /c */
+};
+
+static void memfs_dir(struct memfs *m, const char *name, struct fs_attr *at)
+{
+	struct fs_inode *root, *ip;
+	struct fs_create_args ca = {.mode = S_IFDIR | 0755};
+	CHECK_OK(fs_root(m->fs, &root));
+	CHECK_OK(fs_create(root, name, strlen(name), &ca, &ip, NULL));
+	CHECK_OK(fs_getattr(ip, at));
+	fs_iput(ip);
+	fs_iput(root);
+}
+
+static void memfs_open(struct memfs *m)
+{
+	struct fs_inode *root;
+	CHECK_OK(dev_mem_create(64 << 20, NULL, &m->d));
+	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = m->d}));
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = m->d}, &m->fs));
+	CHECK_OK(fs_root(m->fs, &root));
+	CHECK_OK(fs_getattr(root, &m->root));
+	fs_iput(root);
+	memfs_dir(m, "a", &m->a);
+	memfs_dir(m, "b", &m->b);
+	memfs_dir(m, "c", &m->c);
+}
+
+static void memfs_close(struct memfs *m)
+{
+	CHECK_OK(fs_unmount(m->fs));
+	dev_close(m->d);
+}
+
+/* Parse and resolve text; 0 or the error, its message in err. */
+static int load(struct memfs *m, const char *text, struct exports *e, char *err, size_t len)
+{
+	int rc = exports_parse(text, "exports", e, err, len);
+	if (!rc && (rc = exports_resolve(e, m->fs, "exports", err, len)))
+		exports_free(e);
+	return rc;
+}
+
+static uint32_t fsid_of(const struct exports *e, const char *path)
+{
+	const struct export *ex = exports_by_path(e, path);
+	CHECK(ex != NULL);
+	CHECK(exports_by_fsid(e, ex->fsid) == ex);
+	return ex->fsid;
+}
+
+static void test_fsid_derived(void)
+{
+	/* pinned: handles outlive restarts and upgrades, so the derivation
+	 * may never change */
+	CHECK_EQ(export_fsid_derive(0, 0), 0xbbfa393du);
+	CHECK_EQ(export_fsid_derive(4096, 0x12345678), 0xe77bcc96u);
+	CHECK(export_fsid_derive(4096, 1) != export_fsid_derive(4096, 2));
+	CHECK(export_fsid_derive(4096, 1) != export_fsid_derive(4097, 1));
+
+	struct memfs m;
+	struct exports e;
+	char err[256];
+	memfs_open(&m);
+	CHECK_OK(load(&m, "/a *(rw)\n/b *(rw)\n", &e, err, sizeof(err)));
+	uint32_t fa = fsid_of(&e, "/a"), fb = fsid_of(&e, "/b");
+	CHECK_EQ(fa, export_fsid_derive(m.a.ino, m.a.gen));
+	CHECK_EQ(fb, export_fsid_derive(m.b.ino, m.b.gen));
+	exports_free(&e);
+
+	/* reordered, a line added before them, "/" too: the same fsids */
+	CHECK_OK(load(&m, "/ *(ro)\n/c *(rw)\n/b *(rw)\n/a *(ro)\n", &e, err, sizeof(err)));
+	CHECK_EQ(fsid_of(&e, "/a"), fa);
+	CHECK_EQ(fsid_of(&e, "/b"), fb);
+	CHECK_EQ(fsid_of(&e, "/"), export_fsid_derive(m.root.ino, m.root.gen));
+	exports_free(&e);
+
+	/* /a gone from the file: its fsid names nothing (its handles are STALE) */
+	CHECK_OK(load(&m, "/c *(rw)\n/b *(rw)\n", &e, err, sizeof(err)));
+	CHECK(exports_by_fsid(&e, fa) == NULL);
+	CHECK_EQ(fsid_of(&e, "/b"), fb);
+	exports_free(&e);
+
+	/* an explicit fsid= is kept as given */
+	CHECK_OK(load(&m, "/b *(rw)\n/a *(rw,fsid=77)\n", &e, err, sizeof(err)));
+	CHECK_EQ(fsid_of(&e, "/a"), 77);
+	CHECK_EQ(fsid_of(&e, "/b"), fb);
+	exports_free(&e);
+
+	/* a given fsid that meets a derived one is refused, naming both lines
+	 * (either way round) */
+	char text[256];
+	snprintf(text, sizeof(text), "/a *(rw)\n# /b takes /a's\n/b *(rw,fsid=%u)\n", fa);
+	CHECK_EQ(load(&m, text, &e, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "exports:3: /b has the same fsid") && strstr(err, "as /a on line 1"));
+	snprintf(text, sizeof(text), "/b *(rw,fsid=%u)\n/a *(rw)\n", fa);
+	CHECK_EQ(load(&m, text, &e, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "exports:2: /a has the same fsid") && strstr(err, "as /b on line 1"));
+	memfs_close(&m);
+	TEST_PASS("fsids derived from the export roots: stable when reordered, collisions refused");
+}
+
 int main(void)
 {
 	test_siphash();
 	test_exports();
 	test_squash();
 	test_fh();
+	test_fsid_derived();
 	return 0;
 }

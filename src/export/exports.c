@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "base/siphash.h"
 #include "fs/fs.h"
 
 static void fail(char *err, size_t errlen, const char *name, unsigned line, const char *fmt, ...)
@@ -141,7 +142,6 @@ int exports_parse(const char *text, const char *name, struct exports *out, char 
 	unsigned lineno = 0, start_line = 0;
 	char *p = buf;
 	int rc = 0;
-	uint32_t next_fsid = 1;
 	char *logical = xmalloc(strlen(text) + 1);
 	size_t llen = 0;
 	while (*p || llen) {
@@ -227,14 +227,18 @@ int exports_parse(const char *text, const char *name, struct exports *out, char 
 			rc = -EINVAL;
 			goto bad_export;
 		}
-		if (!have_fsid)
-			fsid = strcmp(ex.path, "/") ? next_fsid++ : 0;
-		if (exports_by_fsid(out, fsid)) {
-			fail(err, errlen, name, start_line, "fsid %u is used twice", fsid);
-			rc = -EINVAL;
-			goto bad_export;
+		/* the others are derived once the roots are known (exports_resolve) */
+		for (unsigned i = 0; have_fsid && i < out->n; i++) {
+			if (out->v[i].fsid_given && out->v[i].fsid == fsid) {
+				fail(err, errlen, name, start_line,
+				     "fsid %u is used twice: by %s here and by %s on line %u", fsid,
+				     ex.path, out->v[i].path, out->v[i].line);
+				rc = -EINVAL;
+				goto bad_export;
+			}
 		}
-		ex.fsid = fsid;
+		ex.fsid = have_fsid ? fsid : 0;
+		ex.fsid_given = have_fsid;
 		out->v = xrealloc(out->v, (out->n + 1) * sizeof(ex));
 		out->v[out->n++] = ex;
 		continue;
@@ -319,8 +323,39 @@ int exports_resolve(struct exports *e, struct fs *fs, const char *name, char *er
 		}
 		ex->root_ino = a.ino;
 		ex->root_gen = a.gen;
+		if (!ex->fsid_given)
+			ex->fsid = export_fsid_derive(a.ino, a.gen);
+	}
+	/* a handle names its export by fsid alone: two alike would let one
+	 * export's handles be taken for the other's */
+	for (unsigned j = 1; j < e->n; j++) {
+		for (unsigned i = 0; i < j; i++) {
+			const struct export *a = &e->v[i], *b = &e->v[j];
+			if (a->fsid != b->fsid)
+				continue;
+			fail(err, errlen, name, b->line,
+			     "%s has the same fsid (%u) as %s on line %u; give one of them "
+			     "another fsid=",
+			     b->path, b->fsid, a->path, a->line);
+			return -EINVAL;
+		}
 	}
 	return 0;
+}
+
+uint32_t export_fsid_derive(uint64_t root_ino, uint32_t root_gen)
+{
+	/* a fixed key: the fsid only has to be stable and spread, not secret
+	 * (handles are authenticated by their own MAC) */
+	static const uint8_t key[16] = {'j', 'n', 'f', 's', ' ', 'e', 'x', 'p',
+					'o', 'r', 't', ' ', 'f', 's', 'i', 'd'};
+	uint8_t in[12];
+	for (int i = 0; i < 8; i++)
+		in[i] = (uint8_t)(root_ino >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		in[8 + i] = (uint8_t)(root_gen >> (8 * i));
+	uint64_t h = siphash24(key, in, sizeof(in));
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 const struct export *exports_by_path(const struct exports *e, const char *path)

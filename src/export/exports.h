@@ -15,6 +15,16 @@
  * or a malformed line, is refused with a message naming the line.
  *
  * The first client entry of an export that matches the peer applies.
+ *
+ * Fsids. Every handle carries its export's fsid, and handles outlive
+ * restarts, so an fsid must keep naming the same export however the file is
+ * edited. It is therefore derived from what identifies the export's root
+ * directory, its inode number and generation (export_fsid_derive), unless
+ * the line gives fsid=N; never from the line's position. Reordering,
+ * adding or removing lines leaves every other export's fsid as it was; a
+ * handle whose fsid no export has any more is STALE. Two exports with one
+ * fsid (two fsid= alike, or a derived one that meets another) are refused at
+ * start with a message naming both lines.
  */
 #ifndef JNFS_EXPORT_EXPORTS_H
 #define JNFS_EXPORT_EXPORTS_H
@@ -42,7 +52,8 @@ struct export_client {
 
 struct export {
 	char *path;          /* absolute, no trailing '/' except the root */
-	uint32_t fsid;       /* carried in file handles */
+	uint32_t fsid;       /* carried in file handles: fsid= or, once resolved, derived */
+	bool fsid_given;     /* the line said fsid= */
 	uint64_t root_ino;   /* resolved by the server at start */
 	uint32_t root_gen;
 	struct export_client *clients;
@@ -70,10 +81,16 @@ const struct export_opts *export_client_opts(const struct export *ex,
 					     const struct sockaddr_storage *peer);
 
 /* Find every export's root directory in the filesystem (root_ino and
- * root_gen); an export whose path is missing or not a directory is an
- * error naming its line. */
+ * root_gen) and derive the fsid of each export without fsid=. An export
+ * whose path is missing or not a directory, and two exports with one fsid,
+ * are errors naming their lines. */
 struct fs;
 int exports_resolve(struct exports *e, struct fs *fs, const char *name, char *err, size_t errlen);
+
+/* The fsid of an export rooted at (root_ino, root_gen): SipHash-2-4 with a
+ * fixed key, folded to 32 bits. Part of the handle format: changing it
+ * makes every handle given out before STALE. */
+uint32_t export_fsid_derive(uint64_t root_ino, uint32_t root_gen);
 
 /* Privileged source port (< 1024), as "secure" requires. */
 bool export_peer_secure(const struct sockaddr_storage *peer);
