@@ -1,9 +1,10 @@
 /*
  * test_export.c - exports parsing (and its error messages), client
  * matching, credential squashing, file handles (forgery, truncation) and
- * the SipHash that authenticates them; fsids derived from the export roots
- * (stable when the file is reordered, collisions refused), on a filesystem
- * in memory.
+ * the SipHash that authenticates them; on a filesystem in memory, fsids
+ * derived from the export roots (stable when the file is reordered,
+ * collisions refused) and the export boundary ('..' never leaves an
+ * export, also from a directory moved out of it).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -264,6 +265,86 @@ static void test_fsid_derived(void)
 	TEST_PASS("fsids derived from the export roots: stable when reordered, collisions refused");
 }
 
+/* ---- the export boundary ---- */
+
+static struct fs_inode *mkdir_in(struct fs_inode *dir, const char *name)
+{
+	struct fs_inode *ip;
+	struct fs_create_args ca = {.mode = S_IFDIR | 0755};
+	CHECK_OK(fs_create(dir, name, strlen(name), &ca, &ip, NULL));
+	return ip;
+}
+
+static struct fs_inode *get(struct memfs *m, const struct fs_attr *a)
+{
+	struct fs_inode *ip;
+	CHECK_OK(fs_iget(m->fs, a->ino, a->gen, &ip));
+	return ip;
+}
+
+/* export_lookup(dir, name) must give want (NULL: an error, err). */
+static void expect_lookup(const struct export *ex, struct fs_inode *dir, const char *name,
+			  struct fs_inode *want, int err)
+{
+	struct fs_inode *ip;
+	int rc = export_lookup(ex, dir, name, strlen(name), &ip);
+	if (!want) {
+		CHECK_EQ(rc, err);
+		CHECK(ip == NULL);
+		return;
+	}
+	CHECK_OK(rc);
+	CHECK_EQ(fs_ino(ip), fs_ino(want));
+	fs_iput(ip);
+}
+
+static void test_boundary(void)
+{
+	struct memfs m;
+	struct exports e;
+	char err[256];
+	memfs_open(&m);
+	struct fs_inode *root = get(&m, &m.root), *a = get(&m, &m.a), *c = get(&m, &m.c);
+	struct fs_inode *d = mkdir_in(a, "d"), *sub = mkdir_in(d, "sub");
+	CHECK_OK(load(&m, "/a *(rw)\n/ *(rw)\n", &e, err, sizeof(err)));
+	const struct export *ea = exports_by_path(&e, "/a"), *eroot = exports_by_path(&e, "/");
+	CHECK(export_is_root(ea, a) && !export_is_root(ea, d) && export_is_root(eroot, root));
+
+	/* ".." at the export root is the root; below it, the parent */
+	expect_lookup(ea, a, "..", a, 0);
+	expect_lookup(ea, d, "..", a, 0);
+	expect_lookup(ea, sub, "..", d, 0);
+	expect_lookup(ea, a, "d", d, 0);
+	expect_lookup(eroot, a, "..", root, 0);
+	expect_lookup(eroot, root, "..", root, 0);
+
+	/* /a/d moved to /c/d: its handle still works downwards, but ".." from
+	 * it (or from below it) would leave /a: refused */
+	CHECK_OK(fs_rename(a, "d", 1, c, "d", 1, NULL));
+	expect_lookup(ea, d, "..", NULL, -EACCES);
+	expect_lookup(ea, sub, "..", NULL, -EACCES);
+	expect_lookup(ea, d, "sub", sub, 0);
+	expect_lookup(eroot, d, "..", c, 0); /* "/" holds everything */
+	/* ... and moved back, it climbs again */
+	CHECK_OK(fs_rename(c, "d", 1, a, "d", 1, NULL));
+	expect_lookup(ea, sub, "..", d, 0);
+	expect_lookup(ea, d, "..", a, 0);
+	/* the root of another export is outside this one */
+	struct fs_inode *b = get(&m, &m.b);
+	expect_lookup(ea, root, "..", NULL, -EACCES);
+	expect_lookup(ea, b, "..", NULL, -EACCES);
+	exports_free(&e);
+
+	fs_iput(b);
+	fs_iput(sub);
+	fs_iput(d);
+	fs_iput(c);
+	fs_iput(a);
+	fs_iput(root);
+	memfs_close(&m);
+	TEST_PASS("export boundary: '..' stays in the export, also from a directory moved out");
+}
+
 int main(void)
 {
 	test_siphash();
@@ -271,5 +352,6 @@ int main(void)
 	test_squash();
 	test_fh();
 	test_fsid_derived();
+	test_boundary();
 	return 0;
 }

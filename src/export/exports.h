@@ -92,6 +92,41 @@ int exports_resolve(struct exports *e, struct fs *fs, const char *name, char *er
  * makes every handle given out before STALE. */
 uint32_t export_fsid_derive(uint64_t root_ino, uint32_t root_gen);
 
+/*
+ * The export boundary (boundary.c). A file handle (fh.h) names an export by
+ * its fsid and an inode by number and generation, under a MAC only this
+ * server can make. What a handle guarantees:
+ *   1. It names exactly the inode it was made for, or nothing: a forged or
+ *      altered handle is refused (BADHANDLE), one of a removed inode (its
+ *      number perhaps reused since) is STALE, one whose export is no
+ *      longer in the exports file is STALE.
+ *   2. It was made for an inode that lay under its export's root at the
+ *      time: the root itself (MNT), or what a lookup or a create in a
+ *      directory of the export returned.
+ *   3. Nothing climbs out of the export from it: ".." is resolved by
+ *      export_lookup, which gives the root itself at the export's root and
+ *      refuses (EACCES) to name a parent that does not lie under the
+ *      export's root. Protocols resolve every ".." through it (LOOKUP, the
+ *      ".." entry of READDIRPLUS, NFSv4 LOOKUPP).
+ * What it does not guarantee, as knfsd with no_subtree_check (the only
+ * mode there is): that the inode still lies under the export. A file or
+ * directory moved out of the export after its handle was handed out still
+ * resolves, and names below such a directory can still be looked up; but
+ * those were moved out with it, and by 3 its new parents stay out of
+ * reach. Checking on every call that an inode lies under its export would
+ * cost a walk to the root per call and would break the handles of files
+ * renamed from one directory to another, which is why knfsd gave it up.
+ */
+struct fs_inode;
+
+/* Is ip the export's root (number and generation)? */
+bool export_is_root(const struct export *ex, struct fs_inode *ip);
+
+/* name in dir, within ex: ".." as rule 3 above says, anything else as
+ * fs_lookup. A reference in *ip on success (fs_iput). */
+int export_lookup(const struct export *ex, struct fs_inode *dir, const char *name, size_t len,
+		  struct fs_inode **ip);
+
 /* Privileged source port (< 1024), as "secure" requires. */
 bool export_peer_secure(const struct sockaddr_storage *peer);
 

@@ -10,8 +10,15 @@
  *                     handles outlive restarts)
  * A handle of another length or version is malformed (BADHANDLE); one whose
  * MAC does not verify was forged or altered (BADHANDLE); a valid one whose
- * inode is gone or has another generation is STALE. None of them can ever
- * name another file.
+ * inode is gone or has another generation is STALE, and so is one whose
+ * fsid no export has (an export's fsid is derived from its root, so editing
+ * the exports file never hands one export's handles to another). None of
+ * them can ever name another file.
+ *
+ * A valid handle is not a claim that its inode still lies under its
+ * export: one moved out keeps resolving (no_subtree_check). What handles
+ * guarantee about the export boundary, and how ".." keeps it, is in
+ * exports.h.
  */
 #ifndef JNFS_EXPORT_FH_H
 #define JNFS_EXPORT_FH_H

@@ -145,6 +145,14 @@ int fs_rename(struct fs_inode *sdir, const char *sname, size_t slen, struct fs_i
 	      const char *dname, size_t dlen, uint64_t *csn);
 
 /*
+ * Does dir lie under anc (or is it anc)? Walks dir's parents up to anc or
+ * the root while no directory can move to another parent (cross-directory
+ * renames wait), so the answer held at one moment: O(depth) inodes, most
+ * of them cached. -ESTALE if dir was removed, -ELOOP past 4096 levels.
+ */
+int fs_is_subdir(struct fs_inode *dir, struct fs_inode *anc, bool *yes);
+
+/*
  * Entries after cookie (0: from the start; "." and ".." come first with
  * cookies 1 and 2). fn returns nonzero to stop; the cookie it is given
  * resumes after that entry. Cookies stay valid while entries come and go.

@@ -438,6 +438,26 @@ static int is_ancestor(struct fs *fs, struct fs_inode *a, struct fs_inode *d, bo
 	return -ELOOP;
 }
 
+int fs_is_subdir(struct fs_inode *dir, struct fs_inode *anc, bool *yes)
+{
+	struct fs *fs = dir->i_fs;
+	*yes = false;
+	if (fs_is_shutdown(fs))
+		return -EIO;
+	if (anc->i_fs != fs)
+		return 0;
+	if (anc->i_ino == le64toh(fs->f_sb->sb_root_ino)) {
+		*yes = true; /* everything is */
+		return 0;
+	}
+	/* no directory changes parent while the walk runs: the answer held at
+	 * one moment, however renames interleave */
+	mutex_lock(&fs->f_rename_lock);
+	int err = is_ancestor(fs, anc, dir, yes);
+	mutex_unlock(&fs->f_rename_lock);
+	return err;
+}
+
 static void join_sorted(struct fstx *tx, struct fs_inode **v, unsigned n)
 {
 	/* distinct inodes in inode-number order */

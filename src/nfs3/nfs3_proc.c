@@ -217,11 +217,6 @@ static bool is_dotdot(const struct nfs3_name *n)
 	return n->len == 2 && n->s[0] == '.' && n->s[1] == '.';
 }
 
-static bool is_export_root(const struct call *c, struct fs_inode *ip)
-{
-	return fs_ino(ip) == c->ex->root_ino;
-}
-
 /* ---- attributes ---- */
 
 static struct nfs3_time ts3(struct timespec t)
@@ -482,11 +477,8 @@ static enum svc_stat nfs3_lookup(struct svc_req *rq, const struct rpc_cred *rc, 
 	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->what.name)) ||
 	    (r->status = may(&c, dp, SRV_MAY_EXEC)))
 		goto out;
-	int err;
-	if (is_dotdot(&a->what.name) && is_export_root(&c, dp))
-		err = fs_lookup(dp, ".", 1, &ip); /* never above the export */
-	else
-		err = fs_lookup(dp, a->what.name.s, a->what.name.len, &ip);
+	/* ".." never climbs out of the export */
+	int err = export_lookup(c.ex, dp, a->what.name.s, a->what.name.len, &ip);
 	if (!err)
 		err = fs_getattr(ip, &at);
 	if (!(r->status = nfs3_status(err))) {
@@ -1058,7 +1050,7 @@ static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, v
 	}
 	struct rd_fill f = {
 		.r = r, .count = count - READDIR_RES_HDR, .dircount = dircount, .plus = plus,
-		.dotdot_ino = is_export_root(&c, dp) ? dat.ino : 0,
+		.dotdot_ino = export_is_root(c.ex, dp) ? dat.ino : 0,
 	};
 	int err = fs_readdir(dp, a->cookie, rd_fill, &f);
 	if ((r->status = nfs3_status(err)))
@@ -1076,7 +1068,16 @@ static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, v
 			struct nfs3_dirent *e = &r->ents[i];
 			struct fs_inode *ip;
 			struct fs_attr at;
-			if (fs_iget(c.s->fs, e->fileid, 0, &ip))
+			bool dotdot = e->namelen == 2 && e->name[0] == '.' && e->name[1] == '.';
+			/* ".." as LOOKUP gives it: no handle where it would leave the
+			 * export (nor where it has moved meanwhile) */
+			if (dotdot && export_lookup(c.ex, dp, "..", 2, &ip))
+				continue;
+			if (dotdot && fs_ino(ip) != e->fileid) {
+				fs_iput(ip);
+				continue;
+			}
+			if (!dotdot && fs_iget(c.s->fs, e->fileid, 0, &ip))
 				continue; /* gone meanwhile: no attributes, no handle */
 			if (!fs_getattr(ip, &at)) {
 				fattr3(&c, &at, &e->attr.a);
