@@ -1,6 +1,6 @@
 /*
  * test_export.c - exports parsing (and its error messages), client
- * matching, credential squashing, file handles (forgery, truncation) and
+ * matching, the built-in export (loopback only), credential squashing, file handles (forgery, truncation) and
  * the SipHash that authenticates them; on a filesystem in memory, fsids
  * derived from the export roots (stable when the file is reordered,
  * collisions refused) and the export boundary ('..' never leaves an
@@ -115,6 +115,37 @@ static void test_exports(void)
 	expect_error("# nothing\n", "no exports");
 	expect_error("/a/ *(rw)\n", "not an absolute path");
 	TEST_PASS("exports");
+}
+
+/* Without an exports file: "/" to loopback clients, nobody else. */
+static void test_builtin(void)
+{
+	static const char *const loopback[] = {"127.0.0.1", "127.1.2.3", "127.255.255.254", "::1",
+					       "::ffff:127.0.0.1"};
+	static const char *const others[] = {"10.0.0.1",	 "192.168.1.5", "128.0.0.1",
+					     "0.0.0.0",	 "::",	 "::2",
+					     "fe80::1",	 "fd00::1",	 "::ffff:10.0.0.1",
+					     "::ffff:192.168.1.5"};
+	struct exports e;
+	char err[256];
+	CHECK_OK(exports_parse(EXPORTS_BUILTIN, "builtin", &e, err, sizeof(err)));
+	CHECK_EQ(e.n, 1);
+	const struct export *root = exports_by_path(&e, "/");
+	CHECK(root != NULL);
+	for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++) {
+		struct sockaddr_storage a = addr(loopback[i], 40000);
+		const struct export_opts *o = export_client_opts(root, &a);
+		CHECK(o && o->rw && o->sync && !o->secure && o->squash == SQUASH_NONE);
+	}
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		struct sockaddr_storage a = addr(others[i], 700);
+		if (export_client_opts(root, &a)) {
+			fprintf(stderr, "the built-in export admits %s\n", others[i]);
+			CHECK(0);
+		}
+	}
+	exports_free(&e);
+	TEST_PASS("built-in export: loopback clients only");
 }
 
 static void test_squash(void)
@@ -349,6 +380,7 @@ int main(void)
 {
 	test_siphash();
 	test_exports();
+	test_builtin();
 	test_squash();
 	test_fh();
 	test_fsid_derived();

@@ -73,6 +73,15 @@ int exports_parse(const char *text, const char *name, struct exports *out, char 
 int exports_load(const char *path, struct exports *out, char *err, size_t errlen);
 void exports_free(struct exports *e);
 
+/*
+ * The exports without an exports file: "/" read-write, sync, any source
+ * port, root not squashed, and therefore to loopback clients only
+ * (127.0.0.0/8 and ::1; IPv4-mapped loopback matches the first). The
+ * server refuses to listen on any other address with these (jnfsd.c).
+ */
+#define EXPORTS_BUILTIN                                                                            \
+	"/ 127.0.0.0/8(rw,sync,insecure,no_root_squash) ::1(rw,sync,insecure,no_root_squash)\n"
+
 const struct export *exports_by_path(const struct exports *e, const char *path);
 const struct export *exports_by_fsid(const struct exports *e, uint32_t fsid);
 

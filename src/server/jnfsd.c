@@ -3,9 +3,11 @@
  *
  * It mounts the engine on an image file or block device (creating and
  * formatting ./var/jnfs.img, 8 GiB sparse, on the first start when run
- * without --image), reads the exports (an exports(5) file, or the
- * embedded default: "/" to everyone, read-write, sync, insecure ports
- * allowed, root not squashed, since it listens on 127.0.0.1 only), and
+ * without --image), reads the exports (an exports(5) file, or the built-in
+ * EXPORTS_BUILTIN: "/" read-write, sync, insecure ports allowed, root not
+ * squashed, to loopback clients only; without an exports file it refuses
+ * to listen on any address but a loopback one, since anyone who reaches
+ * another could mount "/" as root), and
  * serves NFSv3 and MOUNT v3 (and the NFSv4 NULL procedure) on every
  * --listen address, registering them with rpcbind when one runs. SIGTERM
  * or SIGINT stops it cleanly: the RPC service first (every parked reply is
@@ -47,7 +49,6 @@
 #define MAX_LISTEN 16
 #define DEFAULT_IMAGE "var/jnfs.img"
 #define DEFAULT_SIZE (8ull << 30)
-#define DEFAULT_EXPORTS "/ *(rw,sync,insecure,no_root_squash)\n"
 #define DEFAULT_MAX_CONNS 4096
 /* descriptors kept for all but client connections: image and log device,
  * listeners, epoll, eventfd, rpcbind calls, stdio, the engine's */
@@ -85,6 +86,7 @@ static void emit_text(void *arg, const char *name, uint64_t value)
 	fprintf(arg, "%s %llu\n", name, (unsigned long long)value);
 }
 
+/* 127.0.0.0/8, ::1, or 127.0.0.0/8 mapped into IPv6. */
 static bool peer_is_loopback(const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET)
@@ -165,8 +167,9 @@ static void usage(FILE *f)
 		"                         created sparse and formatted if it does not exist)\n"
 		"  --size SIZE            size of an image created now (default 8G)\n"
 		"  --log-device PATH      external journal device (as given to jnfs mkfs)\n"
-		"  --exports FILE         exports(5) file (default: / *(rw,sync,insecure,\n"
-		"                         no_root_squash))\n"
+		"  --exports FILE         exports(5) file (default: / to loopback clients\n"
+		"                         only, rw,sync,insecure,no_root_squash; then only\n"
+		"                         loopback --listen addresses are allowed)\n"
 		"  --listen ADDR:PORT     listen here (repeatable; [::1]:2049 for IPv6);\n"
 		"                         default 127.0.0.1:2049, port 0 picks a free port\n"
 		"  --threads N            worker threads (default 8)\n"
@@ -453,6 +456,17 @@ int main(int argc, char **argv)
 	}
 	if (!nlisten)
 		listen[nlisten++] = "127.0.0.1:2049";
+	for (int i = 0; i < nlisten && !exports_file; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		if (svc_parse_addr(listen[i], &ss, &len) == 0 && !peer_is_loopback(&ss)) {
+			msg_err("--listen %s is not a loopback address: without --exports the "
+				"built-in export (/ read-write, root not squashed) is for this "
+				"machine only; give an exports file to serve other clients",
+				listen[i]);
+			return 1;
+		}
+	}
 	size_connections(&cfg, max_conns_given);
 
 	/* block before any thread exists (the engine starts its own at mount), so every thread inherits the mask */
@@ -468,7 +482,7 @@ int main(int argc, char **argv)
 	struct exports exports;
 	char why[512];
 	int err = exports_file ? exports_load(exports_file, &exports, why, sizeof(why))
-			       : exports_parse(DEFAULT_EXPORTS, "(default exports)", &exports, why,
+			       : exports_parse(EXPORTS_BUILTIN, "(built-in exports)", &exports, why,
 					       sizeof(why));
 	if (err) {
 		msg_err("%s", why);
@@ -492,7 +506,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if ((err = exports_resolve(&exports, srv.fs, exports_file ? exports_file
-								  : "(default exports)",
+								  : "(built-in exports)",
 				   why, sizeof(why)))) {
 		msg_err("%s", why);
 		fs_unmount(srv.fs);

@@ -15,6 +15,10 @@
  * moved-out /a/m give nothing (ACCES, no handle), so /, /out and /secret
  * stay out of reach. Then jnfsd restarts without /a: its handles are STALE.
  *
+ * Without an exports file jnfsd exports "/" read-write with root not
+ * squashed: it must refuse a listener that is not loopback, and admit
+ * loopback clients only.
+ *
  * usage: test-nfs3-exports JNFSD JNFS
  */
 #include <errno.h>
@@ -310,6 +314,100 @@ static void test_removed(void)
 	TEST_PASS("/a removed from the exports: its handles are STALE");
 }
 
+/* ---- without an exports file ---- */
+
+/* Run jnfsd with args until it exits, 10 s at most (then kill it: it did
+ * not refuse); returns its exit status, what it printed in out. */
+static int run_refused(const char *const *args, char *out, size_t len)
+{
+	const char *argv[32];
+	int argc = 0, pfd[2], status;
+	argv[argc++] = jnfsd_bin;
+	for (int i = 0; args[i]; i++)
+		argv[argc++] = args[i];
+	argv[argc] = NULL;
+	CHECK_OK(pipe(pfd));
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		close(pfd[1]);
+		execv(jnfsd_bin, (char *const *)argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	int waited = 0;
+	while (waitpid(pid, &status, WNOHANG) != pid) {
+		if (waited++ == 1000) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fprintf(stderr, "jnfsd did not refuse to start\n");
+			CHECK(0);
+		}
+		usleep(10000);
+	}
+	ssize_t n = read(pfd[0], out, len - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(pfd[0]);
+	CHECK(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void inspect_export_list(struct raw *r, void *res)
+{
+	r->text[0] = '\0';
+	r->nfs_status = 0;
+	for (exportnode *e = *(exports *)res; e; e = e->ex_next) {
+		size_t len = strlen(r->text);
+		snprintf(r->text + len, sizeof(r->text) - len, "%s(", e->ex_dir);
+		for (groupnode *g = e->ex_groups; g; g = g->gr_next) {
+			len = strlen(r->text);
+			snprintf(r->text + len, sizeof(r->text) - len, "%s,", g->gr_name);
+		}
+		len = strlen(r->text);
+		snprintf(r->text + len, sizeof(r->text) - len, ") ");
+	}
+}
+
+static void test_builtin_exports(void)
+{
+	char out[1024], img[128];
+	snprintf(img, sizeof(img), "%s/builtin.img", tmpdir);
+	/* a listener other clients can reach, with "/" to root for anyone: refused,
+	 * before the image is even created */
+	const char *any4[] = {"--image", img, "--size", "64M", "--rpcbind", "off",
+			      "--listen", "0.0.0.0:0", NULL};
+	CHECK_EQ(run_refused(any4, out, sizeof(out)), 1);
+	CHECK(strstr(out, "--listen 0.0.0.0:0 is not a loopback address") &&
+	      strstr(out, "without --exports"));
+	CHECK(access(img, F_OK) != 0);
+	const char *any6[] = {"--image", img, "--size", "64M", "--rpcbind", "off", "--listen",
+			      "127.0.0.1:0", "--listen", "[::]:0", NULL};
+	CHECK_EQ(run_refused(any6, out, sizeof(out)), 1);
+	CHECK(strstr(out, "--listen [::]:0 is not a loopback address"));
+
+	/* on loopback it serves "/" to loopback clients, and says so */
+	const char *lo[] = {"--listen", "127.0.0.1:0", "--rpcbind", "off", NULL};
+	tc_jnfsd_start(&jnfsd, jnfsd_bin, lo);
+	struct nfs_context *n = tn_mount(jnfsd.port[0], "/", 0, 0);
+	struct nfsfh *f;
+	CHECK_OK(nfs_creat(n, "/root-owned", 0600, &f)); /* root is not squashed */
+	nfs_close(n, f);
+	nfs_destroy_context(n);
+	struct rpc_context *rpc = rpc_init_context();
+	struct raw r = {0};
+	RAW(rpc, &r, rpc_connect_port_async(rpc, "127.0.0.1", jnfsd.port[0], MOUNT_PROGRAM,
+					    MOUNT_V3, connect_cb, &r));
+	r.inspect = inspect_export_list;
+	RAW(rpc, &r, rpc_mount3_export_async(rpc, raw_cb, &r));
+	CHECK(strcmp(r.text, "/(127.0.0.0/8,::1,) ") == 0);
+	rpc_destroy_context(rpc);
+	stop();
+	TEST_PASS("without an exports file: loopback listeners and clients only");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -332,6 +430,7 @@ int main(int argc, char **argv)
 	test_take_handles();
 	test_reordered();
 	test_removed();
+	test_builtin_exports();
 
 	tn_sh("%s check %s >/dev/null", jnfs_bin, image);
 	tn_sh("rm -rf %s", tmpdir);
