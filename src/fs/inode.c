@@ -379,7 +379,14 @@ void fs_iput(struct fs_inode *ip)
 	}
 	bool inactive = ip->i_d.nlink == 0 && !ip->i_freed && !fs_is_shutdown(fs);
 	if (inactive) {
-		/* keep it referenced while it is freed */
+		/*
+		 * Keep it referenced while it is freed. A get by number (a file
+		 * handle) may find it cached and not freed yet, and take a
+		 * reference too, before it sees no links and lets go: so the
+		 * count is given back, never reset, or that reference would be
+		 * lost and the inode (or the next one of that number) freed a
+		 * second time under its holder.
+		 */
 		atomic_store(&ip->i_ref, 1);
 		mutex_unlock(&fs->f_icache_lock);
 		int err = ino_inactive(ip);
@@ -387,8 +394,12 @@ void fs_iput(struct fs_inode *ip)
 			msg_err("fs: freeing unlinked inode %llu failed: %s",
 				(unsigned long long)ip->i_ino, strerror(-err));
 		mutex_lock(&fs->f_icache_lock);
-		atomic_store(&ip->i_ref, 0);
-		/* an allocation of the freed number may be waiting (ino_get_new) */
+		old = atomic_fetch_sub(&ip->i_ref, 1);
+		BUG_ON(old <= 0);
+	}
+	if (ip->i_freed) {
+		/* an allocation of the freed number may wait for the last
+		 * reference (ino_get_new) */
 		cond_broadcast(&fs->f_icache_cond);
 	}
 	if (fs->f_ninodes > fs->f_ninodes_max)
