@@ -104,40 +104,42 @@ int fs_lookup(struct fs_inode *dp, const char *name, size_t len, struct fs_inode
 		*ipp = dp;
 		return 0;
 	}
-	int err = (len == 2 && name[0] == '.' && name[1] == '.') ? 0 : check_name(name, len);
+	bool dotdot = len == 2 && name[0] == '.' && name[1] == '.';
+	int err = dotdot ? 0 : check_name(name, len);
 	if (err)
 		return err;
 	/*
-	 * The entry is read under the directory's I/O lock, the inode taken
-	 * after: an unlink or rename in between can leave the number unlinked
-	 * or free (ESTALE). Then look again; a name that keeps naming an inode
-	 * that does not exist is damage.
+	 * The inode is taken while what names it cannot change: the entry under
+	 * the directory's I/O lock (names come and go only under it, held for
+	 * writing), and for ".." the directory's parent under the rename lock
+	 * too (a directory changes parent only in a cross-directory rename,
+	 * which holds it). A named inode is linked, so its number can be
+	 * neither freed nor reused before the reference is taken. Taken after
+	 * the locks, an unlink and a create in between could hand out another
+	 * file under this name. A removed directory names nothing, not even
+	 * its old parent (ENOENT).
 	 */
-	for (int tries = 0;; tries++) {
-		rwlock_rdlock(&dp->i_iolock);
-		mutex_lock(&dp->i_ilock);
-		err = S_ISDIR(dp->i_d.mode) ? 0 : -ENOTDIR;
-		uint64_t parent = dp->i_d.parent;
-		mutex_unlock(&dp->i_ilock);
-		uint64_t ino = 0;
-		if (!err) {
-			if (len == 2 && name[0] == '.')
-				ino = parent;
-			else
-				err = dir_lookup(dp, name, len, &ino, NULL);
-		}
-		rwlock_unlock(&dp->i_iolock);
-		if (err)
-			return err;
-		err = fs_iget(dp->i_fs, ino, 0, ipp);
-		if (err != -ESTALE)
-			return err;
-		if (tries == 2) {
-			msg_err("fs: directory %llu names inode %llu that does not exist",
-				(unsigned long long)dp->i_ino, (unsigned long long)ino);
-			return -EUCLEAN;
-		}
+	struct fs *fs = dp->i_fs;
+	if (dotdot)
+		mutex_lock(&fs->f_rename_lock);
+	rwlock_rdlock(&dp->i_iolock);
+	mutex_lock(&dp->i_ilock);
+	err = check_live_dir(dp);
+	uint64_t ino = dp->i_d.parent;
+	mutex_unlock(&dp->i_ilock);
+	if (!err && !dotdot)
+		err = dir_lookup(dp, name, len, &ino, NULL);
+	if (!err)
+		err = fs_iget(fs, ino, 0, ipp);
+	rwlock_unlock(&dp->i_iolock);
+	if (dotdot)
+		mutex_unlock(&fs->f_rename_lock);
+	if (err == -ESTALE) {
+		msg_err("fs: directory %llu names inode %llu that does not exist",
+			(unsigned long long)dp->i_ino, (unsigned long long)ino);
+		err = -EUCLEAN;
 	}
+	return err;
 }
 
 int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len)
