@@ -364,6 +364,43 @@ static void test_boundary(void)
 	struct fs_inode *b = get(&m, &m.b);
 	expect_lookup(ea, root, "..", NULL, -EACCES);
 	expect_lookup(ea, b, "..", NULL, -EACCES);
+
+	/* readdir entries resolve by name, and only to the inode they name */
+	struct fs_inode *ip, *w;
+	struct fs_attr x1, x2, wa;
+	struct fs_create_args fa = {.mode = S_IFREG | 0644};
+	CHECK_OK(fs_create(a, "x", 1, &fa, &ip, NULL));
+	CHECK_OK(fs_getattr(ip, &x1));
+	fs_iput(ip);
+	CHECK_OK(export_lookup_entry(ea, a, "x", 1, x1.ino, &ip));
+	CHECK_EQ(fs_ino(ip), x1.ino);
+	fs_iput(ip);
+	CHECK_OK(fs_unlink(a, "x", 1, NULL));
+	CHECK_EQ(export_lookup_entry(ea, a, "x", 1, x1.ino, &ip), -ENOENT);
+	CHECK(ip == NULL);
+	/* made again: whatever its number, the entry gives the new inode, with
+	 * its own generation */
+	CHECK_OK(fs_create(a, "x", 1, &fa, &ip, NULL));
+	CHECK_OK(fs_getattr(ip, &x2));
+	fs_iput(ip);
+	CHECK_OK(export_lookup_entry(ea, a, "x", 1, x2.ino, &ip));
+	CHECK_OK(fs_getattr(ip, &wa));
+	CHECK(wa.ino == x2.ino && wa.gen == x2.gen && (x2.ino != x1.ino || x2.gen != x1.gen));
+	fs_iput(ip);
+	/* renamed over by another file: the entry readdir saw is gone */
+	CHECK_OK(fs_create(a, "w", 1, &fa, &w, NULL));
+	CHECK_OK(fs_rename(a, "w", 1, a, "x", 1, NULL));
+	CHECK_EQ(export_lookup_entry(ea, a, "x", 1, x2.ino, &ip), -ENOENT);
+	CHECK_OK(export_lookup_entry(ea, a, "x", 1, fs_ino(w), &ip));
+	fs_iput(ip);
+	fs_iput(w);
+	/* ".." and "." entries */
+	CHECK_OK(export_lookup_entry(ea, a, "..", 2, fs_ino(a), &ip));
+	fs_iput(ip);
+	CHECK_OK(export_lookup_entry(ea, d, ".", 1, fs_ino(d), &ip));
+	fs_iput(ip);
+	CHECK_OK(fs_rename(a, "d", 1, c, "d", 1, NULL));
+	CHECK_EQ(export_lookup_entry(ea, d, "..", 2, fs_ino(c), &ip), -EACCES);
 	exports_free(&e);
 
 	fs_iput(b);
@@ -373,7 +410,8 @@ static void test_boundary(void)
 	fs_iput(a);
 	fs_iput(root);
 	memfs_close(&m);
-	TEST_PASS("export boundary: '..' stays in the export, also from a directory moved out");
+	TEST_PASS("export boundary: '..' stays in the export, also from a directory moved out; "
+		  "readdir entries resolve by name");
 }
 
 int main(void)

@@ -22,6 +22,14 @@
  *
  * The root is compared by number and generation: a removed export root
  * whose number was reused by another directory is not taken for the root.
+ *
+ * Directory listings with attributes (READDIRPLUS, NFSv4 READDIR) hand out
+ * a handle per entry. The entry's inode number alone must never make one:
+ * the entry may be unlinked once the directory is read and its number
+ * given to another file anywhere, which would then be handed out, with
+ * its own generation, under the old name. export_lookup_entry resolves the
+ * entry by name instead (fs_lookup takes the inode while the directory
+ * still names it) and keeps it only if it is still the inode readdir saw.
  */
 #include <errno.h>
 
@@ -74,4 +82,17 @@ int export_lookup(const struct export *ex, struct fs_inode *dir, const char *nam
 	if (export_is_root(ex, dir))
 		return fs_lookup(dir, ".", 1, ipp);
 	return lookup_parent(ex, dir, ipp);
+}
+
+int export_lookup_entry(const struct export *ex, struct fs_inode *dir, const char *name,
+			size_t len, uint64_t ino, struct fs_inode **ipp)
+{
+	int err = export_lookup(ex, dir, name, len, ipp);
+	if (err || fs_ino(*ipp) == ino)
+		return err;
+	/* removed, or renamed over, since readdir saw it: whatever the name
+	 * names now is not what the entry says */
+	fs_iput(*ipp);
+	*ipp = NULL;
+	return -ENOENT;
 }

@@ -117,6 +117,9 @@ uint32_t export_fsid_derive(uint64_t root_ino, uint32_t root_gen);
  *      refuses (EACCES) to name a parent that does not lie under the
  *      export's root. Protocols resolve every ".." through it (LOOKUP, the
  *      ".." entry of READDIRPLUS, NFSv4 LOOKUPP).
+ *   4. Its generation is its inode's own: handles are made only from an
+ *      inode found by name (export_lookup, export_lookup_entry) or just
+ *      created, never from a bare inode number.
  * What it does not guarantee, as knfsd with no_subtree_check (the only
  * mode there is): that the inode still lies under the export. A file or
  * directory moved out of the export after its handle was handed out still
@@ -135,6 +138,13 @@ bool export_is_root(const struct export *ex, struct fs_inode *ip);
  * fs_lookup. A reference in *ip on success (fs_iput). */
 int export_lookup(const struct export *ex, struct fs_inode *dir, const char *name, size_t len,
 		  struct fs_inode **ip);
+
+/* The inode a directory entry that readdir returned (name, ino) names now,
+ * to hand out its handle and attributes: name looked up as export_lookup
+ * does, -ENOENT if it is gone or names another inode number now. Never
+ * from the number alone (boundary.c says why). */
+int export_lookup_entry(const struct export *ex, struct fs_inode *dir, const char *name,
+			size_t len, uint64_t ino, struct fs_inode **ip);
 
 /* Privileged source port (< 1024), as "secure" requires. */
 bool export_peer_secure(const struct sockaddr_storage *peer);

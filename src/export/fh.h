@@ -13,7 +13,9 @@
  * inode is gone or has another generation is STALE, and so is one whose
  * fsid no export has (an export's fsid is derived from its root, so editing
  * the exports file never hands one export's handles to another). None of
- * them can ever name another file.
+ * them can ever name another file. The generation is always the inode's
+ * own: a handle is only made from an inode found by name or created, never
+ * from a bare inode number (exports.h).
  *
  * A valid handle is not a claim that its inode still lies under its
  * export: one moved out keeps resolving (no_subtree_check). What handles

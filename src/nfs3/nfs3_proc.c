@@ -1068,17 +1068,11 @@ static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, v
 			struct nfs3_dirent *e = &r->ents[i];
 			struct fs_inode *ip;
 			struct fs_attr at;
-			bool dotdot = e->namelen == 2 && e->name[0] == '.' && e->name[1] == '.';
-			/* ".." as LOOKUP gives it: no handle where it would leave the
-			 * export (nor where it has moved meanwhile) */
-			if (dotdot && export_lookup(c.ex, dp, "..", 2, &ip))
+			/* by name, as LOOKUP: no attributes and no handle for a name
+			 * removed or replaced since the directory was read, nor for a
+			 * ".." outside the export */
+			if (export_lookup_entry(c.ex, dp, e->name, e->namelen, e->fileid, &ip))
 				continue;
-			if (dotdot && fs_ino(ip) != e->fileid) {
-				fs_iput(ip);
-				continue;
-			}
-			if (!dotdot && fs_iget(c.s->fs, e->fileid, 0, &ip))
-				continue; /* gone meanwhile: no attributes, no handle */
 			if (!fs_getattr(ip, &at)) {
 				fattr3(&c, &at, &e->attr.a);
 				e->attr.present = true;

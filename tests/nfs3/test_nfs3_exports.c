@@ -15,6 +15,10 @@
  * moved-out /a/m give nothing (ACCES, no handle), so /, /out and /secret
  * stay out of reach. Then jnfsd restarts without /a: its handles are STALE.
  *
+ * READDIRPLUS hands out a handle per entry: it must be the handle of the
+ * inode the name names (with its generation), so that once the file is
+ * removed and its number reused the old handle is STALE.
+ *
  * Without an exports file jnfsd exports "/" read-write with root not
  * squashed: it must refuse a listener that is not loopback, and admit
  * loopback clients only.
@@ -26,9 +30,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/time.h"
 #include "check.h"
 #include "jnfsd_proc.h"
 #include "nfs3/nfs3_client.h"
@@ -314,6 +322,175 @@ static void test_removed(void)
 	TEST_PASS("/a removed from the exports: its handles are STALE");
 }
 
+/* ---- READDIRPLUS handles ---- */
+
+/* A handle READDIRPLUS gave for a name must be the handle of the inode that
+ * name named: once that file is removed and its number reused, the handle
+ * is STALE. (A handle made from the entry's number alone, generation 0,
+ * would name whatever inode has the number now.) */
+static void test_readdirplus_reuse(void)
+{
+	serve("/a 127.0.0.1(rw,insecure,no_root_squash)\n");
+	struct nfs_context *n = tn_mount(jnfsd.port[0], "/a", 0, 0);
+	struct rpc_context *rpc = nfs_get_rpc_context(n);
+	struct handle root = mnt(rpc, "/a"), r, hx, h;
+	struct nfsfh *f;
+	struct nfs_stat_64 st;
+	uint64_t xid, id;
+	CHECK_OK(nfs_mkdir(n, "/r"));
+	CHECK_OK(nfs_creat(n, "/r/x", 0644, &f));
+	nfs_close(n, f);
+	CHECK_EQ(lookup(rpc, &root, "r", &r), NFS3_OK);
+	CHECK(rdplus_entry(rpc, &r, "x", &xid, &hx));
+	CHECK_EQ(getattr(rpc, &hx, &id, NULL), NFS3_OK);
+	CHECK_EQ(id, xid);
+
+	/* x goes; a new file takes its number (the allocator gives back the
+	 * lowest free one: nearly always at once) */
+	CHECK_OK(nfs_unlink(n, "/r/x"));
+	int i;
+	for (i = 0; i < 64; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/r/y%d", i);
+		CHECK_OK(nfs_creat(n, p, 0600, &f));
+		nfs_close(n, f);
+		CHECK_OK(nfs_stat64(n, p, &st));
+		if (st.nfs_ino == xid)
+			break;
+	}
+	CHECK(i < 64); /* the number was reused */
+	CHECK_EQ(getattr(rpc, &hx, &id, NULL), NFS3ERR_STALE);
+
+	/* and the handles it gives now are the new files' */
+	char name[32];
+	snprintf(name, sizeof(name), "y%d", i);
+	CHECK(rdplus_entry(rpc, &r, name, &id, &h));
+	CHECK_EQ(id, xid);
+	CHECK_EQ(getattr(rpc, &h, &id, NULL), NFS3_OK);
+	CHECK_EQ(id, xid);
+	nfs_destroy_context(n);
+	stop();
+	TEST_PASS("READDIRPLUS: a removed file's handle is STALE once its number is reused");
+}
+
+/*
+ * The race itself: READDIRPLUS of a directory of 1,000 files while another
+ * client creates x<N> (a 0644 file), removes it, and makes y<N> (a 0700
+ * directory) that takes the freed number. An entry named x<N> that comes
+ * with attributes must have x<N>'s (a 0644 file), never y<N>'s: handing
+ * out the inode that has the entry's number when the reply is built is
+ * exactly that mistake. Bounded: until the first wrong entry, or 5 s (up
+ * to 60 s on a machine too loaded to show 20 x entries in 5 s).
+ */
+struct rdp_scan {
+	unsigned long entries, x_with_attrs, wrong;
+	char first_wrong[128];
+};
+
+static void inspect_rdp_scan(struct raw *r, void *res)
+{
+	READDIRPLUS3res *d = res;
+	struct rdp_scan *sc = (struct rdp_scan *)(uintptr_t)r->u64[3];
+	if (d->status != NFS3_OK)
+		return;
+	r->u32[1] = d->READDIRPLUS3res_u.resok.reply.eof;
+	memcpy(r->verf, d->READDIRPLUS3res_u.resok.cookieverf, 8);
+	for (entryplus3 *e = d->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {
+		sc->entries++;
+		r->u64[0] = e->cookie;
+		if (e->name[0] != 'x' || !e->name_attributes.attributes_follow)
+			continue;
+		fattr3 *a = &e->name_attributes.post_op_attr_u.attributes;
+		sc->x_with_attrs++;
+		if (a->type != NF3REG || (a->mode & 07777) != 0644 || a->fileid != e->fileid) {
+			if (!sc->wrong++)
+				snprintf(sc->first_wrong, sizeof(sc->first_wrong),
+					 "%s (fileid %llu) came with type %d mode %o fileid %llu",
+					 e->name, (unsigned long long)e->fileid, (int)a->type,
+					 (unsigned)a->mode, (unsigned long long)a->fileid);
+		}
+	}
+}
+
+static void churn_names(uint16_t port, volatile unsigned long *rounds)
+{
+	struct nfs_context *n = tn_mount(port, "/a", 0, 0);
+	struct nfsfh *f;
+	for (unsigned long i = 0;; i++) {
+		char x[48], y[48];
+		snprintf(x, sizeof(x), "/race/x%lu", i);
+		snprintf(y, sizeof(y), "/race/y%lu", i);
+		CHECK_OK(nfs_creat(n, x, 0644, &f));
+		nfs_close(n, f);
+		CHECK_OK(nfs_unlink(n, x));
+		CHECK_OK(nfs_mkdir2(n, y, 0700));
+		CHECK_OK(nfs_rmdir(n, y));
+		*rounds = i + 1;
+	}
+}
+
+static void test_readdirplus_race(void)
+{
+	serve("/a 127.0.0.1(rw,async,insecure,no_root_squash)\n");
+	struct nfs_context *n = tn_mount(jnfsd.port[0], "/a", 0, 0);
+	struct rpc_context *rpc = nfs_get_rpc_context(n);
+	struct handle root = mnt(rpc, "/a"), race;
+	struct nfsfh *f;
+	CHECK_OK(nfs_mkdir(n, "/race"));
+	for (int i = 0; i < 1000; i++) {
+		char p[48];
+		snprintf(p, sizeof(p), "/race/filler-%04d", i);
+		CHECK_OK(nfs_creat(n, p, 0600, &f));
+		nfs_close(n, f);
+	}
+	CHECK_EQ(lookup(rpc, &root, "race", &race), NFS3_OK);
+
+	volatile unsigned long *rounds =
+		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(rounds != MAP_FAILED);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		churn_names(jnfsd.port[0], rounds);
+		_exit(0);
+	}
+	struct rdp_scan sc = {0};
+	unsigned long calls = 0;
+	/* 5 s, and then on until 20 x entries with attributes were seen
+	 * (a loaded machine), 60 s at most */
+	uint64_t start = now_ns();
+	while (!sc.wrong && now_ns() - start < 60 * NSEC_PER_SEC &&
+	       (now_ns() - start < 5 * NSEC_PER_SEC || sc.x_with_attrs < 20)) {
+		/* the whole directory, a few calls */
+		READDIRPLUS3args a = {.dir = fh3(&race), .dircount = 1 << 20, .maxcount = 1 << 20};
+		struct raw r = {.inspect = inspect_rdp_scan};
+		r.u64[3] = (uint64_t)(uintptr_t)&sc;
+		do {
+			r.u32[1] = 0;
+			RAW(rpc, &r, rpc_nfs3_readdirplus_async(rpc, raw_cb, &a, &r));
+			CHECK_EQ(r.nfs_status, NFS3_OK);
+			a.cookie = r.u64[0];
+			memcpy(a.cookieverf, r.verf, 8);
+			calls++;
+		} while (!r.u32[1]);
+	}
+	CHECK_OK(kill(pid, 0)); /* the churn is still going: it never failed */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	printf("READDIRPLUS calls %lu, entries %lu, x entries with attributes %lu, churn rounds "
+	       "%lu, wrong %lu\n",
+	       calls, sc.entries, sc.x_with_attrs, *rounds, sc.wrong);
+	if (sc.wrong)
+		fprintf(stderr, "READDIRPLUS: %s\n", sc.first_wrong);
+	CHECK_EQ(sc.wrong, 0);
+	CHECK(sc.x_with_attrs > 0 && *rounds > 0);
+	munmap((void *)rounds, 4096);
+	nfs_destroy_context(n);
+	stop();
+	TEST_PASS("READDIRPLUS racing remove and reuse: attributes are the entry's own");
+}
+
 /* ---- without an exports file ---- */
 
 /* Run jnfsd with args until it exits, 10 s at most (then kill it: it did
@@ -430,6 +607,8 @@ int main(int argc, char **argv)
 	test_take_handles();
 	test_reordered();
 	test_removed();
+	test_readdirplus_reuse();
+	test_readdirplus_race();
 	test_builtin_exports();
 
 	tn_sh("%s check %s >/dev/null", jnfs_bin, image);
