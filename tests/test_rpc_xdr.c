@@ -3,7 +3,10 @@
  * round-trips, every decoder fails cleanly at every truncation point,
  * lengths and counts respect their maxima, encoding stops at max without
  * changing the stream, rollback restores external segments, zero-copy
- * segments come out as iovecs in order.
+ * segments come out as iovecs in order; the helpers of generated codecs
+ * tell a malformed encoding (-EBADMSG) from one over a limit of ours
+ * (-E2BIG) and never move on failure; decode arenas (invariant 7) carve
+ * the caller's buffer first, then heap chunks, never past their cap.
  */
 #include <errno.h>
 #include <float.h>
@@ -255,10 +258,125 @@ static void test_enc_limits_and_rollback(void)
 	TEST_PASS("xdr encode limits, rollback, reserve");
 }
 
+static void test_generated_helpers(void)
+{
+	uint8_t buf[64] = {0, 0, 0, 5, 'a', 'b', 0, 'c', 'd', 0, 0, 0, 0, 0, 0, 1};
+	struct xdr_dec x;
+	const uint8_t *p;
+	const char *s;
+	uint32_t n, len;
+	bool more;
+
+	/* counts: the protocol's bound, the bytes left, our limit */
+	buf[3] = 3;
+	xdr_dec_init(&x, buf, 16);
+	CHECK_EQ(xdr_dec_len(&x, 2, 2, 4, &n), -EBADMSG);
+	CHECK(x.p == buf);
+	CHECK_EQ(xdr_dec_len(&x, 10, 2, 4, &n), -E2BIG);
+	CHECK(x.p == buf);
+	CHECK_EQ(xdr_dec_len(&x, 10, 3, 4, &n), 0);
+	CHECK(n == 3 && x.p == buf + 4);
+	xdr_dec_init(&x, buf, 16);
+	CHECK_EQ(xdr_dec_len(&x, 10, 10, 8, &n), -EBADMSG); /* 3 * 8 > 12 left */
+
+	/* opaques and strings: the same errors; a NUL is no string */
+	buf[3] = 5;
+	xdr_dec_init(&x, buf, 12);
+	CHECK_EQ(xdr_dec_opaque_lim(&x, 4, 4, &p, &len), -EBADMSG);
+	CHECK_EQ(xdr_dec_opaque_lim(&x, 8, 4, &p, &len), -E2BIG);
+	CHECK_EQ(xdr_dec_string_lim(&x, 8, 8, &s, &len), -EBADMSG);
+	CHECK(x.p == buf);
+	CHECK_EQ(xdr_dec_opaque_lim(&x, 8, 8, &p, &len), 0);
+	CHECK(p == buf + 4 && len == 5 && x.p == buf + 12);
+	xdr_dec_init(&x, buf, 11); /* the padding is missing */
+	CHECK_EQ(xdr_dec_opaque_lim(&x, 8, 8, &p, &len), -EBADMSG);
+	CHECK(x.p == buf);
+	buf[6] = 'x';
+	xdr_dec_init(&x, buf, 12);
+	CHECK_EQ(xdr_dec_string_lim(&x, 8, 8, &s, &len), 0);
+	CHECK((const uint8_t *)s == buf + 4 && len == 5);
+
+	/* optional data: the flag, and the bytes it promises */
+	xdr_dec_init(&x, buf + 12, 4);
+	CHECK_EQ(xdr_dec_more(&x, 4, &more), -EBADMSG);
+	CHECK(x.p == buf + 12);
+	CHECK_EQ(xdr_dec_more(&x, 0, &more), 0);
+	CHECK(more);
+	xdr_dec_init(&x, buf + 9, 4); /* zeros: absent, nothing more needed */
+	CHECK_EQ(xdr_dec_more(&x, 100, &more), 0);
+	CHECK(!more);
+
+	/* no arena, no allocation */
+	xdr_dec_init(&x, buf, 16);
+	CHECK(xdr_dec_alloc(&x, 1, 1) == NULL);
+
+	/* splicing, and copying when the segments are used up */
+	struct xdr_enc e;
+	static uint8_t data[XDR_MAX_EXT + 1][8];
+	xdr_enc_init(&e, 4096);
+	for (int i = 0; i <= XDR_MAX_EXT; i++) {
+		memset(data[i], 'a' + i, 5);
+		CHECK_OK(xdr_enc_opaque_splice(&e, data[i], 5));
+	}
+	CHECK_EQ(e.next, XDR_MAX_EXT);
+	size_t flen;
+	uint8_t *f = flat(&e, &flen);
+	CHECK_EQ(flen, (XDR_MAX_EXT + 1) * 12);
+	for (int i = 0; i <= XDR_MAX_EXT; i++)
+		CHECK(f[i * 12 + 3] == 5 && f[i * 12 + 4] == 'a' + i && f[i * 12 + 9] == 0);
+	free(f);
+	xdr_enc_destroy(&e);
+	TEST_PASS("xdr helpers of generated codecs");
+}
+
+static void test_arena(void)
+{
+	uint8_t first[256];
+	struct xdr_arena a;
+	xdr_arena_init(&a, first, sizeof(first), 8192);
+
+	/* the caller's buffer first, aligned and zeroed */
+	memset(first, 0xee, sizeof(first));
+	uint8_t *p = xdr_arena_alloc(&a, 10, 3), *q = xdr_arena_alloc(&a, 1, 100);
+	CHECK(p == first && q >= first + 30 && q + 100 <= first + 256);
+	CHECK(((uintptr_t)q % _Alignof(max_align_t)) == 0);
+	for (int i = 0; i < 100; i++)
+		CHECK(q[i] == 0);
+	CHECK_EQ(xdr_arena_held(&a), 0);
+
+	/* then heap chunks, within the cap */
+	uint8_t *h = xdr_arena_alloc(&a, 1, 200);
+	CHECK(h && (h < first || h >= first + 256));
+	CHECK(xdr_arena_held(&a) > 0 && xdr_arena_held(&a) <= 8192);
+	CHECK(xdr_arena_alloc(&a, 1, 8192) == NULL); /* over the cap */
+	CHECK(xdr_arena_alloc(&a, SIZE_MAX / 8, 16) == NULL); /* n * size overflows */
+	size_t held = xdr_arena_held(&a);
+	while (xdr_arena_alloc(&a, 1, 500))
+		CHECK(xdr_arena_held(&a) <= 8192);
+	CHECK(xdr_arena_held(&a) >= held);
+
+	/* a stream allocates from its arena */
+	struct xdr_dec x;
+	xdr_dec_init(&x, NULL, 0);
+	xdr_arena_reset(&a);
+	CHECK_EQ(xdr_arena_held(&a), 0);
+	x.arena = &a;
+	CHECK(xdr_dec_alloc(&x, 4, 8) == first);
+
+	/* an arena without a first buffer or a cap allocates nothing */
+	struct xdr_arena none;
+	xdr_arena_init(&none, NULL, 0, 0);
+	CHECK(xdr_arena_alloc(&none, 1, 1) == NULL);
+	xdr_arena_reset(&a);
+	TEST_PASS("xdr decode arenas");
+}
+
 int main(void)
 {
 	test_roundtrip();
 	test_bounds();
 	test_enc_limits_and_rollback();
+	test_generated_helpers();
+	test_arena();
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include "rpc/xdr.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ void xdr_dec_init(struct xdr_dec *x, const void *buf, size_t len)
 	x->end = x->p + len;
 	if (!buf)
 		x->end = x->p;
+	x->arena = NULL;
 }
 
 /* Take n bytes (n already includes padding) or fail without moving. */
@@ -211,6 +213,142 @@ int xdr_dec_skip(struct xdr_dec *x, size_t len)
 	return xdr_dec_fixed_ref(x, len, &p);
 }
 
+/* ---- decoding: for generated codecs ------------------------------------ */
+
+int xdr_dec_len(struct xdr_dec *x, uint32_t bound, uint32_t limit, size_t min_size, uint32_t *n)
+{
+	struct xdr_dec save = *x;
+	uint32_t c;
+	if (xdr_dec_u32(x, &c) || c > bound ||
+	    (min_size && (uint64_t)c > xdr_dec_remaining(x) / min_size)) {
+		*x = save;
+		return -EBADMSG;
+	}
+	if (c > limit) {
+		*x = save;
+		return -E2BIG;
+	}
+	*n = c;
+	return 0;
+}
+
+int xdr_dec_opaque_lim(struct xdr_dec *x, uint32_t bound, uint32_t limit, const uint8_t **p,
+		       uint32_t *len)
+{
+	struct xdr_dec save = *x;
+	const void *b;
+	uint32_t n;
+	int err;
+	if ((err = xdr_dec_len(x, bound, limit, 1, &n)))
+		return err;
+	if (xdr_dec_fixed_ref(x, n, &b)) {
+		*x = save;
+		return -EBADMSG;
+	}
+	*p = b;
+	*len = n;
+	return 0;
+}
+
+int xdr_dec_string_lim(struct xdr_dec *x, uint32_t bound, uint32_t limit, const char **s,
+		       uint32_t *len)
+{
+	struct xdr_dec save = *x;
+	const uint8_t *p;
+	int err;
+	if ((err = xdr_dec_opaque_lim(x, bound, limit, &p, len)))
+		return err;
+	if (*len && memchr(p, 0, *len)) {
+		*x = save;
+		return -EBADMSG;
+	}
+	*s = (const char *)p;
+	return 0;
+}
+
+int xdr_dec_more(struct xdr_dec *x, size_t min_size, bool *more)
+{
+	struct xdr_dec save = *x;
+	if (xdr_dec_bool(x, more))
+		return -EBADMSG;
+	if (*more && min_size > xdr_dec_remaining(x)) {
+		*x = save;
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+void *xdr_dec_alloc(struct xdr_dec *x, size_t n, size_t size)
+{
+	return x->arena ? xdr_arena_alloc(x->arena, n, size) : NULL;
+}
+
+/* ---- decode arenas ----------------------------------------------------- */
+
+struct xdr_arena_chunk {
+	struct xdr_arena_chunk *next;
+	size_t size; /* of data */
+	max_align_t data[];
+};
+
+#define ARENA_ALIGN _Alignof(max_align_t)
+#define ARENA_MIN_CHUNK 4096
+
+void xdr_arena_init(struct xdr_arena *a, void *buf, size_t size, size_t cap)
+{
+	memset(a, 0, sizeof(*a));
+	a->first = buf;
+	a->first_size = buf ? size : 0;
+	a->cur = a->first;
+	a->size = a->first_size;
+	a->cap = cap;
+}
+
+void *xdr_arena_alloc(struct xdr_arena *a, size_t n, size_t size)
+{
+	if (size && n > (SIZE_MAX / 2) / size)
+		return NULL;
+	size_t bytes = n * size;
+	size_t at = (a->used + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+	if (!a->cur || at > a->size || bytes > a->size - at) {
+		/* a new chunk: twice the last one (fewer mallocs for a
+		 * growing decode), or just what is needed near the cap */
+		size_t want = a->chunks ? a->chunks->size * 2 : ARENA_MIN_CHUNK;
+		if (want < bytes)
+			want = bytes;
+		if (want > a->cap || a->held > a->cap - want)
+			want = bytes;
+		if (want > a->cap || a->held > a->cap - want)
+			return NULL;
+		struct xdr_arena_chunk *c = xmalloc(sizeof(*c) + want);
+		c->size = want;
+		c->next = a->chunks;
+		a->chunks = c;
+		a->held += want;
+		a->cur = (uint8_t *)c->data;
+		a->size = want;
+		at = 0;
+	}
+	void *p = a->cur + at;
+	a->used = at + bytes;
+	if (bytes)
+		memset(p, 0, bytes);
+	return p;
+}
+
+void xdr_arena_reset(struct xdr_arena *a)
+{
+	while (a->chunks) {
+		struct xdr_arena_chunk *c = a->chunks;
+		a->chunks = c->next;
+		free(c);
+	}
+	a->held = 0;
+	a->used = 0;
+	a->cur = a->first;
+	a->size = a->first_size;
+}
+
 /* ---- encoding ---------------------------------------------------------- */
 
 void xdr_enc_init(struct xdr_enc *x, size_t max)
@@ -382,6 +520,15 @@ int xdr_enc_opaque_iov(struct xdr_enc *x, const struct iovec *iov, unsigned n)
 	memset(x->buf + x->len, 0, XDR_PAD(total));
 	x->len += XDR_PAD(total);
 	return 0;
+}
+
+int xdr_enc_opaque_splice(struct xdr_enc *x, const void *p, uint32_t len)
+{
+	if (!len || x->next == XDR_MAX_EXT)
+		return xdr_enc_opaque(x, p, len);
+	/* the stream never writes through the segment (invariant 6) */
+	struct iovec iov = {.iov_base = (void *)p, .iov_len = len};
+	return xdr_enc_opaque_iov(x, &iov, 1);
 }
 
 int xdr_enc_reserve(struct xdr_enc *x, size_t n, size_t *off)

@@ -28,6 +28,19 @@
  *  6. Encoders never take ownership of external segments: the bytes must
  *     stay valid until the encoded message is sent, which for an RPC reply
  *     means until the procedure's release hook runs.
+ *  7. Decoding allocates only from the arena attached to the stream (none:
+ *     nothing can be allocated), only after the bytes the allocation stands
+ *     for are known to be in the stream, and never past the arena's cap.
+ *     Releasing what a decode allocated is resetting its arena: nothing a
+ *     decoder allocates is freed one by one, so a decode that fails half
+ *     way leaks nothing.
+ *
+ * Generated codecs (xdr/<spec>.h, built from src/xdr/<spec>.x by
+ * tools/xdrgen; docs/xdr.md) use the helpers marked "for generated
+ * codecs" below. Their decoders return 0, -EBADMSG (not a valid encoding),
+ * -E2BIG (valid, but over a limit of this project: a configured bound or
+ * the arena's cap) or -ENOMSG (a union whose discriminant is an open
+ * enumeration met a value it has no arm for; the discriminant is stored).
  */
 #ifndef JNFS_RPC_XDR_H
 #define JNFS_RPC_XDR_H
@@ -43,11 +56,15 @@
 
 /* ---- decoding ---------------------------------------------------------- */
 
+struct xdr_arena;
+
 struct xdr_dec {
 	const uint8_t *p;   /* next byte to decode */
 	const uint8_t *end; /* one past the last byte */
+	struct xdr_arena *arena; /* where decoders allocate (invariant 7); NULL: nowhere */
 };
 
+/* A stream over buf, without an arena. */
 void xdr_dec_init(struct xdr_dec *x, const void *buf, size_t len);
 
 static inline size_t xdr_dec_remaining(const struct xdr_dec *x)
@@ -88,6 +105,58 @@ int xdr_dec_count(struct xdr_dec *x, uint32_t max, size_t min_elem, uint32_t *n)
 
 /* Skip len bytes of opaque data and its padding. */
 int xdr_dec_skip(struct xdr_dec *x, size_t len);
+
+/* ---- decoding: for generated codecs ------------------------------------ */
+
+/*
+ * The count of a variable-length array: -EBADMSG when it exceeds the
+ * protocol's bound or the bytes left cannot hold n elements of at least
+ * min_size bytes each, -E2BIG when it only exceeds limit (<= bound), the
+ * bound this project configured.
+ */
+int xdr_dec_len(struct xdr_dec *x, uint32_t bound, uint32_t limit, size_t min_size, uint32_t *n);
+/* opaque<bound> and string<bound> without copying, with the errors of
+ * xdr_dec_len(); strings with an embedded NUL are -EBADMSG. */
+int xdr_dec_opaque_lim(struct xdr_dec *x, uint32_t bound, uint32_t limit, const uint8_t **p,
+		       uint32_t *len);
+int xdr_dec_string_lim(struct xdr_dec *x, uint32_t bound, uint32_t limit, const char **s,
+		       uint32_t *len);
+/* The flag before optional data (T *): when set, at least min_size bytes
+ * must follow (-EBADMSG otherwise), so an allocation for it is earned. */
+int xdr_dec_more(struct xdr_dec *x, size_t min_size, bool *more);
+/* n zeroed elements of size bytes from the stream's arena; NULL when there
+ * is no arena or its cap would be exceeded (the decoder answers -E2BIG). */
+void *xdr_dec_alloc(struct xdr_dec *x, size_t n, size_t size);
+
+/* ---- decode arenas ----------------------------------------------------- */
+
+/*
+ * A bump allocator for decoded data (invariant 7): allocations are carved
+ * from a caller-provided first buffer (e.g. inside a request), then from
+ * heap chunks, never holding more than cap heap bytes. Everything is freed
+ * at once by xdr_arena_reset(). Not thread safe: one arena per decode.
+ */
+struct xdr_arena_chunk;
+
+struct xdr_arena {
+	uint8_t *cur;                   /* the buffer being carved */
+	size_t used, size;              /* bytes of it taken, its size */
+	size_t held, cap;               /* heap bytes held in chunks, the most allowed */
+	struct xdr_arena_chunk *chunks; /* heap chunks, newest first */
+	uint8_t *first;                 /* the caller's buffer (or NULL) */
+	size_t first_size;
+};
+
+void xdr_arena_init(struct xdr_arena *a, void *buf, size_t size, size_t cap);
+/* n * size zeroed bytes aligned for any type, or NULL past the cap. */
+void *xdr_arena_alloc(struct xdr_arena *a, size_t n, size_t size);
+/* Free the heap chunks: everything allocated is gone, the arena is empty. */
+void xdr_arena_reset(struct xdr_arena *a);
+
+static inline size_t xdr_arena_held(const struct xdr_arena *a)
+{
+	return a->held;
+}
 
 /* ---- encoding ---------------------------------------------------------- */
 
@@ -143,6 +212,11 @@ int xdr_enc_string(struct xdr_enc *x, const char *s);
  * without copying (invariant 6). The length word and padding are inline. */
 int xdr_enc_opaque_iov(struct xdr_enc *x, const struct iovec *iov, unsigned n);
 
+/* For generated codecs: variable-length opaque whose bytes stay valid until
+ * the message is sent (invariant 6), spliced in without copying while a
+ * segment is free and copied otherwise; the bytes on the wire are the same. */
+int xdr_enc_opaque_splice(struct xdr_enc *x, const void *p, uint32_t len);
+
 /* Reserve n inline bytes (a multiple of 4) to be filled in later with
  * xdr_enc_put_u32_at() (e.g. a count known only after the list). */
 int xdr_enc_reserve(struct xdr_enc *x, size_t n, size_t *off);
@@ -156,5 +230,16 @@ void xdr_enc_rollback(struct xdr_enc *x, struct xdr_mark m);
 int xdr_enc_iov(const struct xdr_enc *x, struct iovec *iov, int max);
 /* Copy every encoded byte to dst (xdr_enc_len() bytes). */
 void xdr_enc_flatten(const struct xdr_enc *x, void *dst);
+
+/* ---- type tables --------------------------------------------------------- */
+
+/* A named XDR type with its codecs, as a generated spec lists all of its
+ * types (<spec>_xdr_types[] in xdr/<spec>.h): for fuzzing and tests. */
+struct xdr_type {
+	const char *name;
+	size_t size; /* of the C type */
+	int (*dec)(struct xdr_dec *x, void *v);
+	int (*enc)(struct xdr_enc *x, const void *v);
+};
 
 #endif
