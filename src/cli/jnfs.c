@@ -25,6 +25,7 @@
 #include "rpc/clnt.h"
 #include "rpc/svc.h"
 #include "server/admin.h"
+#include "jnfs_version.h"
 
 int cli_parse_size(const char *s, uint64_t *out)
 {
@@ -260,7 +261,7 @@ static void usage(FILE *f)
 		   "  stat IMAGE [--log-device PATH]\n"
 		   "  stat --server ADDR:PORT\n"
 		   "  io IMAGE [--crash] [--flush-latency-us N] [--log-device PATH] -c CMD ...\n"
-		   "  help\n");
+		   "  help | --version\n");
 }
 
 int main(int argc, char **argv)
@@ -269,6 +270,10 @@ int main(int argc, char **argv)
 	if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("jnfs %s (%s)\n", JNFS_VERSION, JNFS_COMMIT);
+		return 0;
 	}
 	const char *cmd = argv[1];
 	argc--;

@@ -45,6 +45,7 @@
 #include "rpc/rpcb.h"
 #include "rpc/svc.h"
 #include "server/admin.h"
+#include "jnfs_version.h"
 
 #define MAX_LISTEN 16
 #define DEFAULT_IMAGE "var/jnfs.img"
@@ -188,6 +189,7 @@ static void usage(FILE *f)
 		"  --send-timeout MS      close a connection whose replies are not read for\n"
 		"                         this long (default 60000, 0: never)\n"
 		"  --port-file FILE       write the bound ports there, one per line\n"
+		"  --version              print the version and exit\n"
 		"Prints 'listening on ADDR:PORT' for each listener once serving.\n");
 }
 
@@ -347,6 +349,7 @@ int main(int argc, char **argv)
 		{"send-timeout", required_argument, NULL, 'T'},
 		{"port-file", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *listen[MAX_LISTEN];
@@ -438,6 +441,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("jnfsd %s (%s)\n", JNFS_VERSION, JNFS_COMMIT);
 			return 0;
 		default:
 			usage(stderr);
