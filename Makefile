@@ -6,7 +6,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Uni
 JOBS      ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all build build-asan deps run test test-normal test-asan bench clean
+.PHONY: all build build-asan deps run test test-normal test-asan bench clean install uninstall
 
 all: build
 
@@ -38,6 +38,29 @@ test-asan: build-asan
 
 clean:
 	rm -rf build build-asan build-tsan
+
+# Installation: jnfsd and jnfs in PREFIX/sbin, the manual pages, the systemd
+# unit and its /etc/default/jnfsd, an example exports file (dist/CMakeLists.txt
+# says where each goes). DESTDIR is honoured. BUILD names the build folder to
+# install from (configured as `make build` does if it is not yet). CMake lists
+# what it installed in BUILD/install_manifest.txt; BUILD/installed-files.txt
+# is the same list with DESTDIR in front, which `make uninstall` removes.
+PREFIX ?= /usr/local
+BUILD  ?= build
+install:
+	@test -f $(BUILD)/CMakeCache.txt || \
+		cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target jnfsd jnfs man
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+	sed 's|^|$(DESTDIR)|' $(BUILD)/install_manifest.txt >$(BUILD)/installed-files.txt
+
+uninstall:
+	@test -f $(BUILD)/installed-files.txt || \
+		{ echo "no $(BUILD)/installed-files.txt: nothing was installed from $(BUILD)" >&2; exit 1; }
+	@while IFS= read -r f || [ -n "$$f" ]; do \
+		if [ -f "$$f" ] || [ -L "$$f" ]; then echo "rm $$f"; rm -f "$$f"; fi; \
+	done <$(BUILD)/installed-files.txt
+	@rm -f $(BUILD)/installed-files.txt
 
 # Fuzzing (clang, libFuzzer): each target runs FUZZ_SECONDS from the
 # in-tree corpus; the corpora are also replayed by CTest in both builds.

@@ -22,6 +22,11 @@
  * Signals: they are blocked in every thread (the mask is set before any
  * thread starts) and taken synchronously by the main thread with
  * sigwait(), so no handler runs in the middle of RPC code.
+ *
+ * Under systemd (Type=notify, dist/jnfsd.service) it says READY=1 once
+ * every listener is open and rpcbind has been told, and STOPPING=1 when a
+ * stop begins; sd_notify() does nothing when NOTIFY_SOCKET is not set, so
+ * the same binary runs anywhere.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +38,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "base/mem.h"
@@ -578,6 +584,7 @@ int main(int argc, char **argv)
 		printf("listening on %s:%u\n", host, ports[i]);
 	}
 	fflush(stdout);
+	sd_notifyf(0, "READY=1\nSTATUS=serving on %d address%s", nlisten, nlisten > 1 ? "es" : "");
 
 	for (;;) {
 		int sig;
@@ -593,6 +600,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	msg_info("stopping");
+	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
 	if (rpcbind)
 		rpcbind_register(rpcbind, bound, nlisten, false);
 	svc_stop(s);
