@@ -1,7 +1,8 @@
 /*
  * test_base.c - CRC32C vectors and chaining, the hash map against a
- * reference array, lists, and the lock-order checker (a wrong order must
- * panic, checked in a child process).
+ * reference array, lists, the lock-order checker (a wrong order must
+ * panic, checked in a child process), and the kinds of counter a stat sink
+ * receives (counts, gauges, latency histograms).
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include "base/list.h"
 #include "base/lock.h"
 #include "base/rand.h"
+#include "base/stats.h"
 #include "check.h"
 
 static void test_crc32c(void)
@@ -134,11 +136,71 @@ static void test_lockdep(void)
 	TEST_PASS("lockdep");
 }
 
+/* Latency histograms and gauges reach a text sink as before (p50/p99,
+ * plain values) and a structured sink as what they are. */
+struct kinds {
+	int emits, gauges, lats;
+	const struct stat_lat *lat;
+};
+static void k_emit(void *arg, const char *name, uint64_t v)
+{
+	((struct kinds *)arg)->emits++;
+}
+static void k_gauge(void *arg, const char *name, uint64_t v)
+{
+	((struct kinds *)arg)->gauges++;
+}
+static void k_lat(void *arg, const char *name, const struct stat_lat *l)
+{
+	((struct kinds *)arg)->lats++;
+	((struct kinds *)arg)->lat = l;
+}
+
+static void test_stats(void)
+{
+	struct stat_lat l = {0};
+	/* bucket i holds [2^i, 2^(i+1)) us; under 1 us goes to bucket 0 */
+	stat_lat_record(&l, 500);         /* 0.5 us */
+	stat_lat_record(&l, 1500);        /* 1.5 us: bucket 0 */
+	stat_lat_record(&l, 2000);        /* 2 us: bucket 1 */
+	stat_lat_record(&l, 1000000);     /* 1 ms = 1000 us: bucket 9 */
+	stat_lat_record(&l, UINT64_MAX / 4); /* beyond the last bound: last bucket */
+	CHECK(counter_get(&l.b[0]) == 2 && counter_get(&l.b[1]) == 1 && counter_get(&l.b[9]) == 1);
+	CHECK(counter_get(&l.b[STAT_LAT_BUCKETS - 1]) == 1);
+	CHECK(counter_get(&l.sum_ns) == 500 + 1500 + 2000 + 1000000 + UINT64_MAX / 4);
+	CHECK(stat_lat_bound_us(0) == 2 && stat_lat_bound_us(9) == 1024);
+	CHECK(stat_lat_quantile(&l, 0.4) == 2);   /* 2 of 5 in bucket 0 */
+	CHECK(stat_lat_quantile(&l, 0.6) == 4);   /* the third in bucket 1 */
+	CHECK(stat_lat_quantile(&l, 0.8) == 1024);
+
+	struct stat_table t;
+	struct stat_sink text = stat_sink_table(&t);
+	struct stat_lat empty = {0};
+	stat_emit_lat(&text, "x.lat", &empty); /* nothing while empty */
+	CHECK(t.n == 0);
+	stat_emit_lat(&text, "x.lat", &l);
+	stat_gauge(&text, "x.level", 7);
+	CHECK(t.n == 3);
+	CHECK(stat_table_get(&t, "x.lat.p50_us") == 4 && stat_table_get(&t, "x.lat.p99_us") ==
+							       stat_lat_bound_us(STAT_LAT_BUCKETS - 1));
+	CHECK(stat_table_get(&t, "x.level") == 7);
+
+	struct kinds k = {0};
+	struct stat_sink typed = {.emit = k_emit, .gauge = k_gauge, .lat = k_lat, .arg = &k};
+	stat_emit(&typed, "a", 1);
+	stat_gauge(&typed, "b", 2);
+	stat_gaugef(&typed, "c", "d", 3);
+	stat_emit_lat(&typed, "e", &empty);
+	CHECK(k.emits == 1 && k.gauges == 2 && k.lats == 1 && k.lat == &empty);
+	TEST_PASS("stats");
+}
+
 int main(void)
 {
 	test_crc32c();
 	test_hashmap();
 	test_list();
 	test_lockdep();
+	test_stats();
 	return 0;
 }

@@ -10,6 +10,44 @@ void stat_emitf(const struct stat_sink *s, const char *prefix, const char *name,
 	stat_emit(s, full, value);
 }
 
+void stat_gaugef(const struct stat_sink *s, const char *prefix, const char *name, uint64_t value)
+{
+	char full[128];
+	snprintf(full, sizeof(full), "%s.%s", prefix, name);
+	stat_gauge(s, full, value);
+}
+
+uint64_t stat_lat_quantile(const struct stat_lat *l, double q)
+{
+	uint64_t total = 0, acc = 0, b[STAT_LAT_BUCKETS];
+	for (unsigned i = 0; i < STAT_LAT_BUCKETS; i++)
+		total += b[i] = counter_get(&l->b[i]);
+	if (!total)
+		return 0;
+	for (unsigned i = 0; i < STAT_LAT_BUCKETS; i++) {
+		acc += b[i];
+		if ((double)acc >= q * (double)total)
+			return stat_lat_bound_us(i);
+	}
+	return stat_lat_bound_us(STAT_LAT_BUCKETS - 1);
+}
+
+void stat_emit_lat(const struct stat_sink *s, const char *name, const struct stat_lat *l)
+{
+	if (s->lat) {
+		s->lat(s->arg, name, l);
+		return;
+	}
+	uint64_t p50 = stat_lat_quantile(l, 0.5);
+	if (!p50)
+		return;
+	char full[128];
+	snprintf(full, sizeof(full), "%s.p50_us", name);
+	stat_emit(s, full, p50);
+	snprintf(full, sizeof(full), "%s.p99_us", name);
+	stat_emit(s, full, stat_lat_quantile(l, 0.99));
+}
+
 static void emit_file(void *arg, const char *name, uint64_t value)
 {
 	fprintf((FILE *)arg, "%s %llu\n", name, (unsigned long long)value);

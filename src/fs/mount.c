@@ -414,9 +414,9 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(eof_trims);
 	C(eof_trim_blocks);
 #undef C
-	stat_emit(s, "fs.free_blocks_now", (uint64_t)MAX(alloc_free_blocks(fs), 0));
-	stat_emit(s, "fs.inodes", atomic_load(&fs->f_icount));
-	stat_emit(s, "fs.eof_listed", eof_listed(fs));
+	stat_gauge(s, "fs.free_blocks_now", (uint64_t)MAX(alloc_free_blocks(fs), 0));
+	stat_gauge(s, "fs.inodes", atomic_load(&fs->f_icount));
+	stat_gauge(s, "fs.eof_listed", eof_listed(fs));
 	log_stats(fs->f_log, s);
 	dev_stats(fs->f_ddev, "dev", s);
 	if (fs->f_ldev != fs->f_ddev)

@@ -414,15 +414,15 @@ void log_stats(struct log *log, const struct stat_sink *s)
 	C(recovered_clean);
 #undef C
 	mutex_lock(&log->l_space_lock);
-	stat_emit(s, "log.head_lsn", log_pos_to_lsn(log, log->l_head_pos));
-	stat_emit(s, "log.tail_lsn", log_pos_to_lsn(log, log->l_durable_tail));
-	stat_emit(s, "log.used_bytes", (log->l_head_pos - log->l_durable_tail) * LOG_BB_SIZE);
-	stat_emit(s, "log.cil_bytes", log->l_cil_space);
+	stat_gauge(s, "log.head_lsn", log_pos_to_lsn(log, log->l_head_pos));
+	stat_gauge(s, "log.tail_lsn", log_pos_to_lsn(log, log->l_durable_tail));
+	stat_gauge(s, "log.used_bytes", (log->l_head_pos - log->l_durable_tail) * LOG_BB_SIZE);
+	stat_gauge(s, "log.cil_bytes", log->l_cil_space);
 	mutex_unlock(&log->l_space_lock);
 	mutex_lock(&log->l_ail_lock);
-	stat_emit(s, "log.ail_items", log->l_ail_count);
+	stat_gauge(s, "log.ail_items", log->l_ail_count);
 	mutex_unlock(&log->l_ail_lock);
 	mutex_lock(&log->l_push_lock);
-	stat_emit(s, "log.durable_seq", log->l_durable_seq);
+	stat_gauge(s, "log.durable_seq", log->l_durable_seq);
 	mutex_unlock(&log->l_push_lock);
 }

@@ -179,8 +179,8 @@ void drc_stats(struct drc *d, const struct stat_sink *sink, const char *prefix)
 	mutex_lock(&d->lock);
 	uint64_t n = d->n_done, b = d->bytes, ip = d->n_in_progress, ev = d->evictions;
 	mutex_unlock(&d->lock);
-	stat_emitf(sink, prefix, "drc_entries", n);
-	stat_emitf(sink, prefix, "drc_bytes", b);
-	stat_emitf(sink, prefix, "drc_in_progress_entries", ip);
+	stat_gaugef(sink, prefix, "drc_entries", n);
+	stat_gaugef(sink, prefix, "drc_bytes", b);
+	stat_gaugef(sink, prefix, "drc_in_progress_entries", ip);
 	stat_emitf(sink, prefix, "drc_evictions", ev);
 }

@@ -126,7 +126,7 @@ int svc_add_program(struct svc *s, const struct svc_program *p, void *ctx)
 		pe->proc_calls[v] = xcalloc(p->versions[v].nprocs ? p->versions[v].nprocs : 1,
 					    sizeof(counter_t));
 		pe->proc_lat[v] = xcalloc(p->versions[v].nprocs ? p->versions[v].nprocs : 1,
-					  sizeof(struct svc_lat));
+					  sizeof(struct stat_lat));
 	}
 	return 0;
 }

@@ -170,11 +170,8 @@ static void req_send(struct svc_req *rq, enum svc_reply_kind kind)
 	size_t total = xdr_enc_len(&rq->reply);
 	if (kind < REPLY_NKINDS)
 		counter_inc(&s->st.replies[kind]);
-	if (rq->proc_lat) {
-		uint64_t us = (now_ns() - rq->start_ns) / 1000;
-		unsigned b = us ? 63 - (unsigned)__builtin_clzll(us) : 0;
-		counter_inc(&rq->proc_lat->b[MIN(b, SVC_LAT_BUCKETS - 1u)]);
-	}
+	if (rq->proc_lat)
+		stat_lat_record(rq->proc_lat, now_ns() - rq->start_ns);
 	if (rq->drc) {
 		uint8_t *flat = xmalloc(total);
 		xdr_enc_flatten(&rq->reply, flat);

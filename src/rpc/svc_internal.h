@@ -113,19 +113,12 @@ struct svc_counters {
 };
 
 /* ---- server ---- */
-/* Reply latency of one procedure: bucket i counts replies that took
- * [2^i, 2^(i+1)) microseconds (bucket 0 also < 1 us). */
-#define SVC_LAT_BUCKETS 32
-struct svc_lat {
-	counter_t b[SVC_LAT_BUCKETS];
-};
-
 struct svc_prog_ent {
 	const struct svc_program *p;
 	void *ctx;
 	uint32_t low, high;
 	counter_t **proc_calls; /* [version index][proc] */
-	struct svc_lat **proc_lat; /* [version index][proc] */
+	struct stat_lat **proc_lat; /* [version index][proc]: call arrival to reply */
 };
 
 struct svc_pollent {
@@ -270,7 +263,7 @@ struct svc_req {
 	struct svc_prog_ent *pe;
 	const struct svc_proc *proc;
 	counter_t *proc_calls;
-	struct svc_lat *proc_lat; /* where its reply latency is counted */
+	struct stat_lat *proc_lat; /* where its reply latency is counted */
 	uint64_t start_ns;        /* when the call arrived */
 	void *args, *res;
 	bool args_decoded;

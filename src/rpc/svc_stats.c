@@ -10,31 +10,15 @@
  *   rpc.drc_entries/_bytes/_evictions/_in_progress_entries, rpc.deferred,
  *   rpc.deferred_timeouts,
  *   rpc.deferred_wakes, rpc.cb.calls/replies/timeouts/cancelled/unmatched/
- *   errors, and rpc.<program>.v<version>.<procedure> per procedure, with
- *   .p50_us and .p99_us (reply latency percentiles, call arrival to reply,
- *   from power-of-two buckets: the upper bound of the bucket) once it has
- *   replies.
+ *   errors, and rpc.<program>.v<version>.<procedure> per procedure with
+ *   its reply latency histogram (call arrival to reply; as text .p50_us and
+ *   .p99_us, the upper bound of the power-of-two bucket, once it has
+ *   replies). rpc.connections, the drc sizes and rpc.limits.* are gauges.
  */
 #include <stdio.h>
 
 #include "base/time.h"
 #include "rpc/svc_internal.h"
-
-/* The upper bound (us) of the bucket holding the q-th quantile. */
-static uint64_t lat_quantile(const struct svc_lat *l, double q)
-{
-	uint64_t total = 0, acc = 0;
-	for (int i = 0; i < SVC_LAT_BUCKETS; i++)
-		total += counter_get(&l->b[i]);
-	if (!total)
-		return 0;
-	for (int i = 0; i < SVC_LAT_BUCKETS; i++) {
-		acc += counter_get(&l->b[i]);
-		if ((double)acc >= q * (double)total)
-			return 2ull << i;
-	}
-	return 2ull << (SVC_LAT_BUCKETS - 1);
-}
 
 void svc_stats(struct svc *s, const struct stat_sink *sink)
 {
@@ -50,7 +34,7 @@ void svc_stats(struct svc *s, const struct stat_sink *sink)
 	mutex_lock(&s->conns_lock);
 	uint64_t nconns = s->nconns;
 	mutex_unlock(&s->conns_lock);
-	stat_emit(sink, "rpc.connections", nconns);
+	stat_gauge(sink, "rpc.connections", nconns);
 	stat_emit(sink, "rpc.connections_accepted", counter_get(&st->conns_accepted));
 	stat_emit(sink, "rpc.connections_closed", counter_get(&st->conns_closed));
 	stat_emit(sink, "rpc.connections_refused", counter_get(&st->conns_refused));
@@ -61,11 +45,11 @@ void svc_stats(struct svc *s, const struct stat_sink *sink)
 	stat_emit(sink, "rpc.connections_evicted", counter_get(&st->conns_evicted));
 	stat_emit(sink, "rpc.connections_send_timeout", counter_get(&st->conns_send_timeout));
 	stat_emit(sink, "rpc.calls_held", counter_get(&st->calls_held));
-	stat_emit(sink, "rpc.limits.max_conns", s->cfg.max_conns);
-	stat_emit(sink, "rpc.limits.conn_max_buffered", s->cfg.conn_max_buffered);
-	stat_emit(sink, "rpc.limits.idle_timeout_ms", s->cfg.idle_timeout_ns / NSEC_PER_MSEC);
-	stat_emit(sink, "rpc.limits.send_timeout_ms", s->cfg.send_timeout_ns / NSEC_PER_MSEC);
-	stat_emit(sink, "rpc.limits.stall_timeout_ms", s->cfg.stall_timeout_ns / NSEC_PER_MSEC);
+	stat_gauge(sink, "rpc.limits.max_conns", s->cfg.max_conns);
+	stat_gauge(sink, "rpc.limits.conn_max_buffered", s->cfg.conn_max_buffered);
+	stat_gauge(sink, "rpc.limits.idle_timeout_ms", s->cfg.idle_timeout_ns / NSEC_PER_MSEC);
+	stat_gauge(sink, "rpc.limits.send_timeout_ms", s->cfg.send_timeout_ns / NSEC_PER_MSEC);
+	stat_gauge(sink, "rpc.limits.stall_timeout_ms", s->cfg.stall_timeout_ns / NSEC_PER_MSEC);
 	stat_emit(sink, "rpc.drc_hits", counter_get(&st->drc_hits));
 	stat_emit(sink, "rpc.drc_in_progress_drops", counter_get(&st->drc_in_progress));
 	drc_stats(s->drc, sink, "rpc");
@@ -89,15 +73,7 @@ void svc_stats(struct svc *s, const struct stat_sink *sink)
 				snprintf(name, sizeof(name), "rpc.%s.v%u.%s", p->name, ver->vers,
 					 ver->procs[k].name);
 				stat_emit(sink, name, counter_get(&s->progs[i].proc_calls[v][k]));
-				const struct svc_lat *l = &s->progs[i].proc_lat[v][k];
-				uint64_t p50 = lat_quantile(l, 0.5);
-				if (!p50)
-					continue;
-				char lname[112];
-				snprintf(lname, sizeof(lname), "%s.p50_us", name);
-				stat_emit(sink, lname, p50);
-				snprintf(lname, sizeof(lname), "%s.p99_us", name);
-				stat_emit(sink, lname, lat_quantile(l, 0.99));
+				stat_emit_lat(sink, name, &s->progs[i].proc_lat[v][k]);
 			}
 		}
 	}
