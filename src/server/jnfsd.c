@@ -13,7 +13,10 @@
  * or SIGINT stops it cleanly: the RPC service first (every parked reply is
  * finished or dropped), then a clean unmount. SIGUSR1 prints every counter
  * on stdout, ending with "stats.end 1"; `jnfs stat --server ADDR` fetches
- * the same through the administration program (admin.h).
+ * the same through the administration program (admin.h), and with
+ * --metrics ADDR:PORT an HTTP endpoint serves them to Prometheus
+ * (metrics.h), on a loopback address unless --metrics-remote allows
+ * another.
  *
  * With --crash the image sits behind the crash device (dev/crash.h):
  * writes the server has not flushed stay in its memory, so SIGKILL is a
@@ -51,6 +54,7 @@
 #include "rpc/rpcb.h"
 #include "rpc/svc.h"
 #include "server/admin.h"
+#include "server/metrics.h"
 #include "jnfs_version.h"
 
 #define MAX_LISTEN 16
@@ -75,12 +79,20 @@ static enum svc_stat proc_null(struct svc_req *rq, const struct rpc_cred *cred, 
 
 /* ---- counters ---- */
 
+/* Every counter; called by SIGUSR1, the admin program's workers and the
+ * metrics thread, at once if they like (every subsystem's stats function
+ * reads under its own locks). */
 static void server_stats(struct server *srv, const struct stat_sink *sink)
 {
 	svc_stats(srv->svc, sink);
 	nfs3_stats(&srv->nfs3, sink);
 	fs_stats(srv->fs, sink);
 	stat_emit(sink, "stats.end", 1);
+}
+
+static void metrics_collect(void *arg, const struct stat_sink *sink)
+{
+	server_stats(arg, sink);
 }
 
 struct stats_res {
@@ -195,6 +207,9 @@ static void usage(FILE *f)
 		"  --send-timeout MS      close a connection whose replies are not read for\n"
 		"                         this long (default 60000, 0: never)\n"
 		"  --port-file FILE       write the bound ports there, one per line\n"
+		"  --metrics ADDR:PORT    serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+		"                         (a loopback address; port 0 picks a free port)\n"
+		"  --metrics-remote       allow --metrics on a non-loopback address\n"
 		"  --version              print the version and exit\n"
 		"Prints 'listening on ADDR:PORT' for each listener once serving.\n");
 }
@@ -356,11 +371,14 @@ int main(int argc, char **argv)
 		{"port-file", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
+		{"metrics", required_argument, NULL, 'M'},
+		{"metrics-remote", no_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *listen[MAX_LISTEN];
 	int nlisten = 0;
-	const char *rpcbind = "127.0.0.1:111", *port_file = NULL;
+	const char *rpcbind = "127.0.0.1:111", *port_file = NULL, *metrics_addr = NULL;
+	bool metrics_remote = false;
 	const char *image = DEFAULT_IMAGE, *logdev = NULL, *exports_file = NULL;
 	uint64_t size = DEFAULT_SIZE, flush_us = 0;
 	bool crash = false, max_conns_given = false;
@@ -445,6 +463,12 @@ int main(int argc, char **argv)
 		case 'p':
 			port_file = optarg;
 			break;
+		case 'M':
+			metrics_addr = optarg;
+			break;
+		case 'R':
+			metrics_remote = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -480,6 +504,23 @@ int main(int argc, char **argv)
 		}
 	}
 	size_connections(&cfg, max_conns_given);
+	/* the counters tell a lot about the clients: not to other machines
+	 * unless asked for */
+	struct sockaddr_storage metrics_ss;
+	if (metrics_addr) {
+		socklen_t len;
+		if (svc_parse_addr(metrics_addr, &metrics_ss, &len)) {
+			msg_err("bad value '%s' for --metrics: not ADDR:PORT or [ADDR6]:PORT",
+				metrics_addr);
+			return 2;
+		}
+		if (!peer_is_loopback(&metrics_ss) && !metrics_remote) {
+			msg_err("--metrics %s is not a loopback address; add --metrics-remote to "
+				"serve the counters to other machines",
+				metrics_addr);
+			return 2;
+		}
+	}
 
 	/* block before any thread exists (the engine starts its own at mount), so every thread inherits the mask */
 	sigset_t sigs;
@@ -502,6 +543,7 @@ int main(int argc, char **argv)
 	}
 
 	struct server srv = {0};
+	struct metrics *metrics = NULL;
 	struct dev *file, *ddev, *ldev;
 	if (open_storage(image, size, logdev, crash, &file, &ddev, &ldev)) {
 		close_storage(file, ddev, ldev);
@@ -560,6 +602,17 @@ int main(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
+	if (metrics_addr) {
+		err = metrics_start(&metrics_ss, metrics_collect, &srv, &metrics, why, sizeof(why));
+		if (err) {
+			msg_err("--metrics %s: %s", metrics_addr, why);
+			status = 1;
+			goto out_stop;
+		}
+		const char *colon = strrchr(metrics_addr, ':');
+		printf("metrics on http://%.*s:%u/metrics\n", (int)(colon - metrics_addr),
+		       metrics_addr, metrics_port(metrics));
+	}
 	if (rpcbind)
 		rpcbind_register(rpcbind, bound, nlisten, true);
 
@@ -603,6 +656,9 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
 	if (rpcbind)
 		rpcbind_register(rpcbind, bound, nlisten, false);
+out_stop:
+	/* no scrape reads the service or the engine once they go */
+	metrics_stop(metrics);
 	svc_stop(s);
 out:
 	svc_destroy(s);
