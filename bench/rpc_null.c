@@ -7,7 +7,9 @@
  * C connections, each on its own thread, keep D calls in flight (D = 1:
  * call, wait, call) for S seconds after a short warm-up. Prints
  * "name value" lines (rpc_null.calls, rpc_null.calls_per_sec,
- * rpc_null.latency_us_avg) and, with --csv, one CSV line
+ * rpc_null.latency_us_avg, and the percentiles rpc_null.latency_us_p50,
+ * _p90, _p99, _p999 from a histogram of 0.1 us buckets up to 10 ms, call
+ * sent to reply read) and, with --csv, one CSV line
  * "conns,depth,seconds,calls,calls_per_sec". Every reply is checked
  * (xid, MSG_ACCEPTED, SUCCESS); a bad one is an error, not a number.
  * Defaults: 127.0.0.1:2049, NFS (100003) v3, 4 connections, 5 s, depth 1.
@@ -31,11 +33,17 @@ static uint32_t prog = 100003, vers = 3;
 static unsigned depth = 1;
 static _Atomic int phase; /* 0 warm-up, 1 measure, 2 stop */
 
+/* Latency histogram: bucket i holds [i, i+1) * LAT_STEP_NS; the last one
+ * everything from LAT_BUCKETS * LAT_STEP_NS (10 ms) on. */
+#define LAT_STEP_NS 100
+#define LAT_BUCKETS 100000
+
 struct conn {
 	pthread_t t;
 	int fd;
 	uint64_t calls;
 	uint64_t lat_ns;
+	uint32_t *lat; /* [LAT_BUCKETS] */
 	unsigned id;
 };
 
@@ -94,6 +102,8 @@ static void *run(void *arg)
 			if (atomic_load(&phase) == 1) {
 				c->calls++;
 				c->lat_ns += dt;
+				uint64_t b = dt / LAT_STEP_NS;
+				c->lat[b < LAT_BUCKETS ? b : LAT_BUCKETS - 1]++;
 			}
 			pos += 4 + len;
 		}
@@ -137,8 +147,14 @@ int main(int argc, char **argv)
 	}
 	snprintf(addr, sizeof(addr), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
 	struct conn *c = calloc(conns, sizeof(*c));
+	uint64_t *lat_all = calloc(LAT_BUCKETS, sizeof(*lat_all));
+	if (!c || !lat_all)
+		die("calloc", ENOMEM);
 	for (unsigned i = 0; i < conns; i++) {
 		c[i].id = i;
+		c[i].lat = calloc(LAT_BUCKETS, sizeof(*c[i].lat));
+		if (!c[i].lat)
+			die("calloc", ENOMEM);
 		c[i].fd = rpc_clnt_connect(addr, 10000);
 		if (c[i].fd < 0)
 			die(addr, -c[i].fd);
@@ -157,15 +173,32 @@ int main(int argc, char **argv)
 		close(c[i].fd);
 		calls += c[i].calls;
 		lat += c[i].lat_ns;
+		for (unsigned b = 0; b < LAT_BUCKETS; b++)
+			lat_all[b] += c[i].lat[b];
+		free(c[i].lat);
 	}
 	double rate = (double)calls * 1e9 / (double)elapsed;
 	printf("rpc_null.conns %u\nrpc_null.depth %u\nrpc_null.calls %llu\n", conns, depth,
 	       (unsigned long long)calls);
 	printf("rpc_null.calls_per_sec %.0f\nrpc_null.latency_us_avg %.1f\n", rate,
 	       calls ? (double)lat / (double)calls / 1000.0 : 0.0);
+	static const struct {
+		const char *name;
+		double q;
+	} pct[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p999", 0.999}};
+	for (unsigned p = 0; p < sizeof(pct) / sizeof(pct[0]) && calls; p++) {
+		/* the upper edge of the bucket holding the quantile */
+		uint64_t acc = 0, want = (uint64_t)(pct[p].q * (double)calls + 0.5);
+		unsigned b = 0;
+		while (b < LAT_BUCKETS - 1 && (acc += lat_all[b]) < (want ? want : 1))
+			b++;
+		printf("rpc_null.latency_us_%s %.1f\n", pct[p].name,
+		       (double)(b + 1) * LAT_STEP_NS / 1000.0);
+	}
 	if (csv)
 		printf("conns,depth,seconds,calls,calls_per_sec\n%u,%u,%.3f,%llu,%.0f\n", conns,
 		       depth, (double)elapsed / 1e9, (unsigned long long)calls, rate);
+	free(lat_all);
 	free(c);
 	return 0;
 }

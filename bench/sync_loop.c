@@ -30,8 +30,9 @@
  * one workload's thread counts back to back, and every figure is the
  * median of R rounds; *.spread is (max - min) / median;
  * *.ratio is the ratio of the medians, *.ratio_paired_median the median of
- * the per-round ratios (each round's two runs were back to back), and
- * likewise for the scaling of workload d over thread counts.
+ * the per-round ratios (each round's two runs were back to back) and
+ * *.ratio_paired_min/_max their smallest and largest, and likewise for the
+ * scaling of workload d over thread counts.
  *
  * Counters per op:
  *   jnfs  log_writes (log.buffer_writes), checkpoints (log.checkpoints),
@@ -964,7 +965,8 @@ int main(int argc, char **argv)
 	struct summary sum[WL_N][16][SYS_N];
 	/* the median over rounds of jnfs/XFS in the same round: the two ran
 	 * one after the other, so slow drifts of the machine's load cancel */
-	double paired[WL_N][16] = {{0}};
+	double paired[WL_N][16] = {{0}}, paired_min[WL_N][16] = {{0}},
+	       paired_max[WL_N][16] = {{0}};
 	for (int wl = 0; wl < WL_N; wl++) {
 		for (unsigned ti = 0; o.wl[wl] && ti < o.nthreads; ti++) {
 			double v[MAX_ROUND];
@@ -979,6 +981,8 @@ int main(int argc, char **argv)
 				continue;
 			qsort(v, k, sizeof(v[0]), cmp_double);
 			paired[wl][ti] = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+			paired_min[wl][ti] = v[0];
+			paired_max[wl][ti] = v[k - 1];
 		}
 	}
 	for (int wl = 0; wl < WL_N; wl++) {
@@ -1008,6 +1012,10 @@ int main(int argc, char **argv)
 				       j->median / x->median);
 				printf("sync_loop.%s.t%u.ratio_paired_median %.2f\n", wl_name[wl],
 				       o.threads[ti], paired[wl][ti]);
+				printf("sync_loop.%s.t%u.ratio_paired_min %.2f\n", wl_name[wl],
+				       o.threads[ti], paired_min[wl][ti]);
+				printf("sync_loop.%s.t%u.ratio_paired_max %.2f\n", wl_name[wl],
+				       o.threads[ti], paired_max[wl][ti]);
 			}
 		}
 	}
@@ -1046,19 +1054,20 @@ int main(int argc, char **argv)
 	if (o.csv) {
 		printf("csv,workload,threads,jnfs_ops_per_s,xfs_ops_per_s,ratio,ratio_paired_median,"
 		       "jnfs_log_writes_per_op,xfs_log_writes_per_op,jnfs_checkpoints_per_op,"
-		       "jnfs_flushes_per_op,xfs_flushes_per_op,jnfs_spread,xfs_spread\n");
+		       "jnfs_flushes_per_op,xfs_flushes_per_op,jnfs_spread,xfs_spread,"
+		       "ratio_paired_min,ratio_paired_max\n");
 		for (int wl = 0; wl < WL_N; wl++) {
 			if (!o.wl[wl])
 				continue;
 			for (unsigned ti = 0; ti < o.nthreads; ti++) {
 				struct summary *j = &sum[wl][ti][SYS_JNFS], *x = &sum[wl][ti][SYS_XFS];
 				printf("csv,%s,%u,%.0f,%.0f,%.2f,%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-				       "%.3f\n",
+				       "%.3f,%.2f,%.2f\n",
 				       wl_name[wl], o.threads[ti], j->median, x->median,
 				       x->median > 0 ? j->median / x->median : 0.0, paired[wl][ti],
 				       j->log_writes,
 				       x->log_writes, j->checkpoints, j->flushes, x->flushes, j->spread,
-				       x->spread);
+				       x->spread, paired_min[wl][ti], paired_max[wl][ti]);
 			}
 		}
 	}
