@@ -39,6 +39,15 @@ test-asan: build-asan
 clean:
 	rm -rf build build-asan build-tsan
 
+# Every benchmark of bench/ against its anchor (kernel XFS, NFS-Ganesha) and
+# a dated report folder under bench-reports/ with plots (bench/run-all.sh).
+# Root; installs its dependencies. About 20 minutes on 2 cores;
+# BENCH_QUICK=1 for about 3. BASELINE_JNFSD=/path/to/an/older/jnfsd (and
+# BASELINE_JNFS) measures that one too, beside this build's.
+bench:
+	BENCH_QUICK="$(BENCH_QUICK)" BASELINE_JNFSD="$(BASELINE_JNFSD)" \
+		BASELINE_JNFS="$(BASELINE_JNFS)" sh bench/run-all.sh
+
 # Installation: jnfsd and jnfs in PREFIX/sbin, the manual pages, the systemd
 # unit and its /etc/default/jnfsd, an example exports file (dist/CMakeLists.txt
 # says where each goes). DESTDIR is honoured. BUILD names the build folder to

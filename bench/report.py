@@ -1,0 +1,391 @@
+#!/usr/bin/python3
+"""report.py - the report of a `make bench` run (bench/run-all.sh).
+
+    bench/report.py REPORT_DIR
+
+REPORT_DIR/raw holds what the benchmark scripts wrote (their CSV and text
+files, one log each) and status.csv (name,exit_status,seconds) from
+run-all.sh; REPORT_DIR/run.txt says how the run was made. This writes, in
+REPORT_DIR:
+  report.md      one table: workload, jnfs, anchor, ratio (min-max), goal,
+                 met or not; the baseline's table when BASELINE_JNFSD ran;
+                 the plots; the raw files
+  results.csv    the same rows as CSV
+  <bench>.png    one plot per benchmark: ratios with min-max bars against
+                 the goal, and latency (percentiles for rpc-null, means per
+                 call for nfs3-untar) where measured
+A benchmark that failed or wrote nothing gets a row saying so, and the
+report is written all the same. Needs gnuplot (gnuplot-nox) for the plots.
+
+The goals are the project's performance goals for each comparison:
+  rpc-null    jnfsd at least as many NULL calls/s as NFS-Ganesha (>= 1.0)
+  sync-loop   the engine at least as many synchronous writes/s as kernel
+              XFS on the same disk, every workload (>= 1.0)
+  fs-scale    a lookup in a 100,000-entry directory at most 2x the time of
+              one in a 1,000-entry directory (lookups/s small/big <= 2.0);
+              the lookups/s against kernel XFS have no goal
+  nfs3-untar  an untar over NFSv3 on a sync export at least 1.5x the
+              files/s of NFS-Ganesha over XFS (>= 1.5)
+"""
+import csv
+import os
+import subprocess
+import sys
+
+GOALS = {
+    "rpc-null": (">=", 1.0),
+    "sync-loop": (">=", 1.0),
+    "fs-scale": ("<=", 2.0),
+    "nfs3-untar": (">=", 1.5),
+}
+BENCHES = ["rpc-null", "sync-loop", "fs-scale", "nfs3-untar"]
+
+
+def read_csv(path):
+    if not os.path.exists(path):
+        return None
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return rows or None
+
+
+def read_values(path):
+    vals = {}
+    if os.path.exists(path):
+        for line in open(path):
+            parts = line.split()
+            if len(parts) == 2:
+                vals[parts[0]] = parts[1]
+    return vals
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def fmt(v, digits=0):
+    v = num(v)
+    if v is None:
+        return "n/a"
+    return "{:,.{}f}".format(v, digits)
+
+
+def met(bench, ratio):
+    op, goal = GOALS[bench]
+    r = num(ratio)
+    if r is None:
+        return "n/a"
+    ok = r >= goal if op == ">=" else r <= goal
+    return "met" if ok else "not met"
+
+
+def goal_text(bench):
+    op, goal = GOALS[bench]
+    return "%s %.2f" % ("≥" if op == ">=" else "≤", goal)
+
+
+class Row:
+    def __init__(self, bench, workload, jnfs, anchor, ratio, lo=None, hi=None, goal=True):
+        self.bench, self.workload, self.jnfs, self.anchor = bench, workload, jnfs, anchor
+        self.ratio, self.lo, self.hi = ratio, lo, hi
+        self.goal = goal_text(bench) if goal else "none"
+        self.met = met(bench, ratio) if goal else "n/a"
+
+    def ratio_text(self):
+        r = fmt(self.ratio, 2)
+        if num(self.lo) is not None and num(self.hi) is not None:
+            r += " (%s–%s)" % (fmt(self.lo, 2), fmt(self.hi, 2))
+        return r
+
+
+def rows_rpc_null(raw):
+    rows, base = [], []
+    for r in read_csv(os.path.join(raw, "rpc-null.csv")) or []:
+        w = "NULL calls/s, %s conn%s" % (r["conns"], "" if r["conns"] == "1" else "s")
+        rows.append(Row("rpc-null", w, fmt(r["jnfsd"]), "NFS-Ganesha " + fmt(r["ganesha"]),
+                        r["ratio"], r["ratio_min"], r["ratio_max"]))
+        if "baseline" in r:
+            base.append((w, fmt(r["jnfsd"]), fmt(r["baseline"]), r["new_over_old"],
+                         r["new_over_old_min"], r["new_over_old_max"]))
+    return rows, base
+
+
+def rows_sync_loop(raw):
+    rows = []
+    for r in read_csv(os.path.join(raw, "sync-loop.csv")) or []:
+        w = "%s, %s thread%s (ops/s)" % (r["workload"], r["threads"],
+                                        "" if r["threads"] == "1" else "s")
+        rows.append(Row("sync-loop", w, fmt(r["jnfs_ops_per_s"]),
+                        "kernel XFS " + fmt(r["xfs_ops_per_s"]), r["ratio_paired_median"],
+                        r.get("ratio_paired_min"), r.get("ratio_paired_max")))
+    return rows
+
+
+def rows_fs_scale(raw):
+    v = read_values(os.path.join(raw, "fs-scale.txt"))
+    if not v:
+        return []
+    small = [k for k in v if k.startswith("fs_scale.dir.lookups_per_s_at_")]
+    rows = []
+    for k in small:
+        at = k[len("fs_scale.dir.lookups_per_s_at_"):]
+        xk = "fs_scale.dir.xfs_lookups_per_s_at_" + at
+        j, x = num(v[k]), num(v.get(xk))
+        rows.append(Row("fs-scale", "lookups/s in %s entries" % at, fmt(j),
+                        "kernel XFS " + fmt(x), (j / x) if j and x else None, goal=False))
+    r = v.get("fs_scale.dir.lookup_ratio_small_over_big")
+    xr = v.get("fs_scale.dir.xfs_lookup_ratio_small_over_big")
+    # here the ratio is the slowdown itself, jnfs's lookups/s small over big
+    rows.append(Row("fs-scale", "lookup slowdown, small/big directory (lookups/s ratio)",
+                    fmt(r, 2), "kernel XFS " + fmt(xr, 2), r))
+    return rows
+
+
+def rows_nfs3_untar(raw):
+    rows, base = [], []
+    for r in read_csv(os.path.join(raw, "nfs3-untar.csv")) or []:
+        w = "untar %s, %s client%s (files/s)" % (r["mode"], r["clients"],
+                                                "" if r["clients"] == "1" else "s")
+        rows.append(Row("nfs3-untar", w, fmt(r["jnfsd_files_per_sec"], 1),
+                        "NFS-Ganesha " + fmt(r["ganesha_files_per_sec"], 1), r["ratio"],
+                        r["ratio_min"], r["ratio_max"]))
+        if "new_over_old" in r:
+            base.append((w, fmt(r["jnfsd_files_per_sec"], 1), fmt(r["baseline_files_per_sec"], 1),
+                         r["new_over_old"], r["new_over_old_min"], r["new_over_old_max"]))
+    return rows, base
+
+
+# ---- plots (gnuplot) ----
+
+def gnuplot(script, png):
+    r = subprocess.run(["gnuplot"], input=script, text=True, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    if r.returncode or not os.path.exists(png):
+        print("report: gnuplot failed for %s: %s" % (png, r.stderr), file=sys.stderr)
+        return False
+    return True
+
+
+def write_dat(path, lines):
+    with open(path, "w") as f:
+        for l in lines:
+            f.write(" ".join('"%s"' % c if isinstance(c, str) else
+                             ("NaN" if c is None else repr(float(c))) for c in l) + "\n")
+
+
+HEAD = """set terminal pngcairo size 1100,%d noenhanced font ",10"
+set output "%s"
+set grid ytics
+set key outside right top
+set xtics rotate by -30 scale 0
+set style fill solid 0.8 border -1
+"""
+
+
+def ratio_panel(dat, n, title, goal, series):
+    """n categories in dat; series: (column of ratio, min, max, title, x offset)"""
+    parts = []
+    for i, (col, lo, hi, name, off) in enumerate(series):
+        parts.append('"%s" using ($0%+.2f):%d:%d:%d%s with yerrorbars pt 7 ps 1.3 lw 2 '
+                     'title "%s"' % (dat, off, col, lo, hi, ":xtic(1)" if i == 0 else "", name))
+    return ("set title \"%s\"\nset ylabel \"ratio (min–max over rounds)\"\n"
+            "set yrange [0:*]\nset xrange [-0.5:%.1f]\n"
+            "plot %s, %s with lines dt 2 lw 2 lc rgb \"red\" title \"goal %s\"\n" %
+            (title, n - 0.5, ", ".join(parts), goal, goal))
+
+
+def plot_rpc_null(raw, out, tmp):
+    rows = read_csv(os.path.join(raw, "rpc-null.csv"))
+    if not rows:
+        return None
+    base = "baseline" in rows[0]
+    dat = os.path.join(tmp, "rpc-null.dat")
+    write_dat(dat, [("C=" + r["conns"], num(r["ratio"]), num(r["ratio_min"]), num(r["ratio_max"]),
+                     num(r.get("new_over_old")), num(r.get("new_over_old_min")),
+                     num(r.get("new_over_old_max")),
+                     num(r["jnfsd_p50_us"]), num(r["jnfsd_p99_us"]), num(r["ganesha_p50_us"]),
+                     num(r["ganesha_p99_us"]), num(r.get("baseline_p50_us")),
+                     num(r.get("baseline_p99_us"))) for r in rows])
+    series = [(2, 3, 4, "jnfsd / NFS-Ganesha", -0.08)]
+    if base:
+        series.append((5, 6, 7, "jnfsd / baseline jnfsd", 0.08))
+    png = os.path.join(out, "rpc-null.png")
+    lat = ['"%s" using 8:xtic(1) title "jnfsd p50"' % dat, '"" using 9 title "jnfsd p99"',
+           '"" using 10 title "Ganesha p50"', '"" using 11 title "Ganesha p99"']
+    if base:
+        lat += ['"" using 12 title "baseline p50"', '"" using 13 title "baseline p99"']
+    script = (HEAD % (900, png) + "set multiplot layout 2,1\n" +
+              ratio_panel(dat, len(rows), "rpc-null: NULL calls/s, best of the rounds", 1.0,
+                          series) +
+              "set title \"rpc-null: latency of a NULL call (median over rounds)\"\n"
+              "set ylabel \"microseconds\"\nset yrange [0:*]\nset xrange [*:*]\n"
+              "set style data histograms\nset style histogram clustered gap 1\n"
+              "plot " + ", ".join(lat) + "\nunset multiplot\n")
+    return png if gnuplot(script, png) else None
+
+
+def plot_sync_loop(raw, out, tmp):
+    rows = read_csv(os.path.join(raw, "sync-loop.csv"))
+    if not rows:
+        return None
+    dat = os.path.join(tmp, "sync-loop.dat")
+    write_dat(dat, [("%s T=%s" % (r["workload"], r["threads"]), num(r["ratio_paired_median"]),
+                     num(r.get("ratio_paired_min")) or num(r["ratio_paired_median"]),
+                     num(r.get("ratio_paired_max")) or num(r["ratio_paired_median"]),
+                     num(r["jnfs_ops_per_s"]), num(r["xfs_ops_per_s"])) for r in rows])
+    png = os.path.join(out, "sync-loop.png")
+    script = (HEAD % (900, png) + "set multiplot layout 2,1\n" +
+              ratio_panel(dat, len(rows), "sync-loop: jnfs engine / kernel XFS, ops/s (paired "
+                          "median of rounds)", 1.0, [(2, 3, 4, "jnfs / XFS", 0)]) +
+              "set title \"sync-loop: operations per second (median of rounds)\"\n"
+              "set ylabel \"ops/s\"\nset yrange [0:*]\nset xrange [*:*]\n"
+              "set style data histograms\nset style histogram clustered gap 1\n"
+              "plot \"%s\" using 5:xtic(1) title \"jnfs\", \"\" using 6 title \"XFS\"\n"
+              "unset multiplot\n" % dat)
+    return png if gnuplot(script, png) else None
+
+
+def plot_fs_scale(raw, out, tmp):
+    v = read_values(os.path.join(raw, "fs-scale.txt"))
+    ats = [k[len("fs_scale.dir.lookups_per_s_at_"):] for k in v
+           if k.startswith("fs_scale.dir.lookups_per_s_at_")]
+    if not ats:
+        return None
+    dat = os.path.join(tmp, "fs-scale.dat")
+    write_dat(dat, [(a + " entries", num(v["fs_scale.dir.lookups_per_s_at_" + a]),
+                     num(v.get("fs_scale.dir.xfs_lookups_per_s_at_" + a))) for a in ats])
+    dat2 = os.path.join(tmp, "fs-scale-ratio.dat")
+    write_dat(dat2, [("jnfs", num(v.get("fs_scale.dir.lookup_ratio_small_over_big"))),
+                     ("kernel XFS", num(v.get("fs_scale.dir.xfs_lookup_ratio_small_over_big")))])
+    png = os.path.join(out, "fs-scale.png")
+    script = (HEAD % (900, png) + "set multiplot layout 2,1\n"
+              "set style data histograms\nset style histogram clustered gap 1\n"
+              "set title \"fs-scale: lookups/s of existing names (best of 5 rounds: no spread)\"\n"
+              "set ylabel \"lookups/s\"\nset yrange [0:*]\n"
+              "plot \"%s\" using 2:xtic(1) title \"jnfs\", \"\" using 3 title \"kernel XFS\"\n"
+              "set title \"fs-scale: lookups/s small / big directory (lower is better)\"\n"
+              "set ylabel \"ratio\"\n"
+              "plot \"%s\" using 2:xtic(1) title \"small/big\", 2.0 with lines dt 2 lw 2 "
+              "lc rgb \"red\" title \"goal 2.0 (jnfs)\"\n"
+              "unset multiplot\n" % (dat, dat2))
+    return png if gnuplot(script, png) else None
+
+
+def plot_nfs3_untar(raw, out, tmp):
+    rows = read_csv(os.path.join(raw, "nfs3-untar.csv"))
+    if not rows:
+        return None
+    base = "new_over_old" in rows[0]
+    dat = os.path.join(tmp, "nfs3-untar.dat")
+    write_dat(dat, [("%s C=%s" % (r["mode"], r["clients"]), num(r["ratio"]), num(r["ratio_min"]),
+                     num(r["ratio_max"]), num(r.get("new_over_old")),
+                     num(r.get("new_over_old_min")), num(r.get("new_over_old_max")))
+                    for r in rows])
+    servers = ["jnfsd", "ganesha"] + (["baseline"] if base else [])
+    lat_lines = []
+    for r in rows:
+        for op in ("mkdir", "create", "write", "commit"):
+            vals = [num(r.get("%s_lat_%s_us" % (s, op))) for s in servers]
+            if any(x is not None for x in vals):
+                lat_lines.append(tuple(["%s C=%s %s" % (r["mode"], r["clients"], op)] + vals))
+    dat2 = os.path.join(tmp, "nfs3-untar-lat.dat")
+    write_dat(dat2, lat_lines)
+    series = [(2, 3, 4, "jnfsd / NFS-Ganesha", -0.08)]
+    if base:
+        series.append((5, 6, 7, "jnfsd / baseline jnfsd", 0.08))
+    names = {"jnfsd": "jnfsd", "ganesha": "NFS-Ganesha", "baseline": "baseline jnfsd"}
+    lat = ['"%s" using 2:xtic(1) title "%s"' % (dat2, names[servers[0]])]
+    lat += ['"" using %d title "%s"' % (i + 2, names[s]) for i, s in enumerate(servers) if i]
+    png = os.path.join(out, "nfs3-untar.png")
+    script = (HEAD % (1000, png) + "set multiplot layout 2,1\n" +
+              ratio_panel(dat, len(rows), "nfs3-untar: files/s over NFSv3, sync export (median "
+                          "of rounds)", 1.5, series) +
+              "set title \"nfs3-untar: mean latency of one call (median over rounds)\"\n"
+              "set ylabel \"microseconds\"\nset yrange [0:*]\nset xrange [*:*]\n"
+              "set style data histograms\nset style histogram clustered gap 1\n"
+              "plot " + ", ".join(lat) + "\nunset multiplot\n")
+    return png if gnuplot(script, png) else None
+
+
+def main():
+    report = sys.argv[1]
+    raw = os.path.join(report, "raw")
+    tmp = os.path.join(report, ".plot")
+    os.makedirs(tmp, exist_ok=True)
+    status = {r["name"]: r for r in read_csv(os.path.join(raw, "status.csv")) or []}
+    run_txt = open(os.path.join(report, "run.txt")).read() if os.path.exists(
+        os.path.join(report, "run.txt")) else ""
+
+    rpc_rows, rpc_base = rows_rpc_null(raw)
+    untar_rows, untar_base = rows_nfs3_untar(raw)
+    rows = {"rpc-null": rpc_rows, "sync-loop": rows_sync_loop(raw), "fs-scale": rows_fs_scale(raw),
+            "nfs3-untar": untar_rows}
+    plots = {"rpc-null": plot_rpc_null, "sync-loop": plot_sync_loop,
+             "fs-scale": plot_fs_scale, "nfs3-untar": plot_nfs3_untar}
+
+    md = ["# jnfs benchmark report", ""]
+    if run_txt:
+        md += ["```", run_txt.strip(), "```", ""]
+    md += ["| benchmark | workload | jnfs | anchor | ratio (min–max) | goal | met |",
+           "|---|---|---|---|---|---|---|"]
+    out_rows = []
+    for b in BENCHES:
+        st = status.get(b)
+        failed = st is not None and st["exit_status"] != "0"
+        if not rows[b] or failed:
+            why = "failed (exit %s)" % st["exit_status"] if failed else "no results"
+            md.append("| %s | %s, see raw/%s.log | | | | %s | n/a |" % (b, why, b, goal_text(b)))
+            out_rows.append([b, why, "", "", "", "", "", goal_text(b), "n/a"])
+            if not rows[b]:
+                continue
+        for r in rows[b]:
+            md.append("| %s | %s | %s | %s | %s | %s | %s |" %
+                      (b, r.workload, r.jnfs, r.anchor, r.ratio_text(), r.goal, r.met))
+            out_rows.append([b, r.workload, r.jnfs, r.anchor, fmt(r.ratio, 2), fmt(r.lo, 2),
+                             fmt(r.hi, 2), r.goal, r.met])
+    md.append("")
+    md.append("Ratios are jnfs over the anchor (for fs-scale's slowdown: lookups/s in the "
+              "small directory over the big one); min–max is the spread of the per-round "
+              "ratios of this run. A goal is met when the ratio (median or best, as each "
+              "benchmark reports it) is on the right side of it.")
+    base = [("rpc-null",) + b for b in rpc_base] + [("nfs3-untar",) + b for b in untar_base]
+    if base:
+        md += ["", "## This jnfsd against the baseline jnfsd", "",
+               "| benchmark | workload | new | old | new/old (min–max) |", "|---|---|---|---|---|"]
+        for b, w, new, old, r, lo, hi in base:
+            md.append("| %s | %s | %s | %s | %s (%s–%s) |" % (b, w, new, old, fmt(r, 2),
+                                                             fmt(lo, 2), fmt(hi, 2)))
+            out_rows.append([b, w + " (new/old)", new, "baseline " + old, fmt(r, 2), fmt(lo, 2),
+                             fmt(hi, 2), "none", "n/a"])
+    md += ["", "## Plots", ""]
+    for b in BENCHES:
+        png = plots[b](raw, report, tmp)
+        if png:
+            md += ["### %s" % b, "", "![%s](%s)" % (b, os.path.basename(png)), ""]
+        else:
+            md += ["### %s" % b, "", "no plot (no results)", ""]
+    md += ["## Raw files", ""]
+    for f in sorted(os.listdir(raw)):
+        md.append("- [raw/%s](raw/%s)" % (f, f))
+    if status:
+        md += ["", "## Time", "", "| benchmark | exit status | seconds |", "|---|---|---|"]
+        for b in BENCHES:
+            if b in status:
+                md.append("| %s | %s | %s |" % (b, status[b]["exit_status"], status[b]["seconds"]))
+    with open(os.path.join(report, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(report, "results.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["benchmark", "workload", "jnfs", "anchor", "ratio", "ratio_min", "ratio_max",
+                    "goal", "met"])
+        w.writerows(out_rows)
+    for f in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, f))
+    os.rmdir(tmp)
+    print("report: %s" % os.path.join(report, "report.md"))
+
+
+main()

@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""test_report.py - bench/report.py on made-up results.
+
+A report folder is filled with what the benchmark scripts write (the
+column layouts of bench/run-rpc-null.sh, run-sync-loop.sh, run-fs-scale.sh
+and run-nfs3-untar.sh, with a baseline jnfsd), with numbers chosen so that
+some goals are met and some are not; report.py must put every row in the
+table with the right ratio, spread and verdict, write results.csv, and draw
+one PNG per benchmark that is a complete PNG image (signature, header of
+the size asked for, end chunk). Then the same without the baseline and with
+sync-loop failed: its row says so, the others are there, and no plot is
+drawn for it.
+
+usage: test_report.py REPORT_PY
+"""
+import csv
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+REPORT_PY = sys.argv[1]
+
+
+def fail(what):
+    print("FAIL: " + what, file=sys.stderr)
+    sys.exit(1)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+RPC_NULL = """conns,jnfsd,ganesha,ratio,ratio_min,ratio_max,jnfsd_p50_us,jnfsd_p99_us,ganesha_p50_us,ganesha_p99_us,baseline,new_over_old,new_over_old_min,new_over_old_max,baseline_p50_us,baseline_p99_us
+1,72000,52000,1.38,1.35,1.40,12.5,20.5,19.0,30.5,60000,1.20,1.17,1.24,15.0,25.0
+16,300000,330000,0.91,0.88,0.95,50.0,90.0,45.0,80.0,280000,1.07,1.01,1.10,55.0,95.0
+"""
+SYNC_LOOP = """workload,threads,jnfs_ops_per_s,xfs_ops_per_s,ratio,ratio_paired_median,jnfs_log_writes_per_op,xfs_log_writes_per_op,jnfs_checkpoints_per_op,jnfs_flushes_per_op,xfs_flushes_per_op,jnfs_spread,xfs_spread,ratio_paired_min,ratio_paired_max
+overwrite_fdatasync,1,4000,3000,1.33,1.30,0.000,0.000,0.000,1.000,1.000,0.05,0.04,1.25,1.41
+create_fsync,8,2000,2500,0.80,0.79,1.000,1.000,1.000,2.000,1.500,0.05,0.04,0.70,0.85
+"""
+FS_SCALE = """fs_scale.dir.entries 100000
+fs_scale.dir.lookups_per_s_at_1k 2700000
+fs_scale.dir.lookups_per_s_at_100k 700000
+fs_scale.dir.xfs_lookups_per_s_at_1k 400000
+fs_scale.dir.xfs_lookups_per_s_at_100k 290000
+fs_scale.dir.lookup_ratio_small_over_big 3.86
+fs_scale.dir.xfs_lookup_ratio_small_over_big 1.38
+"""
+UNTAR = """mode,clients,files,jnfsd_files_per_sec,ganesha_files_per_sec,ratio,ratio_min,ratio_max,jnfsd_log_writes_per_file,ganesha_log_writes_per_file,jnfsd_flushes_per_file,ganesha_flushes_per_file,jnfsd_disk_flush_us,ganesha_disk_flush_us,jnfsd_lat_mkdir_us,jnfsd_lat_create_us,jnfsd_lat_write_us,jnfsd_lat_commit_us,ganesha_lat_mkdir_us,ganesha_lat_create_us,ganesha_lat_write_us,ganesha_lat_commit_us,baseline_lat_mkdir_us,baseline_lat_create_us,baseline_lat_write_us,baseline_lat_commit_us,baseline_files_per_sec,new_over_old,new_over_old_min,new_over_old_max,baseline_log_writes_per_file,baseline_flushes_per_file,baseline_disk_flush_us
+filesync,1,300,620.0,310.0,2.00,1.90,2.10,1.0,2.0,2.3,3.0,510,515,140,240,290,n/a,200,300,400,n/a,150,250,300,n/a,510.0,1.22,1.20,1.23,1.0,3.0,505
+unstable,8,1200,900.0,700.0,1.29,1.10,1.40,0.5,1.0,1.3,2.0,510,515,140,240,290,300,200,300,400,500,150,250,300,310,800.0,1.12,1.05,1.20,0.6,1.5,505
+"""
+
+
+def png_size(path):
+    data = open(path, "rb").read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR" or not data.endswith(
+            b"IEND\xaeB`\x82"):
+        fail("%s is not a complete PNG" % path)
+    return struct.unpack(">II", data[16:24])
+
+
+def run(report):
+    r = subprocess.run([sys.executable, REPORT_PY, report], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300)
+    if r.returncode:
+        fail("report.py exited %d:\n%s" % (r.returncode, r.stdout))
+    return open(os.path.join(report, "report.md")).read()
+
+
+def table(md):
+    rows = {}
+    for line in md.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[0] in ("rpc-null", "sync-loop", "fs-scale", "nfs3-untar"):
+            rows[(cells[0], cells[1])] = cells
+    return rows
+
+
+def expect(rows, bench, workload, ratio, verdict):
+    cells = rows.get((bench, workload))
+    if not cells:
+        fail("no row %s / %s in %s" % (bench, workload, sorted(rows)))
+    if cells[4] != ratio or cells[6] != verdict:
+        fail("%s / %s: ratio %r verdict %r, expected %r %r" % (bench, workload, cells[4],
+                                                             cells[6], ratio, verdict))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="jnfs-report.")
+    try:
+        rep = os.path.join(tmp, "with-baseline")
+        raw = os.path.join(rep, "raw")
+        os.makedirs(raw)
+        write(os.path.join(raw, "rpc-null.csv"), RPC_NULL)
+        write(os.path.join(raw, "sync-loop.csv"), SYNC_LOOP)
+        write(os.path.join(raw, "fs-scale.txt"), FS_SCALE)
+        write(os.path.join(raw, "nfs3-untar.csv"), UNTAR)
+        write(os.path.join(raw, "status.csv"), "name,exit_status,seconds\nrpc-null,0,10\n"
+              "sync-loop,0,40\nfs-scale,0,30\nnfs3-untar,0,60\n")
+        write(os.path.join(rep, "run.txt"), "BENCH_QUICK=1\n")
+        md = run(rep)
+        rows = table(md)
+        expect(rows, "rpc-null", "NULL calls/s, 1 conn", "1.38 (1.35–1.40)", "met")
+        expect(rows, "rpc-null", "NULL calls/s, 16 conns", "0.91 (0.88–0.95)", "not met")
+        expect(rows, "sync-loop", "overwrite_fdatasync, 1 thread (ops/s)", "1.30 (1.25–1.41)",
+               "met")
+        expect(rows, "sync-loop", "create_fsync, 8 threads (ops/s)", "0.79 (0.70–0.85)",
+               "not met")
+        expect(rows, "fs-scale", "lookups/s in 1k entries", "6.75", "n/a")
+        expect(rows, "fs-scale", "lookup slowdown, small/big directory (lookups/s ratio)", "3.86",
+               "not met")
+        expect(rows, "nfs3-untar", "untar filesync, 1 client (files/s)", "2.00 (1.90–2.10)",
+               "met")
+        expect(rows, "nfs3-untar", "untar unstable, 8 clients (files/s)", "1.29 (1.10–1.40)",
+               "not met")
+        if "## This jnfsd against the baseline jnfsd" not in md or \
+           "| nfs3-untar | untar filesync, 1 client (files/s) | 620.0 | 510.0 | 1.22 (1.20–1.23) |" \
+           not in md or "| rpc-null | NULL calls/s, 16 conns | 300,000 | 280,000 | 1.07 (1.01–1.10) |" \
+           not in md:
+            fail("the baseline table is wrong:\n" + md)
+        with open(os.path.join(rep, "results.csv")) as f:
+            res = list(csv.DictReader(f))
+        if len(res) != 2 + 2 + 3 + 2 + 4:
+            fail("results.csv has %d rows" % len(res))
+        for b, h in (("rpc-null", 900), ("sync-loop", 900), ("fs-scale", 900),
+                     ("nfs3-untar", 1000)):
+            png = os.path.join(rep, b + ".png")
+            if not os.path.exists(png):
+                fail("no %s" % png)
+            if png_size(png) != (1100, h):
+                fail("%s is %s" % (png, png_size(png)))
+            if "![%s](%s.png)" % (b, b) not in md:
+                fail("report.md does not show %s.png" % b)
+        if os.path.exists(os.path.join(rep, ".plot")):
+            fail("the plot data was left behind")
+        print("report with a baseline: %d rows, 4 plots" % len(rows))
+
+        # no baseline, sync-loop failed
+        rep2 = os.path.join(tmp, "failed")
+        raw2 = os.path.join(rep2, "raw")
+        os.makedirs(raw2)
+        write(os.path.join(raw2, "rpc-null.csv"),
+              "\n".join(",".join(l.split(",")[:10]) for l in RPC_NULL.splitlines()) + "\n")
+        write(os.path.join(raw2, "fs-scale.txt"), FS_SCALE)
+        write(os.path.join(raw2, "nfs3-untar.csv"),
+              "\n".join(",".join(l.split(",")[:22]) for l in UNTAR.splitlines()) + "\n")
+        write(os.path.join(raw2, "status.csv"), "name,exit_status,seconds\nrpc-null,0,10\n"
+              "sync-loop,1,3\nfs-scale,0,30\nnfs3-untar,0,60\n")
+        md = run(rep2)
+        rows = table(md)
+        expect(rows, "sync-loop", "failed (exit 1), see raw/sync-loop.log", "", "n/a")
+        expect(rows, "rpc-null", "NULL calls/s, 1 conn", "1.38 (1.35–1.40)", "met")
+        expect(rows, "nfs3-untar", "untar filesync, 1 client (files/s)", "2.00 (1.90–2.10)",
+               "met")
+        if "baseline" in md.split("## Plots")[0]:
+            fail("a baseline table without a baseline")
+        if os.path.exists(os.path.join(rep2, "sync-loop.png")):
+            fail("a plot for a failed benchmark")
+        for b in ("rpc-null", "fs-scale", "nfs3-untar"):
+            png_size(os.path.join(rep2, b + ".png"))
+        print("report with a failed benchmark and no baseline: the failure named, 3 plots")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("test_report: ok")
+
+
+main()
