@@ -9,11 +9,14 @@
  * that never reads cannot make the server build more replies than its
  * connection's limit, held calls all run once it reads, a connection whose
  * replies never drain is dropped), reply bounds per procedure and per call,
- * the encoded() hook (invariant 8), and per-connection data with its
- * closed() and free() hooks (invariant 9).
+ * the encoded() hook (invariant 8), per-connection data with its
+ * closed() and free() hooks (invariant 9), and svc_synchronize() (waits
+ * for the handlers running when called, not for parked requests nor for
+ * handlers that start later).
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -626,6 +629,83 @@ static void test_shutdown_with_parked(void)
 	TEST_PASS("shutdown finishes parked requests");
 }
 
+/* HOLDPROG 1: the handler runs until the test releases it (10 s at most). */
+#define HOLDPROG 0x20000102u
+static _Atomic int hold_state; /* 0 not running, 1 running, 2 released */
+static _Atomic int synced;
+
+static enum svc_stat do_hold(struct svc_req *rq, const struct rpc_cred *cred, void *a, void *r)
+{
+	atomic_store(&hold_state, 1);
+	for (int i = 0; i < 10000 && atomic_load(&hold_state) != 2; i++)
+		usleep(1000);
+	return SVC_OK;
+}
+
+static const struct svc_proc hold_procs[] = {
+	{.name = "null", .decode = svc_dec_void, .handler = do_hold, .encode = svc_enc_void,
+	 .reply_max = SVC_REPLY_HDR},
+	{.name = "hold", .decode = svc_dec_void, .handler = do_hold, .encode = svc_enc_void,
+	 .reply_max = SVC_REPLY_HDR},
+};
+static const struct svc_version hold_versions[] = {{.vers = 1, .nprocs = 2, .procs = hold_procs}};
+static const struct svc_program holdprog = {
+	.prog = HOLDPROG, .name = "hold", .nversions = 1, .versions = hold_versions};
+
+static void *sync_thread(void *arg)
+{
+	svc_synchronize(arg);
+	atomic_store(&synced, 1);
+	return NULL;
+}
+
+static void test_synchronize(void)
+{
+	struct svc_config cfg;
+	uint16_t port;
+	svc_config_default(&cfg);
+	cfg.threads = 2;
+	struct svc *s = svc_create(&cfg);
+	CHECK_OK(svc_add_program(s, &testprog, &ctx));
+	CHECK_OK(svc_add_program(s, &holdprog, NULL));
+	CHECK_OK(svc_listen(s, "127.0.0.1:0", &port));
+	CHECK_OK(svc_start(s));
+
+	/* nothing running: returns at once (the test's timeout watches) */
+	svc_synchronize(s);
+	/* a parked request runs no handler code: not waited for */
+	int p = tc_connect(port, false);
+	uint64_t d0 = stat_of(s, "rpc.deferred");
+	tc_send_call(p, 1, TESTPROG, 3, TP_PARK_FOREVER, NULL, NULL, 0);
+	for (int i = 0; i < 2000 && stat_of(s, "rpc.deferred") == d0; i++)
+		usleep(5000);
+	CHECK(stat_of(s, "rpc.deferred") > d0);
+	svc_synchronize(s);
+
+	/* a running handler is waited for */
+	int a = tc_connect(port, false), b = tc_connect(port, false);
+	tc_send_call(a, 1, HOLDPROG, 1, 1, NULL, NULL, 0);
+	for (int i = 0; i < 2000 && atomic_load(&hold_state) != 1; i++)
+		usleep(5000);
+	CHECK_EQ(atomic_load(&hold_state), 1);
+	pthread_t t;
+	CHECK_OK(pthread_create(&t, NULL, sync_thread, s));
+	/* meanwhile the other worker serves new calls (not waited for) */
+	null_ok(b, 2);
+	null_ok(b, 3);
+	usleep(100 * 1000);
+	CHECK_EQ(atomic_load(&synced), 0); /* the held handler has not returned */
+	atomic_store(&hold_state, 2);
+	CHECK_OK(pthread_join(t, NULL));
+	CHECK_EQ(atomic_load(&synced), 1);
+	expect_accept(a, 1, RPC_SUCCESS);
+	svc_destroy(s); /* the parked request ends with the server */
+	close(a);
+	close(b);
+	close(p);
+	TEST_PASS("svc_synchronize: waits for running handlers only");
+}
+
 int main(void)
 {
 	struct svc_config cfg;
@@ -649,5 +729,6 @@ int main(void)
 	test_conn_limit();
 	test_stall_timeout();
 	test_shutdown_with_parked();
+	test_synchronize();
 	return 0;
 }

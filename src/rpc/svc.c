@@ -792,6 +792,11 @@ int svc_start(struct svc *s)
 	return 0;
 }
 
+void svc_synchronize(struct svc *s)
+{
+	pool_synchronize(&s->pool);
+}
+
 void svc_stop(struct svc *s)
 {
 	if (!s->started)

@@ -168,6 +168,20 @@ int svc_parse_addr(const char *str, struct sockaddr_storage *ss, socklen_t *len)
 int svc_start(struct svc *s);
 
 /*
+ * A grace period: returns once every handler that a worker was running
+ * when it was called has returned (handlers that start later, and parked
+ * requests, which run no handler code until resumed, are not waited for).
+ * It lets handlers read data another thread replaces without a lock on the
+ * call path, as RCU readers: publish the new version with an atomic store,
+ * svc_synchronize(), then free the old one, which no handler can still be
+ * using. Costs the call path nothing (the workers note it under the pool
+ * lock they take anyway). From a thread that is not a worker (a handler
+ * would wait for itself); SVC_PROC_INLINE handlers, which run on the event
+ * loop, are not covered.
+ */
+void svc_synchronize(struct svc *s);
+
+/*
  * Stop: close listeners and connections, resume parked requests with
  * SVC_WAKE_SHUTDOWN (their handlers must finish them), fail pending calls
  * with -ECONNRESET, wait for every request to be released, join threads.

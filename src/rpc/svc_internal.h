@@ -41,6 +41,8 @@ struct svc_worker {
 	struct cond cond;
 	struct list idle_link; /* in svc_pool.idle while asleep */
 	bool signaled;
+	bool busy;     /* running a work item (under svc.pool) */
+	uint64_t done; /* work items finished (under svc.pool) */
 };
 
 struct svc_pool {
@@ -51,11 +53,16 @@ struct svc_pool {
 	bool stop;
 	unsigned nthreads;
 	struct svc_worker *workers;
+	unsigned nsyncing; /* threads in pool_synchronize() */
+	struct cond synced; /* a work item finished while nsyncing */
 };
 
 void pool_init(struct svc_pool *p);
 int pool_start(struct svc_pool *p, unsigned n);
 void pool_stop(struct svc_pool *p);
+/* Return once every work item running when called has finished
+ * (svc_synchronize). */
+void pool_synchronize(struct svc_pool *p);
 void workq_init(struct svc_workq *q);
 /* Queue w on q; q must stay alive until its last work item has started
  * (connections: every work item holds a reference on its connection). */

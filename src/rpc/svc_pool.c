@@ -15,6 +15,12 @@
  *
  * Lock: svc.pool (rank 470), a leaf: nothing else is taken while it is
  * held.
+ *
+ * Grace periods (pool_synchronize, svc_synchronize in svc.h): a worker
+ * marks itself busy when it takes an item and counts the item done when
+ * it comes back for the pool lock, both under the lock it takes anyway, so
+ * the call path pays nothing for them. A waiter notes which workers are
+ * busy and sleeps until each of those has finished one item.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,6 +36,7 @@ void pool_init(struct svc_pool *p)
 	mutex_init(&p->lock, &svc_pool_class);
 	list_init(&p->ready);
 	list_init(&p->idle);
+	cond_init(&p->synced);
 }
 
 /* Wake the most recently idle worker unless one is already waking. */
@@ -70,9 +77,14 @@ static void *worker_main(void *arg)
 			}
 			if (!list_empty(&p->ready))
 				wake_one_locked(p); /* more to do: bring in a helper */
+			w->busy = true;
 			mutex_unlock(&p->lock);
 			item->fn(item);
 			mutex_lock(&p->lock);
+			w->busy = false;
+			w->done++;
+			if (p->nsyncing)
+				cond_broadcast(&p->synced);
 			continue;
 		}
 		if (p->stop)
@@ -107,6 +119,28 @@ int pool_start(struct svc_pool *p, unsigned n)
 		p->nthreads++;
 	}
 	return 0;
+}
+
+void pool_synchronize(struct svc_pool *p)
+{
+	mutex_lock(&p->lock);
+	unsigned n = p->nthreads;
+	uint64_t *busy_at = xcalloc(n ? n : 1, sizeof(*busy_at));
+	bool *busy = xcalloc(n ? n : 1, sizeof(*busy));
+	for (unsigned i = 0; i < n; i++) {
+		busy[i] = p->workers[i].busy;
+		busy_at[i] = p->workers[i].done;
+	}
+	p->nsyncing++;
+	for (unsigned i = 0; i < n; i++) {
+		/* an item it took later is not waited for: done moved on */
+		while (busy[i] && p->workers[i].busy && p->workers[i].done == busy_at[i])
+			cond_wait(&p->synced, &p->lock);
+	}
+	p->nsyncing--;
+	mutex_unlock(&p->lock);
+	free(busy);
+	free(busy_at);
 }
 
 /* Runs the queue dry, then joins the threads. */
