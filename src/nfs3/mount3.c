@@ -150,7 +150,7 @@ static enum svc_stat mnt_mnt(struct svc_req *rq, const struct rpc_cred *rc, void
 		a->path[--len] = '\0';
 	if (len == 0)
 		strcpy(a->path, "/"); /* libnfs asks for "" when the URL names the root */
-	const struct export *ex = exports_by_path(s->exports, a->path);
+	const struct export *ex = exports_by_path(nfs3_exports(s), a->path);
 	if (!ex) {
 		r->status = MNT3ERR_NOENT;
 		return SVC_OK;
@@ -264,7 +264,7 @@ static enum svc_stat mnt_export(struct svc_req *rq, const struct rpc_cred *rc, v
 {
 	struct nfs3_server *s = svc_req_ctx(rq);
 	struct strlist_res *r = res;
-	const struct exports *e = s->exports;
+	const struct exports *e = nfs3_exports(s);
 	uint32_t ng = 0;
 	for (unsigned i = 0; i < e->n; i++)
 		ng += e->v[i].nclients;
@@ -308,7 +308,7 @@ void nfs3_server_init(struct nfs3_server *s, struct fs *fs, const struct exports
 {
 	memset(s, 0, sizeof(*s));
 	s->fs = fs;
-	s->exports = e;
+	atomic_init(&s->exports, e);
 	const uint8_t *secret = fs_handle_secret(fs);
 	memcpy(s->fh_key, secret, sizeof(s->fh_key));
 	memcpy(s->verf_key, secret + 16, sizeof(s->verf_key));
@@ -317,6 +317,11 @@ void nfs3_server_init(struct nfs3_server *s, struct fs *fs, const struct exports
 	uint64_t v = splitmix64(&seed);
 	memcpy(s->write_verf, &v, sizeof(v));
 	mutex_init(&s->mnt_lock, &mnt_lock_class);
+}
+
+const struct exports *nfs3_swap_exports(struct nfs3_server *s, const struct exports *e)
+{
+	return atomic_exchange_explicit(&s->exports, e, memory_order_acq_rel);
 }
 
 void nfs3_server_destroy(struct nfs3_server *s)

@@ -24,7 +24,11 @@ struct nfs3_mount;
 
 struct nfs3_server {
 	struct fs *fs;
-	const struct exports *exports; /* roots resolved (exports_resolve) */
+	/* Roots resolved (exports_resolve). Replaced while serving
+	 * (nfs3_swap_exports): a handler loads it once per use with
+	 * nfs3_exports() and may keep what it got until it returns, never
+	 * longer (the swapper frees the old table after svc_synchronize). */
+	const struct exports *_Atomic exports;
 	uint8_t fh_key[16];   /* file handle MACs */
 	uint8_t verf_key[16]; /* READDIR cookie verifiers */
 	uint8_t write_verf[8];
@@ -38,6 +42,16 @@ struct nfs3_server {
 /* Set up (keys from the filesystem, a fresh write verifier). */
 void nfs3_server_init(struct nfs3_server *s, struct fs *fs, const struct exports *e);
 void nfs3_server_destroy(struct nfs3_server *s);
+
+/* The exports table now, for a handler. */
+static inline const struct exports *nfs3_exports(struct nfs3_server *s)
+{
+	return atomic_load_explicit(&s->exports, memory_order_acquire);
+}
+
+/* Serve e from now on; returns the table it replaces, which handlers
+ * running now may still read: free it only after svc_synchronize(). */
+const struct exports *nfs3_swap_exports(struct nfs3_server *s, const struct exports *e);
 
 /* The version tables to register (ctx: the struct nfs3_server). */
 extern const struct svc_version nfs3_version;

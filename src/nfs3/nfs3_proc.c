@@ -144,7 +144,7 @@ static uint32_t fh_get(struct call *c, const struct nfs3_fh *wfh, struct fs_inod
 		if (fh.fsid != c->ex->fsid)
 			return NFS3ERR_XDEV;
 	} else {
-		const struct export *ex = exports_by_fsid(s->exports, fh.fsid);
+		const struct export *ex = exports_by_fsid(nfs3_exports(s), fh.fsid);
 		if (!ex) {
 			counter_inc(&s->st.stale);
 			return NFS3ERR_STALE;

@@ -16,7 +16,9 @@
  * the same through the administration program (admin.h), and with
  * --metrics ADDR:PORT an HTTP endpoint serves them to Prometheus
  * (metrics.h), on a loopback address unless --metrics-remote allows
- * another.
+ * another. SIGHUP reads the exports file again and applies it without
+ * dropping a connection (reload_exports); a bad file is refused and the
+ * exports stay as they were.
  *
  * With --crash the image sits behind the crash device (dev/crash.h):
  * writes the server has not flushed stay in its memory, so SIGKILL is a
@@ -27,8 +29,9 @@
  * sigwait(), so no handler runs in the middle of RPC code.
  *
  * Under systemd (Type=notify, dist/jnfsd.service) it says READY=1 once
- * every listener is open and rpcbind has been told, and STOPPING=1 when a
- * stop begins; sd_notify() does nothing when NOTIFY_SOCKET is not set, so
+ * every listener is open and rpcbind has been told, RELOADING=1 then
+ * READY=1 around a SIGHUP, and STOPPING=1 when a stop begins; sd_notify()
+ * does nothing when NOTIFY_SOCKET is not set, so
  * the same binary runs anywhere.
  */
 #include <errno.h>
@@ -69,6 +72,8 @@ struct server {
 	struct svc *svc;
 	struct fs *fs;
 	struct nfs3_server nfs3;
+	struct exports *exports; /* the table served now, owned (reload_exports) */
+	counter_t reloads, reload_failures;
 };
 
 static enum svc_stat proc_null(struct svc_req *rq, const struct rpc_cred *cred, void *args,
@@ -86,6 +91,8 @@ static void server_stats(struct server *srv, const struct stat_sink *sink)
 {
 	svc_stats(srv->svc, sink);
 	nfs3_stats(&srv->nfs3, sink);
+	stat_emit(sink, "exports.reloads", counter_get(&srv->reloads));
+	stat_emit(sink, "exports.reload_failures", counter_get(&srv->reload_failures));
 	fs_stats(srv->fs, sink);
 	stat_emit(sink, "stats.end", 1);
 }
@@ -211,7 +218,8 @@ static void usage(FILE *f)
 		"                         (a loopback address; port 0 picks a free port)\n"
 		"  --metrics-remote       allow --metrics on a non-loopback address\n"
 		"  --version              print the version and exit\n"
-		"Prints 'listening on ADDR:PORT' for each listener once serving.\n");
+		"Prints 'listening on ADDR:PORT' for each listener once serving.\n"
+		"SIGHUP reads the --exports file again; SIGUSR1 prints the counters.\n");
 }
 
 static bool parse_num(const char *s, unsigned long long max, unsigned long long *v)
@@ -349,6 +357,62 @@ static void close_storage(struct dev *file, struct dev *ddev, struct dev *ldev)
 		dev_close(ddev);
 	dev_close(ldev);
 	dev_close(file);
+}
+
+/*
+ * SIGHUP: read the exports file again, on the main thread. A good file
+ * replaces the table for every request whose handler starts after the swap;
+ * handlers running now keep the table they loaded until they return
+ * (svc_synchronize), and only then is the old one freed. Connections,
+ * mounts and parked requests are not touched. An export that stays keeps
+ * its fsid (derived from its root, or its fsid=), so its handles keep
+ * working; the handles of a removed export answer STALE, and a client the
+ * file no longer admits gets ACCES. A file that does not parse, or names a
+ * path that is not a directory, or gives two exports one fsid, is refused
+ * with the line named, and the table stays as it was.
+ */
+static void reload_exports(struct server *srv, const char *file)
+{
+	char why[512];
+	if (!file) {
+		msg_warn("SIGHUP: no --exports file to read again; the built-in exports stay");
+		return;
+	}
+	sd_notify(0, "RELOADING=1\nSTATUS=reading the exports again");
+	struct exports *next = xcalloc(1, sizeof(*next));
+	int err = exports_load(file, next, why, sizeof(why));
+	if (!err)
+		err = exports_resolve(next, srv->fs, file, why, sizeof(why));
+	if (err) {
+		counter_inc(&srv->reload_failures);
+		msg_err("exports not reloaded, the previous ones stay: %s", why);
+		exports_free(next);
+		free(next);
+		sd_notify(0, "READY=1\nSTATUS=serving; the exports file was refused (see the log)");
+		return;
+	}
+	struct exports *old = srv->exports;
+	unsigned added = 0, kept = 0;
+	for (unsigned i = 0; i < next->n; i++) {
+		const struct export *o = exports_by_path(old, next->v[i].path);
+		if (!o)
+			added++;
+		else if (o->fsid == next->v[i].fsid)
+			kept++;
+	}
+	unsigned removed = 0;
+	for (unsigned i = 0; i < old->n; i++)
+		removed += !exports_by_path(next, old->v[i].path);
+	nfs3_swap_exports(&srv->nfs3, next);
+	srv->exports = next;
+	svc_synchronize(srv->svc);
+	exports_free(old);
+	free(old);
+	counter_inc(&srv->reloads);
+	msg_info("exports reloaded from %s: %u export%s (%u new, %u removed, %u with the same "
+		 "fsid)",
+		 file, next->n, next->n == 1 ? "" : "s", added, removed, kept);
+	sd_notify(0, "READY=1\nSTATUS=serving; exports reloaded");
 }
 
 int main(int argc, char **argv)
@@ -528,26 +592,29 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGUSR1);
+	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	/* the exports first: a bad line stops the start before anything opens */
-	struct exports exports;
+	struct exports *exports = xcalloc(1, sizeof(*exports));
 	char why[512];
-	int err = exports_file ? exports_load(exports_file, &exports, why, sizeof(why))
-			       : exports_parse(EXPORTS_BUILTIN, "(built-in exports)", &exports, why,
+	int err = exports_file ? exports_load(exports_file, exports, why, sizeof(why))
+			       : exports_parse(EXPORTS_BUILTIN, "(built-in exports)", exports, why,
 					       sizeof(why));
 	if (err) {
 		msg_err("%s", why);
+		free(exports);
 		return 1;
 	}
 
-	struct server srv = {0};
+	struct server srv = {.exports = exports};
 	struct metrics *metrics = NULL;
 	struct dev *file, *ddev, *ldev;
 	if (open_storage(image, size, logdev, crash, &file, &ddev, &ldev)) {
 		close_storage(file, ddev, ldev);
-		exports_free(&exports);
+		exports_free(exports);
+		free(exports);
 		return 1;
 	}
 	dev_set_latency(ddev, flush_us * 1000, flush_us * 1000);
@@ -556,19 +623,21 @@ int main(int argc, char **argv)
 	if ((err = fs_mount(&(struct fs_mount_opts){.ddev = ddev, .ldev = ldev}, &srv.fs))) {
 		msg_err("cannot mount %s: %s", image, strerror(-err));
 		close_storage(file, ddev, ldev);
-		exports_free(&exports);
+		exports_free(exports);
+		free(exports);
 		return 1;
 	}
-	if ((err = exports_resolve(&exports, srv.fs, exports_file ? exports_file
+	if ((err = exports_resolve(exports, srv.fs, exports_file ? exports_file
 								  : "(built-in exports)",
 				   why, sizeof(why)))) {
 		msg_err("%s", why);
 		fs_unmount(srv.fs);
 		close_storage(file, ddev, ldev);
-		exports_free(&exports);
+		exports_free(exports);
+		free(exports);
 		return 1;
 	}
-	nfs3_server_init(&srv.nfs3, srv.fs, &exports);
+	nfs3_server_init(&srv.nfs3, srv.fs, exports);
 
 	struct svc *s = svc_create(&cfg);
 	srv.svc = s;
@@ -649,6 +718,10 @@ int main(int argc, char **argv)
 			fflush(stdout);
 			continue;
 		}
+		if (sig == SIGHUP) {
+			reload_exports(&srv, exports_file);
+			continue;
+		}
 		if (sig == SIGTERM || sig == SIGINT)
 			break;
 	}
@@ -668,6 +741,7 @@ out:
 		status = 1;
 	}
 	close_storage(file, ddev, ldev);
-	exports_free(&exports);
+	exports_free(srv.exports);
+	free(srv.exports);
 	return status;
 }

@@ -95,7 +95,8 @@ def check_layout(root):
     k = unit_keys(os.path.join(root, "usr/lib/systemd/system/jnfsd.service"))
     want = {"Type": ["notify"], "ExecStart": ["/usr/sbin/jnfsd $JNFSD_OPTS"],
             "EnvironmentFile": ["-/etc/default/jnfsd"], "Restart": ["on-failure"],
-            "KillSignal": ["SIGTERM"], "WantedBy": ["multi-user.target"]}
+            "KillSignal": ["SIGTERM"], "WantedBy": ["multi-user.target"],
+            "ExecReload": ["/bin/kill -HUP $MAINPID"]}
     for key, v in want.items():
         if k.get(key) != v:
             fail("jnfsd.service: %s=%s, expected %s" % (key, k.get(key), v))
