@@ -124,6 +124,14 @@ def rows_sync_loop(raw):
     return rows
 
 
+def fs_scale_at(at):
+    """The directory size fs-scale names: 100000_after_remount is the big
+    directory again after a remount (cold caches)."""
+    n, _, rest = at.partition("_")
+    return "%s entries%s" % (n, ", after a remount (cold caches)" if rest == "after_remount" else
+                             (", " + rest.replace("_", " ") if rest else ""))
+
+
 def rows_fs_scale(raw):
     v = read_values(os.path.join(raw, "fs-scale.txt"))
     if not v:
@@ -134,8 +142,9 @@ def rows_fs_scale(raw):
         at = k[len("fs_scale.dir.lookups_per_s_at_"):]
         xk = "fs_scale.dir.xfs_lookups_per_s_at_" + at
         j, x = num(v[k]), num(v.get(xk))
-        rows.append(Row("fs-scale", "lookups/s in %s entries" % at, fmt(j),
-                        "kernel XFS " + fmt(x), (j / x) if j and x else None, goal=False))
+        rows.append(Row("fs-scale", "lookups/s in %s" % fs_scale_at(at), fmt(j),
+                        "kernel XFS " + fmt(x) if x else "none measured",
+                        (j / x) if j and x else None, goal=False))
     r = v.get("fs_scale.dir.lookup_ratio_small_over_big")
     xr = v.get("fs_scale.dir.xfs_lookup_ratio_small_over_big")
     # here the ratio is the slowdown itself, jnfs's lookups/s small over big
@@ -220,8 +229,8 @@ def plot_rpc_null(raw, out, tmp):
     script = (HEAD % (900, png) + "set multiplot layout 2,1\n" +
               ratio_panel(dat, len(rows), "rpc-null: NULL calls/s, best of the rounds", 1.0,
                           series) +
-              "set title \"rpc-null: latency of a NULL call (median over rounds)\"\n"
-              "set ylabel \"microseconds\"\nset yrange [0:*]\nset xrange [*:*]\n"
+              "set title \"rpc-null: latency of a NULL call (median over rounds; log scale)\"\n"
+              "set ylabel \"microseconds\"\nset logscale y\nset yrange [1:*]\nset xrange [*:*]\n"
               "set style data histograms\nset style histogram clustered gap 1\n"
               "plot " + ", ".join(lat) + "\nunset multiplot\n")
     return png if gnuplot(script, png) else None
@@ -255,7 +264,7 @@ def plot_fs_scale(raw, out, tmp):
     if not ats:
         return None
     dat = os.path.join(tmp, "fs-scale.dat")
-    write_dat(dat, [(a + " entries", num(v["fs_scale.dir.lookups_per_s_at_" + a]),
+    write_dat(dat, [(fs_scale_at(a), num(v["fs_scale.dir.lookups_per_s_at_" + a]),
                      num(v.get("fs_scale.dir.xfs_lookups_per_s_at_" + a))) for a in ats])
     dat2 = os.path.join(tmp, "fs-scale-ratio.dat")
     write_dat(dat2, [("jnfs", num(v.get("fs_scale.dir.lookup_ratio_small_over_big"))),
