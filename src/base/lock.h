@@ -15,6 +15,7 @@
  *    300-399  journal: CIL context, CIL, push, AIL, space
  *    400-499  RPC and protocol state
  *    500-599  NFSv4 server state (src/nfs4/brlock.h lists the band)
+ *    700-799  NFSv4 client (src/nfs4c/nfs4c.h lists the band)
  *    900-999  device layer
  */
 #ifndef JNFS_BASE_LOCK_H
