@@ -1,5 +1,6 @@
 /*
- * untar_counters.c - server counters for nfs3-untar (see untar_counters.h).
+ * untar_counters.c - server counters for nfs3-untar and nfs4-untar (see
+ * untar_counters.h).
  */
 #include <errno.h>
 #include <inttypes.h>

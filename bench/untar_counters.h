@@ -1,7 +1,7 @@
 /*
- * untar_counters.h - the server-side counters nfs3-untar reads before and
- * after its timed phase, so that it can print log writes and device
- * flushes per file. Kept apart from nfs3_untar.c because the jnfsd side
+ * untar_counters.h - the server-side counters nfs3-untar and nfs4-untar
+ * read before and after their timed phase, so that they can print log
+ * writes and device flushes per file. Kept apart from nfs3_untar.c because the jnfsd side
  * talks to the administration program with jnfs's own RPC client, whose
  * headers must not meet libnfs's.
  *
