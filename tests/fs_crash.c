@@ -217,7 +217,7 @@ static void *run_thread(void *arg)
 		crashdev_mark(w->cd, mark(MARK_START, th->t, idx));
 
 		struct fs_inode *dp = NULL, *ip = NULL;
-		uint64_t csn = 0;
+		struct fs_result res = {0};
 		int err = lookup_dir(w->fs, th, &dp);
 		struct file *f = &th->files[o->file];
 		struct fs_attr at;
@@ -230,7 +230,7 @@ static void *run_thread(void *arg)
 			if (!err) {
 				struct fs_create_args ca = {.mode = S_IFREG | 0644};
 				const char *s = th->names[o->name].s;
-				err = fs_create(dp, s, strlen(s), &ca, &ip, &csn);
+				err = fs_create(dp, s, strlen(s), &ca, &ip, &res);
 			}
 			if (!err) {
 				fs_getattr(ip, &at);
@@ -253,14 +253,15 @@ static void *run_thread(void *arg)
 			o->gen = ++f->gen;
 			uint8_t *buf = xmalloc(len);
 			fill(buf, f->id, o->gen, off, len);
-			err = fs_write(ip, off, buf, len, &csn);
+			err = fs_write(ip, off, buf, len, &res);
 			free(buf);
 			break;
 		}
 		case OP_TRUNCATE:
 			o->off = ALIGN_DOWN(rng_below(&r, MAX_FILE), 8ull);
-			err = fs_setattr(ip, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = o->off},
-					 &csn);
+			err = fs_setattr(ip,
+					 &(struct fs_setattr){.mask = FS_SET_SIZE, .size = o->off},
+					 &res);
 			break;
 		case OP_FALLOC:
 		case OP_PUNCH:
@@ -269,18 +270,20 @@ static void *run_thread(void *arg)
 			uint64_t span = MIN(131072ull, MAX_FILE - o->off);
 			o->len = ALIGN_UP(1 + rng_below(&r, span), 8ull);
 			o->len = MIN(o->len, MAX_FILE - o->off);
-			err = fs_fallocate(ip,
-					   o->kind == OP_FALLOC ? FS_FALLOC_ALLOC | FS_FALLOC_KEEP_SIZE
-					   : o->kind == OP_PUNCH ? FS_FALLOC_PUNCH
-								: FS_FALLOC_ZERO | FS_FALLOC_KEEP_SIZE,
-					   o->off, o->len, &csn);
+			err = fs_fallocate(
+				ip,
+				o->kind == OP_FALLOC  ? FS_FALLOC_ALLOC | FS_FALLOC_KEEP_SIZE
+				: o->kind == OP_PUNCH ? FS_FALLOC_PUNCH
+						      : FS_FALLOC_ZERO | FS_FALLOC_KEEP_SIZE,
+				o->off, o->len, &res);
 			break;
 		case OP_LINK:
 		case OP_RENAME: {
 			o->name2 = new_name(th);
 			const char *a = th->names[o->name].s, *b = th->names[o->name2].s;
-			err = o->kind == OP_LINK ? fs_link(ip, dp, b, strlen(b), &csn)
-						 : fs_rename(dp, a, strlen(a), dp, b, strlen(b), &csn);
+			err = o->kind == OP_LINK
+				      ? fs_link(ip, dp, b, strlen(b), &res)
+				      : fs_rename(dp, a, strlen(a), dp, b, strlen(b), &res);
 			if (!err) {
 				th->name_file[o->name2] = o->file;
 				if (o->kind == OP_RENAME)
@@ -290,7 +293,7 @@ static void *run_thread(void *arg)
 		}
 		case OP_UNLINK: {
 			const char *a = th->names[o->name].s;
-			err = fs_unlink(dp, a, strlen(a), &csn);
+			err = fs_unlink(dp, a, strlen(a), &res);
 			if (!err)
 				th->name_file[o->name] = -1;
 			break;
@@ -307,8 +310,8 @@ static void *run_thread(void *arg)
 			err = do_layout(w, ip, o, f->id, at.size);
 			break;
 		}
-		if (!err && o->forced && csn)
-			err = fs_force(w->fs, csn, NULL);
+		if (!err && o->forced && res.csn)
+			err = fs_force(w->fs, res.csn, NULL);
 		o->err = err;
 		bool acked = !err && (o->forced || o->kind == OP_FSYNC || o->kind == OP_FDATASYNC);
 		if (acked)

@@ -1,9 +1,12 @@
 /*
  * test_fs.c - the filesystem engine: namespace operations and their errors,
  * file data (holes, unwritten extents, extent trees, truncate, fallocate,
- * seek), large directories, remount, orphans, and `check` after each.
+ * seek), large directories, remount, orphans, and `check` after each; the
+ * pre/post attributes of struct fs_result and the SETATTR guard, atomic
+ * with the change under concurrent changers.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -714,6 +717,335 @@ static void test_eofblocks(void)
 		  "fallocated blocks stay");
 }
 
+/* ---- pre/post attributes (struct fs_result) ---- */
+
+enum { WCC_THREADS = 4, WCC_OPS = 300 };
+
+struct wcc_pair {
+	uint64_t pre, post;
+};
+
+struct wcc_thread {
+	unsigned t;
+	struct fs_inode *root, *dir, *file, *other;
+	struct wcc_pair dir_pairs[2 * WCC_OPS], file_pairs[WCC_OPS]; /* mkdir+rmdir: two */
+	unsigned ndir, nfile;
+};
+
+/* The pair the call reported for slot: it must be there and atomic. */
+static void wcc_keep(const struct fs_result *res, unsigned slot, struct wcc_pair *v, unsigned *n)
+{
+	const struct fs_res_ino *ri = &res->ino[slot];
+	CHECK(ri->has_pre && ri->has_post);
+	v[(*n)++] = (struct wcc_pair){ri->pre.change, ri->post.change};
+}
+
+/*
+ * One thread: changes of one shared directory (create, rename within it,
+ * link into it, unlink, mkdir, rmdir, chmod, rename out of it) and of one
+ * shared file (aligned overwrites under the shared I/O lock, writes into
+ * holes and past EOF in several transactions, truncates, fallocate), each
+ * keeping the (pre, post) change attributes the engine reported.
+ */
+static void *wcc_run(void *arg)
+{
+	struct wcc_thread *w = arg;
+	struct rng r;
+	rng_seed(&r, 100 + w->t);
+	uint8_t *buf = malloc(256 << 10);
+	memset(buf, (int)(0x41 + w->t), 256 << 10);
+	char names[WCC_OPS][32];
+	unsigned live = 0, next = 0;
+	for (unsigned i = 0; i < WCC_OPS; i++) {
+		struct fs_result res = {.want = FS_RES_ATTRS};
+		struct fs_inode *ip;
+		char name[32], name2[32];
+		unsigned k = (unsigned)rng_below(&r, 8);
+		if (live == 0)
+			k = 0;
+		switch (k) {
+		case 0: { /* create */
+			snprintf(names[live], sizeof(names[live]), "f%u-%u", w->t, next++);
+			struct fs_create_args ca = {.mode = S_IFREG | 0644};
+			CHECK_OK(fs_create(w->dir, names[live], strlen(names[live]), &ca, &ip,
+					   &res));
+			fs_iput(ip);
+			live++;
+			break;
+		}
+		case 1: /* rename within the directory */
+			snprintf(name, sizeof(name), "f%u-%u", w->t, next++);
+			CHECK_OK(fs_rename(w->dir, names[live - 1], strlen(names[live - 1]), w->dir,
+					   name, strlen(name), &res));
+			CHECK_EQ(res.ino[1].pre.change, res.ino[0].pre.change);
+			CHECK_EQ(res.ino[1].post.change, res.ino[0].post.change);
+			memcpy(names[live - 1], name, sizeof(name));
+			break;
+		case 2: /* link a file from elsewhere */
+			snprintf(names[live], sizeof(names[live]), "l%u-%u", w->t, next++);
+			CHECK_OK(fs_link(w->other, w->dir, names[live], strlen(names[live]), &res));
+			CHECK(res.ino[1].has_pre && res.ino[1].has_post);
+			live++;
+			break;
+		case 3: /* unlink */
+			live--;
+			CHECK_OK(fs_unlink(w->dir, names[live], strlen(names[live]), &res));
+			break;
+		case 4: { /* mkdir, then rmdir */
+			snprintf(name, sizeof(name), "d%u-%u", w->t, next++);
+			struct fs_create_args da = {.mode = S_IFDIR | 0755};
+			CHECK_OK(fs_create(w->dir, name, strlen(name), &da, &ip, &res));
+			fs_iput(ip);
+			wcc_keep(&res, 0, w->dir_pairs, &w->ndir);
+			CHECK_OK(fs_rmdir(w->dir, name, strlen(name), &res));
+			break;
+		}
+		case 5: /* chmod of the directory */
+			CHECK_OK(fs_setattr(w->dir,
+					    &(struct fs_setattr){.mask = FS_SET_MODE,
+								 .mode = i & 1 ? 0775 : 0755},
+					    &res));
+			break;
+		case 6: /* rename out of the directory: ino[0] is it */
+			live--;
+			snprintf(name2, sizeof(name2), "out%u-%u", w->t, next++);
+			CHECK_OK(fs_rename(w->dir, names[live], strlen(names[live]), w->root, name2,
+					   strlen(name2), &res));
+			CHECK(res.ino[1].has_pre);
+			break;
+		default: /* a directory lookup changes nothing */
+			CHECK_OK(fs_lookup(w->dir, names[live - 1], strlen(names[live - 1]), &ip));
+			fs_iput(ip);
+			res.ino[0].has_pre = false;
+			break;
+		}
+		if (k < 7)
+			wcc_keep(&res, 0, w->dir_pairs, &w->ndir);
+
+		/* the file */
+		res = (struct fs_result){.want = FS_RES_ATTRS};
+		uint64_t off = rng_below(&r, 2 << 20), len = 1 + rng_below(&r, 256 << 10);
+		switch (rng_below(&r, 6)) {
+		case 0:
+		case 1: /* aligned: overwrites inside the file under the shared I/O lock */
+			off = ALIGN_DOWN(off / 2, 4096ull);
+			len = 4096;
+			/* fall through */
+		case 2: /* anywhere: into holes, past EOF: several transactions */
+			CHECK_OK(fs_write(w->file, off, buf, (size_t)len, &res));
+			break;
+		case 3:
+			CHECK_OK(fs_setattr(w->file,
+					    &(struct fs_setattr){.mask = FS_SET_SIZE, .size = off},
+					    &res));
+			break;
+		case 4:
+			CHECK_OK(fs_fallocate(w->file, FS_FALLOC_PUNCH, off, len, &res));
+			break;
+		default:
+			CHECK_OK(fs_fallocate(w->file, FS_FALLOC_ZERO, off, len, &res));
+			break;
+		}
+		wcc_keep(&res, 0, w->file_pairs, &w->nfile);
+	}
+	free(buf);
+	return NULL;
+}
+
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct wcc_pair *x = a, *y = b;
+	return x->pre < y->pre ? -1 : x->pre > y->pre;
+}
+
+/* The pairs of every change of one inode form one chain from its first
+ * change attribute to its last: no two calls started from the same state,
+ * and each call's "post" is the next call's "pre". */
+static void check_chain(struct wcc_pair *v, unsigned n, uint64_t first, uint64_t last,
+			const char *what)
+{
+	qsort(v, n, sizeof(*v), pair_cmp);
+	uint64_t at = first;
+	for (unsigned i = 0; i < n; i++) {
+		if (v[i].pre != at || v[i].post <= v[i].pre) {
+			fprintf(stderr, "%s: change %u of %u is (%llu, %llu), expected pre %llu\n",
+				what, i, n, (unsigned long long)v[i].pre,
+				(unsigned long long)v[i].post, (unsigned long long)at);
+			CHECK(0);
+		}
+		at = v[i].post;
+	}
+	CHECK_EQ(at, last);
+}
+
+static void test_wcc_chain(void)
+{
+	struct dev *d = mkimg(256 << 20);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root;
+	CHECK_OK(fs_root(fs, &root));
+	struct fs_inode *dir = mk(root, "shared", S_IFDIR | 0755);
+	struct fs_inode *file = mk(root, "file", S_IFREG | 0644);
+	struct fs_inode *other = mk(root, "other", S_IFREG | 0644);
+	struct fs_attr da, fa;
+	CHECK_OK(fs_getattr(dir, &da));
+	CHECK_OK(fs_getattr(file, &fa));
+	static struct wcc_thread w[WCC_THREADS];
+	pthread_t tid[WCC_THREADS];
+	for (unsigned t = 0; t < WCC_THREADS; t++) {
+		w[t] = (struct wcc_thread){
+			.t = t, .root = root, .dir = dir, .file = file, .other = other};
+		CHECK_OK(pthread_create(&tid[t], NULL, wcc_run, &w[t]));
+	}
+	static struct wcc_pair dirs[WCC_THREADS * WCC_OPS * 2], files[WCC_THREADS * WCC_OPS];
+	unsigned nd = 0, nf = 0;
+	for (unsigned t = 0; t < WCC_THREADS; t++) {
+		CHECK_OK(pthread_join(tid[t], NULL));
+		memcpy(dirs + nd, w[t].dir_pairs, w[t].ndir * sizeof(dirs[0]));
+		nd += w[t].ndir;
+		memcpy(files + nf, w[t].file_pairs, w[t].nfile * sizeof(files[0]));
+		nf += w[t].nfile;
+	}
+	struct fs_attr da2, fa2;
+	CHECK_OK(fs_getattr(dir, &da2));
+	CHECK_OK(fs_getattr(file, &fa2));
+	check_chain(dirs, nd, da.change, da2.change, "directory");
+	check_chain(files, nf, fa.change, fa2.change, "file");
+
+	/* a call that changes nothing reports the state it found, once */
+	struct fs_result res = {.want = FS_RES_ATTRS};
+	struct fs_inode *ip;
+	struct fs_create_args ca = {.mode = S_IFREG | 0644};
+	CHECK_EQ(fs_create(root, "file", 4, &ca, &ip, &res), -EEXIST);
+	CHECK(!res.ino[0].has_pre && !res.ino[0].has_post);
+	/* without FS_RES_ATTRS, only the sequence */
+	res = (struct fs_result){0};
+	CHECK_OK(fs_setattr(file, &(struct fs_setattr){.mask = FS_SET_MODE, .mode = 0600}, &res));
+	CHECK(res.csn != 0 && !res.ino[0].has_pre && !res.ino[0].has_post);
+
+	fs_iput(other);
+	fs_iput(file);
+	fs_iput(dir);
+	fs_iput(root);
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("pre/post attributes form one chain per inode under concurrent changes");
+}
+
+/* ---- the SETATTR guard ---- */
+
+enum { GUARD_THREADS = 4, GUARD_ROUNDS = 200 };
+
+struct guard_race {
+	struct fs_inode *ip;
+	pthread_barrier_t start, done;
+	struct timespec seen[GUARD_THREADS];
+	int result[GUARD_THREADS];
+};
+
+struct guard_arg {
+	struct guard_race *g;
+	unsigned t;
+};
+
+/* Each round every thread reads the ctime, then all try a guarded chmod
+ * with what they read: only one may get through. */
+static void *guard_run(void *arg)
+{
+	struct guard_arg *a = arg;
+	struct guard_race *g = a->g;
+	for (unsigned round = 0; round < GUARD_ROUNDS; round++) {
+		struct fs_attr at;
+		CHECK_OK(fs_getattr(g->ip, &at));
+		g->seen[a->t] = at.ctime;
+		pthread_barrier_wait(&g->start);
+		struct fs_setattr sa = {.mask = FS_SET_MODE | FS_SET_GUARD,
+					.mode = 0600 | a->t,
+					.guard_ctime = at.ctime};
+		g->result[a->t] = fs_setattr(g->ip, &sa, NULL);
+		pthread_barrier_wait(&g->done);
+		pthread_barrier_wait(&g->start); /* the main thread counted */
+	}
+	return NULL;
+}
+
+static void test_setattr_guard(void)
+{
+	struct dev *d = mkimg(64 << 20);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root;
+	CHECK_OK(fs_root(fs, &root));
+	struct fs_inode *f = mk(root, "g", S_IFREG | 0644);
+	struct fs_attr at, at2;
+	CHECK_OK(fs_getattr(f, &at));
+	/* a guard that does not match: nothing changes, and the pair says so */
+	struct fs_result res = {.want = FS_RES_ATTRS};
+	struct timespec wrong = {at.ctime.tv_sec - 1, at.ctime.tv_nsec};
+	CHECK_EQ(fs_setattr(f,
+			    &(struct fs_setattr){.mask = FS_SET_MODE | FS_SET_GUARD,
+						 .mode = 0600,
+						 .guard_ctime = wrong},
+			    &res),
+		 -ECANCELED);
+	CHECK_OK(fs_getattr(f, &at2));
+	CHECK_EQ(at2.mode & 07777, 0644);
+	CHECK_EQ(at2.change, at.change);
+	CHECK(res.ino[0].has_pre && res.ino[0].pre.change == res.ino[0].post.change);
+	CHECK_EQ(res.csn, 0);
+	/* a guard alone that matches changes nothing either */
+	CHECK_OK(fs_setattr(f, &(struct fs_setattr){.mask = FS_SET_GUARD, .guard_ctime = at.ctime},
+			    NULL));
+	CHECK_OK(fs_getattr(f, &at2));
+	CHECK_EQ(at2.change, at.change);
+	/* and one that matches lets the change through */
+	CHECK_OK(fs_setattr(f,
+			    &(struct fs_setattr){.mask = FS_SET_MODE | FS_SET_GUARD,
+						 .mode = 0640,
+						 .guard_ctime = at.ctime},
+			    NULL));
+	CHECK_OK(fs_getattr(f, &at2));
+	CHECK_EQ(at2.mode & 07777, 0640);
+
+	static struct guard_race g;
+	g.ip = f;
+	pthread_barrier_init(&g.start, NULL, GUARD_THREADS + 1);
+	pthread_barrier_init(&g.done, NULL, GUARD_THREADS + 1);
+	pthread_t tid[GUARD_THREADS];
+	struct guard_arg args[GUARD_THREADS];
+	for (unsigned t = 0; t < GUARD_THREADS; t++) {
+		args[t] = (struct guard_arg){&g, t};
+		CHECK_OK(pthread_create(&tid[t], NULL, guard_run, &args[t]));
+	}
+	unsigned contested = 0;
+	for (unsigned round = 0; round < GUARD_ROUNDS; round++) {
+		pthread_barrier_wait(&g.start);
+		pthread_barrier_wait(&g.done);
+		/* all read one ctime: exactly one of them changed the file */
+		unsigned ok = 0, same = 0;
+		for (unsigned t = 0; t < GUARD_THREADS; t++) {
+			CHECK(g.result[t] == 0 || g.result[t] == -ECANCELED);
+			ok += g.result[t] == 0;
+			same += g.seen[t].tv_sec == g.seen[0].tv_sec &&
+				g.seen[t].tv_nsec == g.seen[0].tv_nsec;
+		}
+		if (same == GUARD_THREADS) {
+			contested++;
+			CHECK_EQ(ok, 1);
+		}
+		pthread_barrier_wait(&g.start);
+	}
+	for (unsigned t = 0; t < GUARD_THREADS; t++)
+		CHECK_OK(pthread_join(tid[t], NULL));
+	CHECK_EQ(contested, GUARD_ROUNDS);
+	pthread_barrier_destroy(&g.start);
+	pthread_barrier_destroy(&g.done);
+	fs_iput(f);
+	fs_iput(root);
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("the SETATTR guard is checked atomically with the change");
+}
+
 int main(void)
 {
 	msg_set_level(MSG_WARN);
@@ -725,5 +1057,7 @@ int main(void)
 	test_orphans();
 	test_fragmented();
 	test_eofblocks();
+	test_wcc_chain();
+	test_setattr_guard();
 	return 0;
 }

@@ -109,7 +109,7 @@ out:
 }
 
 /* A small transaction logging only the inode: timestamps and change. */
-static int touch_txn(struct fs_inode *ip, bool mtime, uint64_t *csn)
+static int touch_txn(struct fs_inode *ip, bool mtime, struct fs_result *res)
 {
 	struct fstx *tx;
 	int err = fstx_begin(ip->i_fs, 0, log_calc_res(ip->i_fs->f_log, 1, FS_INODE_SIZE + 32),
@@ -117,10 +117,12 @@ static int touch_txn(struct fs_inode *ip, bool mtime, uint64_t *csn)
 	if (err)
 		return err;
 	ino_join(tx, ip);
+	res_pre(res, 0, ip);
 	ino_touch(ip, mtime);
 	ino_log(tx, ip, FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE);
 	counter_inc(&ip->i_fs->f_stats.timestamp_txns);
-	return fstx_commit(tx, csn);
+	res_post(res, 0, ip);
+	return fstx_commit(tx, res);
 }
 
 static bool ts_before(const struct timespec *a, const struct timespec *b)
@@ -142,7 +144,7 @@ static bool ts_before(const struct timespec *a, const struct timespec *b)
  * writes nobody synced; whoever needs a change attribute that never repeats
  * across a crash combines it with ctime (as nfsd does with XFS's).
  */
-static int touch_write(struct fs_inode *ip, uint64_t *csn)
+static int touch_write(struct fs_inode *ip, struct fs_result *res)
 {
 	struct fs *fs = ip->i_fs;
 	struct fstx *tx;
@@ -150,6 +152,7 @@ static int touch_write(struct fs_inode *ip, uint64_t *csn)
 	if (err)
 		return err;
 	ino_join(tx, ip);
+	res_pre(res, 0, ip);
 	struct timespec now, next = ip->i_d.mtime;
 	fs_now(&now);
 	next.tv_nsec += (long)FS_TIME_GRAN_NS;
@@ -165,7 +168,8 @@ static int touch_write(struct fs_inode *ip, uint64_t *csn)
 		ip->i_d.change++;
 		ino_log(tx, ip, FS_ILOG_CHANGE);
 	}
-	return fstx_commit(tx, csn);
+	res_post(res, 0, ip);
+	return fstx_commit(tx, res);
 }
 
 /* Is [first, last] all written blocks? (I/O lock held) */
@@ -275,7 +279,7 @@ static int zero_written(struct fs_inode *ip, uint64_t from, uint64_t to)
  * most ALLOC_EXTS_PER_TX extents, so that what it locks and logs stays
  * within its log reservation (fstx_begin's default) however fragmented the
  * free space is; a long range takes several transactions, each leaving the
- * file consistent (more of the range allocated, unwritten). *csn is the
+ * file consistent (more of the range allocated, unwritten). res->csn is the
  * last one's.
  */
 #define ALLOC_EXTS_PER_TX 4
@@ -324,7 +328,7 @@ static int alloc_holes_tx(struct fstx *tx, struct fs_inode *ip, uint64_t *bp, ui
 }
 
 static int alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint64_t prealloc,
-		       uint64_t *csn)
+		       struct fs_result *res)
 {
 	struct fs *fs = ip->i_fs;
 	/* count the hole blocks first, to reserve them */
@@ -346,16 +350,17 @@ static int alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint6
 	uint64_t b = first;
 	while (!err && b <= last + prealloc) {
 		struct fstx *tx;
-		uint64_t res = need + prealloc + 4 * bmap_res(ip);
-		err = fstx_begin(fs, res, 0, &tx);
+		uint64_t blocks = need + prealloc + 4 * bmap_res(ip);
+		err = fstx_begin(fs, blocks, 0, &tx);
 		if (err == -ENOSPC && prealloc) {
 			prealloc = 0;
-			res = need + 4 * bmap_res(ip);
-			err = fstx_begin(fs, res, 0, &tx);
+			blocks = need + 4 * bmap_res(ip);
+			err = fstx_begin(fs, blocks, 0, &tx);
 		}
 		if (err)
 			return err;
 		ino_join(tx, ip);
+		res_pre(res, 0, ip);
 		uint64_t got_blocks = 0;
 		err = alloc_holes_tx(tx, ip, &b, last + prealloc, &got_blocks);
 		if (!err && !got_blocks) {
@@ -365,23 +370,24 @@ static int alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint6
 		}
 		need -= MIN(need, got_blocks);
 		ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_CORE);
-		int cerr = fstx_commit(tx, csn);
+		res_post(res, 0, ip);
+		int cerr = fstx_commit(tx, res);
 		if (!err)
 			err = cerr;
 	}
 	return err;
 }
 
-int file_alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint64_t *csn)
+int file_alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, struct fs_result *res)
 {
-	return alloc_holes(ip, first, last, 0, csn);
+	return alloc_holes(ip, first, last, 0, res);
 }
 
-int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uint64_t *csn)
+/* fs_write, without clearing res (fs_copy_range writes in pieces). */
+static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size_t len,
+			struct fs_result *res)
 {
 	struct fs *fs = ip->i_fs;
-	if (csn)
-		*csn = 0;
 	if (fs_is_shutdown(fs))
 		return -EIO;
 	if (!len)
@@ -405,7 +411,7 @@ int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uin
 		if (!err && inside && written) {
 			err = write_mapped(ip, off, buf, len);
 			if (!err)
-				err = touch_write(ip, csn);
+				err = touch_write(ip, res);
 			rwlock_unlock(&ip->i_iolock);
 			goto out;
 		}
@@ -431,7 +437,7 @@ int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uin
 		/* unaligned overwrite: exclusive so that sector updates do not race */
 		err = write_mapped(ip, off, buf, len);
 		if (!err)
-			err = touch_write(ip, csn);
+			err = touch_write(ip, res);
 		goto out_unlock;
 	}
 
@@ -448,7 +454,7 @@ int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uin
 		prealloc = MIN(MAX(ip->i_prealloc * 2, nb), (uint64_t)1024);
 		ip->i_prealloc = prealloc;
 	}
-	err = alloc_holes(ip, first, last, prealloc, NULL);
+	err = alloc_holes(ip, first, last, prealloc, res);
 	if (err)
 		goto out_unlock;
 	if (prealloc)
@@ -462,6 +468,7 @@ int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uin
 	if (err)
 		goto out_unlock;
 	ino_join(tx, ip);
+	res_pre(res, 0, ip);
 	err = bmap_set_written(tx, ip, first, last - first + 1, true);
 	unsigned fields = FS_ILOG_EXTENTS;
 	if (off + len > ip->i_d.size) {
@@ -470,7 +477,8 @@ int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uin
 	}
 	ino_touch(ip, true);
 	ino_log(tx, ip, fields | FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE);
-	int cerr = fstx_commit(tx, csn);
+	res_post(res, 0, ip);
+	int cerr = fstx_commit(tx, res);
 	if (!err)
 		err = cerr;
 out_unlock:
@@ -481,6 +489,12 @@ out:
 		counter_add(&fs->f_stats.write_bytes, len);
 	}
 	return err;
+}
+
+int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, struct fs_result *res)
+{
+	res_init(res);
+	return write_common(ip, off, buf, len, res);
 }
 
 uint64_t fs_sync_seq(struct fs_inode *ip, bool datasync)
@@ -523,7 +537,7 @@ int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written)
 
 /* Set the size (I/O lock held exclusively): zero the new EOF block's tail,
  * log the size, then free the blocks past it a batch per transaction. */
-int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx_in, uint64_t *csn)
+int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx_in, struct fs_result *res)
 {
 	struct fs *fs = ip->i_fs;
 	uint64_t old = ip->i_d.size;
@@ -543,6 +557,7 @@ int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx_in, uint64
 		if (err)
 			return err;
 		ino_join(tx, ip);
+		res_pre(res, 0, ip);
 	}
 	ip->i_d.size = size;
 	ino_touch(ip, true);
@@ -550,7 +565,8 @@ int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx_in, uint64
 	uint64_t from = ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE) / FS_BLOCK_SIZE, next = from;
 	if (size < old)
 		err = bmap_punch(tx, ip, from, UINT64_MAX - from, &next);
-	int cerr = fstx_commit(tx, csn);
+	res_post(res, 0, ip);
+	int cerr = fstx_commit(tx, res);
 	if (!err)
 		err = cerr;
 	/* the rest of the blocks past EOF, in more transactions */
@@ -559,22 +575,23 @@ int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx_in, uint64
 		if (err)
 			break;
 		ino_join(tx, ip);
+		res_pre(res, 0, ip);
 		err = bmap_punch(tx, ip, next, UINT64_MAX - next, &next);
 		ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_CORE);
-		cerr = fstx_commit(tx, csn);
+		res_post(res, 0, ip);
+		cerr = fstx_commit(tx, res);
 		if (!err)
 			err = cerr;
 	}
 	return err;
 }
 
-int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint64_t *csn)
+int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, struct fs_result *res)
 {
 	struct fs *fs = ip->i_fs;
 	bool keep = mode & FS_FALLOC_KEEP_SIZE;
 	mode &= ~FS_FALLOC_KEEP_SIZE;
-	if (csn)
-		*csn = 0;
+	res_init(res);
 	if (!len || off + len < off || off + len > (1ull << 50))
 		return -EINVAL;
 	if (fs_is_shutdown(fs))
@@ -587,6 +604,7 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint
 	if (err)
 		goto out;
 	uint64_t end = off + len;
+	bool touched = false; /* a transaction below moved the times */
 	uint64_t bfirst = ALIGN_UP(off, (uint64_t)FS_BLOCK_SIZE) / FS_BLOCK_SIZE;
 	uint64_t blast = end / FS_BLOCK_SIZE; /* exclusive */
 
@@ -594,7 +612,8 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint
 		if (off > size && size % FS_BLOCK_SIZE)
 			err = zero_written(ip, size, MIN(off, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)));
 		if (!err)
-			err = alloc_holes(ip, off / FS_BLOCK_SIZE, (end - 1) / FS_BLOCK_SIZE, 0, csn);
+			err = alloc_holes(ip, off / FS_BLOCK_SIZE, (end - 1) / FS_BLOCK_SIZE, 0,
+					  res);
 	} else if (mode == FS_FALLOC_PUNCH || mode == FS_FALLOC_ZERO) {
 		uint64_t pend = MIN(end, MAX(size, end));
 		/* partial blocks at the edges: zeros written in place */
@@ -608,25 +627,31 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint
 			if (err)
 				break;
 			ino_join(tx, ip);
+			res_pre(res, 0, ip);
 			err = bmap_punch(tx, ip, next, blast - next, &next);
 			ino_touch(ip, true);
+			touched = true;
 			ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_CORE);
-			int cerr = fstx_commit(tx, csn);
+			res_post(res, 0, ip);
+			int cerr = fstx_commit(tx, res);
 			if (!err)
 				err = cerr;
 		}
 		if (!err && mode == FS_FALLOC_ZERO && blast > bfirst) {
 			/* whole blocks become unwritten; holes get unwritten blocks */
-			err = alloc_holes(ip, bfirst, blast - 1, 0, NULL);
+			err = alloc_holes(ip, bfirst, blast - 1, 0, res);
 			if (!err) {
 				struct fstx *tx;
 				err = fstx_begin(fs, 4 * bmap_res(ip), 0, &tx);
 				if (!err) {
 					ino_join(tx, ip);
+					res_pre(res, 0, ip);
 					err = bmap_set_written(tx, ip, bfirst, blast - bfirst, false);
 					ino_touch(ip, true);
+					touched = true;
 					ino_log(tx, ip, FS_ILOG_EXTENTS);
-					int cerr = fstx_commit(tx, csn);
+					res_post(res, 0, ip);
+					int cerr = fstx_commit(tx, res);
 					if (!err)
 						err = cerr;
 				}
@@ -634,22 +659,29 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint
 		}
 		if (!err && mode == FS_FALLOC_ZERO && end > size && bfirst > off / FS_BLOCK_SIZE) {
 			/* the partial first block past EOF must exist for the size */
-			err = alloc_holes(ip, off / FS_BLOCK_SIZE, off / FS_BLOCK_SIZE, 0, NULL);
+			err = alloc_holes(ip, off / FS_BLOCK_SIZE, off / FS_BLOCK_SIZE, 0, res);
 		}
 		if (mode == FS_FALLOC_PUNCH)
 			keep = true;
 	} else {
 		err = -EOPNOTSUPP;
 	}
-	if (!err && !keep && end > size) {
+	if (!err && (mode == FS_FALLOC_PUNCH || mode == FS_FALLOC_ZERO) && !touched &&
+	    (keep || end <= size)) {
+		/* only zeros written inside a block (no transaction above): the
+		 * data still changed, so the times and the change attribute move */
+		err = touch_txn(ip, true, res);
+	} else if (!err && !keep && end > size) {
 		struct fstx *tx;
 		err = fstx_begin(fs, 0, 0, &tx);
 		if (!err) {
 			ino_join(tx, ip);
+			res_pre(res, 0, ip);
 			ip->i_d.size = end;
 			ino_touch(ip, true);
 			ino_log(tx, ip, FS_ILOG_CORE);
-			err = fstx_commit(tx, csn);
+			res_post(res, 0, ip);
+			err = fstx_commit(tx, res);
 		}
 	} else if (!err && mode == FS_FALLOC_ALLOC && end > size) {
 		/* blocks asked for past EOF: not speculative, never trimmed */
@@ -657,13 +689,15 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint
 		err = fstx_begin(fs, 0, 0, &tx);
 		if (!err) {
 			ino_join(tx, ip);
+			res_pre(res, 0, ip);
 			ip->i_d.flags |= FS_DIF_PREALLOC;
 			ino_touch(ip, false);
 			ino_log(tx, ip, FS_ILOG_CORE);
-			err = fstx_commit(tx, csn);
+			res_post(res, 0, ip);
+			err = fstx_commit(tx, res);
 		}
 	} else if (!err && mode == FS_FALLOC_ALLOC) {
-		err = touch_txn(ip, false, csn);
+		err = touch_txn(ip, false, res);
 	}
 out:
 	rwlock_unlock(&ip->i_iolock);
@@ -712,9 +746,10 @@ out:
 }
 
 int fs_copy_range(struct fs_inode *src, uint64_t soff, struct fs_inode *dst, uint64_t doff,
-		  uint64_t len, uint64_t *copied, uint64_t *csn)
+		  uint64_t len, uint64_t *copied, struct fs_result *res)
 {
 	*copied = 0;
+	res_init(res);
 	size_t chunk = 1 << 20;
 	uint8_t *buf = xmalloc(chunk);
 	int err = 0;
@@ -724,7 +759,7 @@ int fs_copy_range(struct fs_inode *src, uint64_t soff, struct fs_inode *dst, uin
 		err = fs_read(src, soff, buf, n, &got, &eof);
 		if (err || !got)
 			break;
-		err = fs_write(dst, doff, buf, got, csn);
+		err = write_common(dst, doff, buf, got, res);
 		if (err)
 			break;
 		*copied += got;

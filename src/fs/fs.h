@@ -9,11 +9,13 @@
  *     reference, released with fs_iput(). Functions taking one borrow it.
  *   - Names are (pointer, length), 1..FS_NAME_MAX bytes, no '/' and no NUL;
  *     "." and ".." are refused where an entry is created or removed.
- *   - Modifying operations take `uint64_t *csn` (may be NULL): the commit
- *     sequence of their transaction, 0 if nothing was logged. The change is
- *     durable once fs_force(fs, csn) returned; that is how a sync export
- *     makes a metadata operation stable (DESIGN.md rule 7), forcing only as
- *     far as its own transaction.
+ *   - Modifying operations take `struct fs_result *res` (may be NULL):
+ *     res->csn is the commit sequence of their (last) transaction, 0 if
+ *     nothing was logged. The change is durable once fs_force(fs, res->csn)
+ *     returned; that is how a sync export makes a metadata operation stable
+ *     (docs/design.md rule 7), forcing only as far as its own transaction.
+ *     On request the same struct brings back the attributes of the inodes
+ *     the call changed, before and after, atomic with the change (below).
  *   - Permission checks are the caller's (docs/permissions.md has the rules);
  *     the engine checks structure: ENOTDIR, EISDIR, ENOTEMPTY, EEXIST,
  *     ENOENT, EXDEV...
@@ -98,6 +100,44 @@ struct fs_attr {
 };
 int fs_getattr(struct fs_inode *ip, struct fs_attr *a);
 
+/*
+ * What a modifying call did (see the conventions above). The caller sets
+ * `want`; the call sets everything else, whether it succeeds or fails.
+ *
+ * With FS_RES_ATTRS the call reports, per inode it changes (ino[0] and
+ * ino[1]: each call below says which), its attributes taken under the
+ * lock that orders changes of that inode (the metadata lock a transaction
+ * holds until it commits):
+ *   - pre: just before the call changed it; post: just after.
+ *   - has_pre: the pair is atomic, no other change came between pre and
+ *     post (NFSv3 weak cache consistency, NFSv4 change_info4 "atomic").
+ *     A call that changes the inode in several transactions (a write into
+ *     holes, a long truncate or fallocate) checks at each one that nobody
+ *     else changed it meanwhile (the change attribute), and clears has_pre
+ *     if somebody did.
+ *   - has_post: post holds the inode's attributes right after the call's
+ *     last change of it. A call that stopped before it got to the inode
+ *     (an error, or nothing to do) sets neither: the inode is as it was.
+ * Without FS_RES_ATTRS nothing is copied and has_pre/has_post stay false.
+ */
+struct fs_wcc {
+	uint64_t size;
+	struct timespec mtime, ctime;
+	uint64_t change;
+};
+
+#define FS_RES_ATTRS 0x1u
+
+struct fs_result {
+	unsigned want; /* in: FS_RES_* */
+	uint64_t csn;  /* out */
+	struct fs_res_ino {
+		bool has_pre, has_post;
+		struct fs_wcc pre;
+		struct fs_attr post;
+	} ino[2];
+};
+
 #define FS_SET_MODE      0x01u
 #define FS_SET_UID       0x02u
 #define FS_SET_GID       0x04u
@@ -113,14 +153,21 @@ int fs_getattr(struct fs_inode *ip, struct fs_attr *a);
  * changes nothing, not even ctime, and logs nothing. */
 #define FS_KILL_SUID     0x200u
 #define FS_KILL_SGID     0x400u
+#define FS_SET_GUARD     0x800u /* only if the ctime is .guard_ctime (NFSv3 SETATTR guard) */
 
 struct fs_setattr {
 	unsigned mask;
 	uint32_t mode, uid, gid;
 	uint64_t size;
 	struct timespec atime, mtime, ctime;
+	struct timespec guard_ctime;
 };
-int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, uint64_t *csn);
+/*
+ * res->ino[0]: ip. With FS_SET_GUARD the ctime is compared under the same
+ * lock as the change: -ECANCELED (nothing changed) if it differs. A guard
+ * alone (no other FS_SET_* bit) changes nothing either way.
+ */
+int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, struct fs_result *res);
 
 /* ---- namespace ---- */
 
@@ -133,16 +180,21 @@ struct fs_create_args {
 	const char *target;     /* symlinks */
 	size_t target_len;
 };
+/* res->ino[0]: dir. */
 int fs_create(struct fs_inode *dir, const char *name, size_t len, const struct fs_create_args *a,
-	      struct fs_inode **ip, uint64_t *csn);
+	      struct fs_inode **ip, struct fs_result *res);
+/* res->ino[0]: dir, ino[1]: ip. */
 int fs_link(struct fs_inode *ip, struct fs_inode *dir, const char *name, size_t len,
-	    uint64_t *csn);
-/* Remove a non-directory (unlink) or an empty directory (rmdir). */
-int fs_unlink(struct fs_inode *dir, const char *name, size_t len, uint64_t *csn);
-int fs_rmdir(struct fs_inode *dir, const char *name, size_t len, uint64_t *csn);
-/* Replaces an existing target (file over file, empty dir over dir). */
+	    struct fs_result *res);
+/* Remove a non-directory (unlink) or an empty directory (rmdir).
+ * res->ino[0]: dir. */
+int fs_unlink(struct fs_inode *dir, const char *name, size_t len, struct fs_result *res);
+int fs_rmdir(struct fs_inode *dir, const char *name, size_t len, struct fs_result *res);
+/* Replaces an existing target (file over file, empty dir over dir).
+ * res->ino[0]: sdir, ino[1]: ddir (the same inode twice within one
+ * directory). */
 int fs_rename(struct fs_inode *sdir, const char *sname, size_t slen, struct fs_inode *ddir,
-	      const char *dname, size_t dlen, uint64_t *csn);
+	      const char *dname, size_t dlen, struct fs_result *res);
 
 /*
  * Does dir lie under anc (or is it anc)? Walks dir's parents up to anc or
@@ -173,7 +225,8 @@ int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len);
 #define FS_TIME_GRAN_NS 4000000ull
 
 int fs_read(struct fs_inode *ip, uint64_t off, void *buf, size_t len, size_t *nread, bool *eof);
-int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, uint64_t *csn);
+/* res->ino[0]: ip. */
+int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, struct fs_result *res);
 /* DESIGN.md rules 3-5. *log_written (may be NULL): the force wrote the log. */
 int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written);
 
@@ -181,14 +234,16 @@ int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written);
 #define FS_FALLOC_PUNCH     1 /* deallocate; reads return zeros */
 #define FS_FALLOC_ZERO      2 /* reads return zeros; space stays allocated */
 #define FS_FALLOC_KEEP_SIZE 0x100
-int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, uint64_t *csn);
+/* res->ino[0]: ip. */
+int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, struct fs_result *res);
 
 #define FS_SEEK_DATA 0
 #define FS_SEEK_HOLE 1
 /* -ENXIO when there is no data (or hole) at or after off before EOF. */
 int fs_seek(struct fs_inode *ip, uint64_t off, int what, uint64_t *out);
+/* res->ino[0]: dst. */
 int fs_copy_range(struct fs_inode *src, uint64_t soff, struct fs_inode *dst, uint64_t doff,
-		  uint64_t len, uint64_t *copied, uint64_t *csn);
+		  uint64_t len, uint64_t *copied, struct fs_result *res);
 
 struct fs_statfs {
 	uint64_t blocks, bfree; /* in FS_BLOCK_SIZE units */

@@ -123,8 +123,33 @@ struct fstx {
  * file's speculative preallocation was trimmed: the caller then waits for
  * the trimmer, so it must hold no inode lock but I/O locks). */
 int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx **txp);
-int fstx_commit(struct fstx *tx, uint64_t *csn);
+/* Commit; res (may be NULL) keeps the highest commit sequence of the
+ * call's transactions (a later one covers the earlier ones). */
+int fstx_commit(struct fstx *tx, struct fs_result *res);
 void fstx_cancel(struct fstx *tx);
+
+/*
+ * Attributes for struct fs_result (fs.h). A public call clears res first
+ * (res_init); then every transaction of the call that changes ip takes
+ * res_pre(res, slot, ip) right after joining ip, before changing it, and
+ * res_post(res, slot, ip) after its last change, before committing: both
+ * under ip's metadata lock, which the transaction holds from join to
+ * commit, so pre and post bracket exactly this call's change. The first
+ * res_pre of a call takes the pre snapshot; a later one (the call's next
+ * transaction) only checks that the change attribute is still what the
+ * last res_post saw, and clears has_pre if not. Without FS_RES_ATTRS they
+ * copy nothing.
+ */
+static inline void res_init(struct fs_result *res)
+{
+	if (!res)
+		return;
+	res->csn = 0;
+	res->ino[0].has_pre = res->ino[0].has_post = false;
+	res->ino[1].has_pre = res->ino[1].has_post = false;
+}
+void res_pre(struct fs_result *res, unsigned slot, struct fs_inode *ip);
+void res_post(struct fs_result *res, unsigned slot, struct fs_inode *ip);
 /* Take the global locks in `locks` that the transaction does not hold yet,
  * in order (inode allocation before block allocation). */
 void fstx_lock(struct fstx *tx, unsigned locks);
@@ -298,6 +323,8 @@ void ino_log(struct fstx *tx, struct fs_inode *ip, unsigned fields);
 void ino_log_only(struct fstx *tx, struct fs_inode *ip, unsigned fields);
 /* Update ctime (and mtime) to now and bump the change attribute. */
 void ino_touch(struct fs_inode *ip, bool mtime);
+/* fs_getattr with i_ilock held. */
+void ino_attr(const struct fs_inode *ip, struct fs_attr *a);
 void ino_to_disk(const struct fs_inode *ip, struct fs_dinode *d);
 int ino_from_disk(struct fs_inode *ip, const struct fs_dinode *d);
 void ino_stamp(struct fs_dinode *d, uint64_t lsn);
@@ -376,9 +403,9 @@ void bmap_bt(struct fs_inode *ip, struct bt *bt);
 
 /* Set the size with the I/O lock held exclusively; tx (may be NULL) is an
  * open transaction the inode is joined to, which this commits. */
-int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx, uint64_t *csn);
+int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx, struct fs_result *res);
 /* Unwritten blocks over every hole of [first, last] (I/O lock exclusive). */
-int file_alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint64_t *csn);
+int file_alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, struct fs_result *res);
 
 /* ---- directories (dir.c) ---- */
 

@@ -67,9 +67,8 @@ static int check_new_name(struct fs_inode *dp, const char *name, size_t len)
 	return err == 0 ? -EEXIST : (err == -ENOENT ? 0 : err);
 }
 
-int fs_getattr(struct fs_inode *ip, struct fs_attr *a)
+void ino_attr(const struct fs_inode *ip, struct fs_attr *a)
 {
-	mutex_lock(&ip->i_ilock);
 	const struct fs_icore *c = &ip->i_d;
 	a->ino = ip->i_ino;
 	a->gen = c->gen;
@@ -85,8 +84,42 @@ int fs_getattr(struct fs_inode *ip, struct fs_attr *a)
 	a->ctime = c->ctime;
 	a->btime = c->btime;
 	a->change = c->change;
+}
+
+int fs_getattr(struct fs_inode *ip, struct fs_attr *a)
+{
+	mutex_lock(&ip->i_ilock);
+	ino_attr(ip, a);
 	mutex_unlock(&ip->i_ilock);
 	return 0;
+}
+
+void res_pre(struct fs_result *res, unsigned slot, struct fs_inode *ip)
+{
+	if (!res || !(res->want & FS_RES_ATTRS))
+		return;
+	assert_locked(&ip->i_ilock);
+	struct fs_res_ino *ri = &res->ino[slot];
+	if (!ri->has_post) {
+		/* the call's first look: what it starts from */
+		ino_attr(ip, &ri->post);
+		ri->pre = (struct fs_wcc){.size = ri->post.size,
+					  .mtime = ri->post.mtime,
+					  .ctime = ri->post.ctime,
+					  .change = ri->post.change};
+		ri->has_pre = ri->has_post = true;
+	} else if (ip->i_d.change != ri->post.change) {
+		/* changed by someone else between two of the call's transactions */
+		ri->has_pre = false;
+	}
+}
+
+void res_post(struct fs_result *res, unsigned slot, struct fs_inode *ip)
+{
+	if (!res || !(res->want & FS_RES_ATTRS))
+		return;
+	assert_locked(&ip->i_ilock);
+	ino_attr(ip, &res->ino[slot].post);
 }
 
 int fs_lookup(struct fs_inode *dp, const char *name, size_t len, struct fs_inode **ipp)
@@ -179,12 +212,11 @@ int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len)
 }
 
 int fs_create(struct fs_inode *dp, const char *name, size_t len, const struct fs_create_args *a,
-	      struct fs_inode **ipp, uint64_t *csn)
+	      struct fs_inode **ipp, struct fs_result *res)
 {
 	struct fs *fs = dp->i_fs;
 	*ipp = NULL;
-	if (csn)
-		*csn = 0;
+	res_init(res);
 	int err = check_name(name, len);
 	if (err)
 		return err;
@@ -202,11 +234,12 @@ int fs_create(struct fs_inode *dp, const char *name, size_t len, const struct fs
 		goto out_unlock;
 
 	struct fstx *tx;
-	uint64_t res = FS_CHUNK_BLOCKS + dp->i_d.root_level + 4 + 2;
-	err = fstx_begin(fs, res, 0, &tx);
+	uint64_t blocks = FS_CHUNK_BLOCKS + dp->i_d.root_level + 4 + 2;
+	err = fstx_begin(fs, blocks, 0, &tx);
 	if (err)
 		goto out_unlock;
 	ino_join(tx, dp);
+	res_pre(res, 0, dp);
 	uint64_t ino;
 	err = ialloc_alloc(tx, dp->i_ino, &ino);
 	if (err) {
@@ -266,7 +299,8 @@ int fs_create(struct fs_inode *dp, const char *name, size_t len, const struct fs
 		fs_iput(ip);
 		goto out_unlock;
 	}
-	err = fstx_commit(tx, csn);
+	res_post(res, 0, dp);
+	err = fstx_commit(tx, res);
 	if (err) {
 		fs_iput(ip);
 		goto out_unlock;
@@ -277,11 +311,11 @@ out_unlock:
 	return err;
 }
 
-int fs_link(struct fs_inode *ip, struct fs_inode *dp, const char *name, size_t len, uint64_t *csn)
+int fs_link(struct fs_inode *ip, struct fs_inode *dp, const char *name, size_t len,
+	    struct fs_result *res)
 {
 	struct fs *fs = dp->i_fs;
-	if (csn)
-		*csn = 0;
+	res_init(res);
 	int err = check_name(name, len);
 	if (err)
 		return err;
@@ -300,6 +334,8 @@ int fs_link(struct fs_inode *ip, struct fs_inode *dp, const char *name, size_t l
 	if (err)
 		goto out_unlock;
 	ino_join2(tx, dp, ip);
+	res_pre(res, 0, dp);
+	res_pre(res, 1, ip);
 	if (ip->i_d.nlink == 0) {
 		fstx_cancel(tx);
 		err = -ENOENT;
@@ -320,18 +356,19 @@ int fs_link(struct fs_inode *ip, struct fs_inode *dp, const char *name, size_t l
 	ino_log(tx, ip, FS_ILOG_CORE);
 	ino_touch(dp, true);
 	ino_log(tx, dp, FS_ILOG_CORE | FS_ILOG_DATA);
-	err = fstx_commit(tx, csn);
+	res_post(res, 0, dp);
+	res_post(res, 1, ip);
+	err = fstx_commit(tx, res);
 out_unlock:
 	rwlock_unlock(&dp->i_iolock);
 	return err;
 }
 
 static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool rmdir,
-			 uint64_t *csn)
+			 struct fs_result *res)
 {
 	struct fs *fs = dp->i_fs;
-	if (csn)
-		*csn = 0;
+	res_init(res);
 	int err = check_name(name, len);
 	if (err)
 		return err;
@@ -373,6 +410,7 @@ static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool
 	err = fstx_begin(fs, dp->i_d.root_level + 4, 0, &tx);
 	if (!err) {
 		ino_join2(tx, dp, ip);
+		res_pre(res, 0, dp);
 		fstx_lock(tx, FSTX_IALLOC);
 		err = dir_remove(tx, dp, name, len);
 		if (err) {
@@ -390,7 +428,8 @@ static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool
 			ino_log(tx, ip, FS_ILOG_CORE);
 			ino_touch(dp, true);
 			ino_log(tx, dp, FS_ILOG_CORE | FS_ILOG_DATA);
-			int cerr = fstx_commit(tx, csn);
+			res_post(res, 0, dp);
+			int cerr = fstx_commit(tx, res);
 			if (!err)
 				err = cerr;
 		}
@@ -406,14 +445,14 @@ out_unlock:
 	return err;
 }
 
-int fs_unlink(struct fs_inode *dp, const char *name, size_t len, uint64_t *csn)
+int fs_unlink(struct fs_inode *dp, const char *name, size_t len, struct fs_result *res)
 {
-	return remove_common(dp, name, len, false, csn);
+	return remove_common(dp, name, len, false, res);
 }
 
-int fs_rmdir(struct fs_inode *dp, const char *name, size_t len, uint64_t *csn)
+int fs_rmdir(struct fs_inode *dp, const char *name, size_t len, struct fs_result *res)
 {
-	return remove_common(dp, name, len, true, csn);
+	return remove_common(dp, name, len, true, res);
 }
 
 /* Is dir `a` an ancestor of (or equal to) dir `d`? Rename lock held. */
@@ -476,11 +515,10 @@ static void join_sorted(struct fstx *tx, struct fs_inode **v, unsigned n)
 }
 
 int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_inode *ddp,
-	      const char *dname, size_t dlen, uint64_t *csn)
+	      const char *dname, size_t dlen, struct fs_result *res)
 {
 	struct fs *fs = sdp->i_fs;
-	if (csn)
-		*csn = 0;
+	res_init(res);
 	int err = check_name(sname, slen);
 	if (!err)
 		err = check_name(dname, dlen);
@@ -564,6 +602,8 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 		goto out_unlock;
 	struct fs_inode *v[4] = {sdp, ddp, src, tgt};
 	join_sorted(tx, v, 4);
+	res_pre(res, 0, sdp);
+	res_pre(res, 1, ddp);
 	fstx_lock(tx, FSTX_IALLOC);
 	unsigned stype = ino_ftype(src->i_d.mode);
 	if (tgt) {
@@ -602,7 +642,9 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 		ino_touch(ddp, true);
 		ino_log(tx, ddp, FS_ILOG_CORE | FS_ILOG_DATA);
 	}
-	err = fstx_commit(tx, csn);
+	res_post(res, 0, sdp);
+	res_post(res, 1, ddp);
+	err = fstx_commit(tx, res);
 out_unlock:
 	if (tgt_locked)
 		rwlock_unlock(&tgt->i_iolock);
@@ -622,11 +664,15 @@ out_unlock:
 	return err;
 }
 
-int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, uint64_t *csn)
+static bool ts_equal(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, struct fs_result *res)
 {
 	struct fs *fs = ip->i_fs;
-	if (csn)
-		*csn = 0;
+	res_init(res);
 	if (!sa->mask)
 		return 0;
 	bool size = sa->mask & FS_SET_SIZE;
@@ -661,7 +707,16 @@ int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, uint64_t *csn)
 	if (err)
 		goto out;
 	ino_join(tx, ip);
+	res_pre(res, 0, ip);
 	struct fs_icore *c = &ip->i_d;
+	/* the guard under the lock that orders every change of the inode: no
+	 * other change can come between this comparison and ours */
+	if ((sa->mask & FS_SET_GUARD) && !ts_equal(&c->ctime, &sa->guard_ctime))
+		err = -ECANCELED;
+	if (err || !(sa->mask & ~FS_SET_GUARD)) {
+		fstx_cancel(tx); /* nothing changed */
+		goto out;
+	}
 	unsigned fields = 0;
 	if (sa->mask & FS_SET_MODE) {
 		c->mode = (c->mode & S_IFMT) | (sa->mode & 07777);
@@ -695,9 +750,10 @@ int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, uint64_t *csn)
 		c->ctime = sa->ctime;
 	ino_log(tx, ip, fields | FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE);
 	if (size && sa->size != c->size) {
-		err = file_truncate(ip, sa->size, tx, csn); /* commits tx */
+		err = file_truncate(ip, sa->size, tx, res); /* commits tx */
 	} else {
-		err = fstx_commit(tx, csn);
+		res_post(res, 0, ip);
+		err = fstx_commit(tx, res);
 	}
 out:
 	rwlock_unlock(&ip->i_iolock);

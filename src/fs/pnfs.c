@@ -50,10 +50,10 @@ int fs_map_blocks(struct fs_inode *ip, uint64_t off, uint64_t len, bool for_writ
 			goto out;
 		}
 		/* holes get unwritten blocks, durable before the client writes */
-		uint64_t csn = 0;
-		err = file_alloc_holes(ip, first, end - 1, &csn);
-		if (!err && csn)
-			err = log_force_seq(fs->f_log, csn, true, NULL);
+		struct fs_result res = {0};
+		err = file_alloc_holes(ip, first, end - 1, &res);
+		if (!err && res.csn)
+			err = log_force_seq(fs->f_log, res.csn, true, NULL);
 		if (err)
 			goto out;
 	} else {

@@ -144,7 +144,7 @@ static void fstx_end(struct fstx *tx, struct fsbuf **bufs, size_t n)
 	free(tx);
 }
 
-int fstx_commit(struct fstx *tx, uint64_t *csn)
+int fstx_commit(struct fstx *tx, struct fs_result *res)
 {
 	if (!list_empty(&tx->busy)) {
 		struct busy_batch *b = xmalloc(sizeof(*b));
@@ -156,8 +156,11 @@ int fstx_commit(struct fstx *tx, uint64_t *csn)
 	}
 	size_t n;
 	struct fsbuf **bufs = fstx_take_bufs(tx, &n);
-	int err = trans_commit(tx->tp, csn);
+	uint64_t csn = 0;
+	int err = trans_commit(tx->tp, &csn);
 	fstx_end(tx, bufs, n);
+	if (res && csn > res->csn)
+		res->csn = csn;
 	return err;
 }
 

@@ -19,10 +19,11 @@
  * log. A rerun handler sees svc_req_wake() != SVC_WAKE_NONE and only
  * finishes what is left (resume).
  *
- * Weak cache consistency: "pre" attributes are taken just before the
- * engine call and "post" just after; they are not atomic with the change
- * (another client's change may fall between), which RFC 1813 allows: the
- * client then sees a mismatch and drops its cache.
+ * Weak cache consistency: the engine takes "pre" and "post" under the lock
+ * that orders the change (struct fs_result in fs.h), so no other client's
+ * change falls between them; a client whose cache matches "pre" may adopt
+ * "post". Where the engine changed nothing, one snapshot is both. The
+ * SETATTR guard is compared by the engine under the same lock.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -108,6 +109,8 @@ uint32_t nfs3_status(int err)
 		return NFS3ERR_STALE;
 	case -EOPNOTSUPP:
 		return NFS3ERR_NOTSUPP;
+	case -ECANCELED:
+		return NFS3ERR_NOT_SYNC; /* only fs_setattr's guard */
 	case -EWOULDBLOCK:
 	case -EINPROGRESS:
 	case -ENOMEM:
@@ -258,15 +261,37 @@ static void post_attr(const struct call *c, struct fs_inode *ip, struct nfs3_pos
 		fattr3(c, &a, &p->a);
 }
 
-static void wcc_pre(struct fs_inode *ip, struct nfs3_wcc *w)
+/*
+ * Weak cache consistency for ip: what the engine reported in res->ino[slot]
+ * (taken under the inode's lock: "pre" only when no other change came
+ * between it and "post"), or, when the call never changed the inode (res
+ * NULL, an error before the change, nothing to do), one snapshot as both.
+ */
+static void wcc_set(const struct call *c, struct fs_inode *ip, const struct fs_result *res,
+		    unsigned slot, struct nfs3_wcc *w)
 {
-	struct fs_attr a;
-	w->pre_present = ip && !fs_getattr(ip, &a);
-	if (w->pre_present) {
-		w->pre_size = a.size;
-		w->pre_mtime = ts3(a.mtime);
-		w->pre_ctime = ts3(a.ctime);
+	const struct fs_res_ino *ri = res ? &res->ino[slot] : NULL;
+	struct fs_attr snap;
+	const struct fs_attr *post = NULL;
+	struct fs_wcc pre = {0};
+	w->pre_present = false;
+	if (ri && ri->has_post) {
+		post = &ri->post;
+		w->pre_present = ri->has_pre;
+		pre = ri->pre;
+	} else if (ip && !fs_getattr(ip, &snap)) {
+		post = &snap;
+		w->pre_present = true;
+		pre = (struct fs_wcc){.size = snap.size, .mtime = snap.mtime, .ctime = snap.ctime};
 	}
+	if (w->pre_present) {
+		w->pre_size = pre.size;
+		w->pre_mtime = ts3(pre.mtime);
+		w->pre_ctime = ts3(pre.ctime);
+	}
+	w->post.present = post != NULL;
+	if (post)
+		fattr3(c, post, &w->post.a);
 }
 
 /* ---- stability ---- */
@@ -436,7 +461,7 @@ static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc,
 	struct fs_inode *ip;
 	struct fs_attr at;
 	struct fs_setattr fsa;
-	uint64_t csn = 0;
+	struct fs_result fr = {.want = FS_RES_ATTRS};
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
 		return resume(rq, res);
 	call_init(&c, rq, rc);
@@ -445,22 +470,21 @@ static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc,
 	int err = fs_getattr(ip, &at);
 	if ((r->status = nfs3_status(err)))
 		goto out;
-	wcc_pre(ip, &r->wcc);
-	if (a->guard && (at.ctime.tv_sec != a->guard_ctime.sec ||
-			 at.ctime.tv_nsec != a->guard_ctime.nsec)) {
-		r->status = NFS3ERR_NOT_SYNC;
-		goto out;
-	}
 	sattr_to_fs(&a->sattr, &fsa);
 	if ((r->status = perm_status(&c, srv_setattr_prepare(&c.cred, c.opts, &at, &fsa))))
 		goto out;
 	if ((fsa.mask & FS_SET_SIZE) && (r->status = break_layouts(&c, ip)))
 		goto out;
-	r->status = nfs3_status(fs_setattr(ip, &fsa, &csn));
+	if (a->guard) {
+		/* compared by the engine under the lock that orders the change */
+		fsa.mask |= FS_SET_GUARD;
+		fsa.guard_ctime = (struct timespec){a->guard_ctime.sec, a->guard_ctime.nsec};
+	}
+	r->status = nfs3_status(fs_setattr(ip, &fsa, &fr));
 out:
-	post_attr(&c, ip, &r->wcc.post);
+	wcc_set(&c, ip, &fr, 0, &r->wcc);
 	fs_iput(ip);
-	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
+	return reply_stable(&c, &r->sync, &r->status, fr.csn, sync_export(&c), false);
 }
 
 static enum svc_stat nfs3_lookup(struct svc_req *rq, const struct rpc_cred *rc, void *args,
@@ -573,14 +597,14 @@ static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, v
 	struct nfs3_write_res *r = res;
 	struct call c;
 	struct fs_inode *ip;
-	uint64_t csn = 0, seq = 0;
+	struct fs_result fr = {.want = FS_RES_ATTRS};
+	uint64_t seq = 0;
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
 		return resume(rq, res);
 	call_init(&c, rq, rc);
 	memcpy(r->verf, c.s->write_verf, NFS3_VERFSIZE);
 	if ((r->status = fh_get(&c, &a->fh, &ip)))
 		return SVC_OK;
-	wcc_pre(ip, &r->wcc);
 	if (a->count != a->data.iov_len) {
 		r->status = NFS3ERR_INVAL; /* the count disagrees with the data */
 		goto out;
@@ -596,7 +620,7 @@ static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, v
 	struct fs_setattr kill = {.mask = srv_write_kill(&c.cred, &at)};
 	if (kill.mask && (r->status = nfs3_status(fs_setattr(ip, &kill, NULL))))
 		goto out;
-	r->status = nfs3_status(fs_write(ip, a->offset, a->data.iov_base, a->count, &csn));
+	r->status = nfs3_status(fs_write(ip, a->offset, a->data.iov_base, a->count, &fr));
 	if (r->status)
 		goto out;
 	r->count = a->count;
@@ -604,7 +628,7 @@ static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, v
 	if (a->stable != UNSTABLE)
 		seq = fs_sync_seq(ip, a->stable == DATA_SYNC);
 out:
-	post_attr(&c, ip, &r->wcc.post);
+	wcc_set(&c, ip, &fr, 0, &r->wcc);
 	fs_iput(ip);
 	if (r->status)
 		return SVC_OK;
@@ -698,7 +722,10 @@ static int create_existing(struct call *c, const struct nfs3_create_args *a,
 		counter_inc(&c->s->st.jukebox);
 		return -EWOULDBLOCK;
 	}
-	return fs_setattr(ip, &sa, csn);
+	struct fs_result fr = {0};
+	err = fs_setattr(ip, &sa, &fr);
+	*csn = fr.csn;
+	return err;
 }
 
 /*
@@ -717,6 +744,7 @@ static enum svc_stat do_create(struct svc_req *rq, const struct rpc_cred *rc,
 	struct fs_attr dat, at;
 	struct fs_create_args ca = {0};
 	struct fs_setattr req, sa;
+	struct fs_result dres = {.want = FS_RES_ATTRS}, fres = {0};
 	uint64_t csn = 0;
 	int err;
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
@@ -726,7 +754,6 @@ static enum svc_stat do_create(struct svc_req *rq, const struct rpc_cred *rc,
 		return SVC_OK;
 	if ((r->status = fh_get(&c, &a->where.dir, &dp)))
 		return SVC_OK;
-	wcc_pre(dp, &r->dir);
 	const struct nfs3_name *nm = &a->where.name;
 	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)) ||
 	    (r->status = nfs3_status(fs_getattr(dp, &dat))) ||
@@ -755,7 +782,8 @@ static enum svc_stat do_create(struct svc_req *rq, const struct rpc_cred *rc,
 	if ((r->status = perm_status(&c, srv_new_object(&c.cred, &dat, &req, &ca.mode, &ca.uid,
 							  &ca.gid))))
 		goto out;
-	err = fs_create(dp, nm->s, nm->len, &ca, &ip, &csn);
+	err = fs_create(dp, nm->s, nm->len, &ca, &ip, &dres);
+	csn = dres.csn;
 	if (err == -EEXIST && file) {
 		/* created meanwhile */
 		if ((err = fs_lookup(dp, nm->s, nm->len, &ip)))
@@ -767,14 +795,17 @@ static enum svc_stat do_create(struct svc_req *rq, const struct rpc_cred *rc,
 	if (file && a->how == EXCLUSIVE) {
 		struct fs_setattr vsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
 		verf_times(a->verf, &vsa.atime, &vsa.mtime);
-		err = fs_setattr(ip, &vsa, &csn);
+		err = fs_setattr(ip, &vsa, &fres);
+		csn = fres.csn ? fres.csn : csn;
 		goto done;
 	}
 	sa = req;
 	srv_create_sattr(&sa); /* the size and times are left, as a SETATTR of the new object */
 	if (sa.mask && !(err = fs_getattr(ip, &at)) &&
-	    !(err = srv_setattr_prepare(&c.cred, c.opts, &at, &sa)))
-		err = fs_setattr(ip, &sa, &csn);
+	    !(err = srv_setattr_prepare(&c.cred, c.opts, &at, &sa))) {
+		err = fs_setattr(ip, &sa, &fres);
+		csn = fres.csn ? fres.csn : csn;
+	}
 	goto done;
 existing:
 	err = a->how == GUARDED ? -EEXIST : create_existing(&c, a, &req, ip, &csn);
@@ -790,7 +821,7 @@ done:
 	if (ip)
 		fs_iput(ip);
 out:
-	post_attr(&c, dp, &r->dir.post);
+	wcc_set(&c, dp, &dres, 0, &r->dir);
 	fs_iput(dp);
 	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
 }
@@ -838,13 +869,12 @@ static enum svc_stat do_remove(struct svc_req *rq, const struct rpc_cred *rc, vo
 	struct nfs3_wcc_res *r = res;
 	struct call c;
 	struct fs_inode *dp;
-	uint64_t csn = 0;
+	struct fs_result fr = {.want = FS_RES_ATTRS};
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
 		return resume(rq, res);
 	call_init(&c, rq, rc);
 	if ((r->status = fh_get(&c, &a->what.dir, &dp)))
 		return SVC_OK;
-	wcc_pre(dp, &r->wcc);
 	const struct nfs3_name *nm = &a->what.name;
 	struct fs_attr dat, at;
 	/* the directory's permission before the name's existence, as knfsd */
@@ -857,12 +887,12 @@ static enum svc_stat do_remove(struct svc_req *rq, const struct rpc_cred *rc, vo
 	if (!err)
 		err = srv_may_delete(&c.cred, c.opts, &dat, &at);
 	if (!err)
-		err = dir ? fs_rmdir(dp, nm->s, nm->len, &csn) : fs_unlink(dp, nm->s, nm->len, &csn);
+		err = dir ? fs_rmdir(dp, nm->s, nm->len, &fr) : fs_unlink(dp, nm->s, nm->len, &fr);
 	r->status = perm_status(&c, err);
 out:
-	post_attr(&c, dp, &r->wcc.post);
+	wcc_set(&c, dp, &fr, 0, &r->wcc);
 	fs_iput(dp);
-	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
+	return reply_stable(&c, &r->sync, &r->status, fr.csn, sync_export(&c), false);
 }
 
 static enum svc_stat nfs3_remove(struct svc_req *rq, const struct rpc_cred *rc, void *args,
@@ -884,16 +914,14 @@ static enum svc_stat nfs3_rename(struct svc_req *rq, const struct rpc_cred *rc, 
 	struct nfs3_rename_res *r = res;
 	struct call c;
 	struct fs_inode *sdp, *ddp = NULL;
-	uint64_t csn = 0;
+	struct fs_result fr = {.want = FS_RES_ATTRS};
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
 		return resume(rq, res);
 	call_init(&c, rq, rc);
 	if ((r->status = fh_get(&c, &a->from.dir, &sdp)))
 		return SVC_OK;
-	wcc_pre(sdp, &r->from);
 	if ((r->status = fh_get(&c, &a->to.dir, &ddp)))
 		goto out;
-	wcc_pre(ddp, &r->to);
 	if ((r->status = is_dir(sdp)) || (r->status = is_dir(ddp)) ||
 	    (r->status = name_check(&a->from.name)) || (r->status = name_check(&a->to.name)) ||
 	    (r->status = may(&c, sdp, SRV_MAY_REMOVE)) || (r->status = may(&c, ddp, SRV_MAY_CREATE)))
@@ -913,15 +941,15 @@ static enum svc_stat nfs3_rename(struct svc_req *rq, const struct rpc_cred *rc, 
 		err = srv_may_rename(&c.cred, c.opts, &sdat, &src, &ddat, !terr ? &tgt : NULL);
 	if (!err)
 		err = fs_rename(sdp, a->from.name.s, a->from.name.len, ddp, a->to.name.s,
-				a->to.name.len, &csn);
+				a->to.name.len, &fr);
 	r->status = perm_status(&c, err);
 out:
-	post_attr(&c, sdp, &r->from.post);
-	post_attr(&c, ddp, &r->to.post);
+	wcc_set(&c, sdp, &fr, 0, &r->from);
+	wcc_set(&c, ddp, &fr, 1, &r->to);
 	fs_iput(sdp);
 	if (ddp)
 		fs_iput(ddp);
-	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
+	return reply_stable(&c, &r->sync, &r->status, fr.csn, sync_export(&c), false);
 }
 
 static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, void *args,
@@ -931,7 +959,7 @@ static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, vo
 	struct nfs3_link_res *r = res;
 	struct call c;
 	struct fs_inode *ip, *dp = NULL;
-	uint64_t csn = 0;
+	struct fs_result fr = {.want = FS_RES_ATTRS};
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
 		return resume(rq, res);
 	call_init(&c, rq, rc);
@@ -939,18 +967,22 @@ static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, vo
 		return SVC_OK;
 	if ((r->status = fh_get(&c, &a->link.dir, &dp)))
 		goto out;
-	wcc_pre(dp, &r->dir);
 	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->link.name)) ||
 	    (r->status = may(&c, dp, SRV_MAY_CREATE)))
 		goto out;
-	r->status = nfs3_status(fs_link(ip, dp, a->link.name.s, a->link.name.len, &csn));
+	r->status = nfs3_status(fs_link(ip, dp, a->link.name.s, a->link.name.len, &fr));
 out:
-	post_attr(&c, ip, &r->obj);
-	post_attr(&c, dp, &r->dir.post);
+	if (fr.ino[1].has_post) {
+		r->obj.present = true;
+		fattr3(&c, &fr.ino[1].post, &r->obj.a);
+	} else {
+		post_attr(&c, ip, &r->obj);
+	}
+	wcc_set(&c, dp, &fr, 0, &r->dir);
 	fs_iput(ip);
 	if (dp)
 		fs_iput(dp);
-	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
+	return reply_stable(&c, &r->sync, &r->status, fr.csn, sync_export(&c), false);
 }
 
 /* ---- READDIR, READDIRPLUS ---- */
@@ -1196,16 +1228,14 @@ static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, 
 	memcpy(r->verf, c.s->write_verf, NFS3_VERFSIZE);
 	if ((r->status = fh_get(&c, &a->fh, &ip)))
 		return SVC_OK;
-	wcc_pre(ip, &r->wcc);
+	wcc_set(&c, ip, NULL, 0, &r->wcc); /* COMMIT changes no attribute */
 	/* a force and a device flush on demand: as knfsd, only for a caller
 	 * who may write the file, and never on a read-only export */
 	if ((r->status = may(&c, ip, SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE))) {
-		post_attr(&c, ip, &r->wcc.post);
 		fs_iput(ip);
 		return SVC_OK;
 	}
 	uint64_t seq = fs_sync_seq(ip, false);
-	post_attr(&c, ip, &r->wcc.post);
 	fs_iput(ip);
 	return reply_stable(&c, &r->sync, &r->status, seq, true, true);
 }
