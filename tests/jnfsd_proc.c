@@ -101,6 +101,29 @@ int tc_jnfsd_stop(struct tc_jnfsd *j)
 	exit(1);
 }
 
+void tc_jnfsd_signal(struct tc_jnfsd *j, int sig, const char *reply)
+{
+	CHECK_OK(kill(j->pid, sig));
+	char line[256];
+	size_t n = 0;
+	for (;;) {
+		char ch;
+		if (read(j->out_fd, &ch, 1) != 1) {
+			fprintf(stderr, "jnfsd is gone before it printed '%s'\n", reply);
+			exit(1);
+		}
+		if (ch != '\n') {
+			if (n < sizeof(line) - 1)
+				line[n++] = ch;
+			continue;
+		}
+		line[n] = '\0';
+		n = 0;
+		if (strcmp(line, reply) == 0)
+			return;
+	}
+}
+
 uint64_t tc_jnfsd_stat(struct tc_jnfsd *j, const char *name)
 {
 	CHECK_OK(kill(j->pid, SIGUSR1));

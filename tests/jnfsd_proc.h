@@ -28,5 +28,8 @@ int tc_jnfsd_stop(struct tc_jnfsd *j);
 /* Read "name value" lines after SIGUSR1 (up to "stats.end"); returns the
  * value of name. */
 uint64_t tc_jnfsd_stat(struct tc_jnfsd *j, const char *name);
+/* Send sig and read its stdout up to the line `reply` (what jnfsd prints
+ * once it acted on the signal). */
+void tc_jnfsd_signal(struct tc_jnfsd *j, int sig, const char *reply);
 
 #endif

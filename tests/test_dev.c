@@ -138,6 +138,7 @@ static void test_generic(void)
 	dev_set_latency(d, 0, 0);
 
 	/* fault injection: exactly the 3rd I/O fails, then sticky from the 2nd */
+	uint64_t werr = dev_write_errors(d);
 	dev_inject_fault(d, 3, false);
 	CHECK_OK(dev_write(d, buf, 512, 0, 0));
 	CHECK_OK(dev_read(d, buf, 512, 0));
@@ -151,6 +152,27 @@ static void test_generic(void)
 	CHECK_EQ(dev_write(d, buf, 512, 0, DEV_FUA), -EIO);
 	dev_inject_fault(d, 0, false);
 	CHECK_OK(dev_write(d, buf, 512, 0, 0));
+	/* failed writes and flushes count, failed reads do not */
+	CHECK_EQ(dev_write_errors(d) - werr, 3);
+
+	/* the flush fault: the 2nd flush that reaches the backend fails, an
+	 * elided one does not count; after it the write is still not durable,
+	 * so the next flush reaches the backend */
+	dev_inject_flush_fault(d, 2);
+	CHECK_OK(dev_flush(d));
+	CHECK_OK(dev_flush(d)); /* elided */
+	CHECK_OK(dev_write(d, buf, 512, 0, 0));
+	CHECK_EQ(dev_flush(d), -EIO);
+	CHECK_EQ(dev_write_errors(d) - werr, 4);
+	t = (struct stat_table){0};
+	dev_stats(d, "dev", &s);
+	uint64_t flushes = stat_table_get(&t, "dev.flushes");
+	CHECK_OK(dev_flush(d));
+	t = (struct stat_table){0};
+	dev_stats(d, "dev", &s);
+	CHECK_EQ(stat_table_get(&t, "dev.flushes"), flushes + 1);
+	CHECK_EQ(stat_table_get(&t, "dev.write_errors") - werr, 4);
+	CHECK_OK(dev_flush(d)); /* elided: the fault was used */
 	dev_close(d);
 	TEST_PASS("generic");
 }

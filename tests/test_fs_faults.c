@@ -7,6 +7,9 @@
  * shutdown), nothing is corrupted (check is clean after unmount, contents
  * read back), and freeing space makes writes work again at once.
  *
+ * A failed flush of the data device moves the data epoch that protocols
+ * fold into their write verifier, on every path that flushes it.
+ *
  * EIO: a fault loop in the style of test_log.c. A workload of creates,
  * writes, fsyncs, fdatasyncs, renames, unlinks, truncates and pNFS layout
  * commits runs on a crash device whose Nth I/O fails (once, or sticky: that
@@ -524,7 +527,7 @@ static int tdev_write(struct dev *d, const void *buf, size_t len, uint64_t off, 
 	return tdev_note(to_tdev(d), dev_write(to_tdev(d)->td_inner, buf, len, off, flags));
 }
 
-static int tdev_flush(struct dev *d)
+static int tdev_flush(struct dev *d, unsigned slot)
 {
 	return tdev_note(to_tdev(d), dev_flush(to_tdev(d)->td_inner));
 }
@@ -952,11 +955,108 @@ static void test_small_log(void)
 	TEST_PASS("mkfs: smallest log");
 }
 
+/* ---- a failed flush of the data device ---- */
+
+/*
+ * A failed flush of the data device moves the data epoch (fs_data_epoch),
+ * whichever path flushed: fs_flush_data (the NFS COMMIT's), fdatasync
+ * after an overwrite (rule 5's flush in place of a log write), a layout
+ * commit of written blocks, and the journal's flush before a checkpoint
+ * (with an external log; the filesystem then shuts down). The call that
+ * flushed fails with EIO; a retry that flushes again succeeds, and the
+ * epoch stays where the failure moved it.
+ */
+static void test_data_epoch(void)
+{
+	struct dev *d = mkimg(64 * MIB);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root, *f;
+	CHECK_OK(fs_root(fs, &root));
+	int err;
+	f = create(root, "e", S_IFREG | 0644, &err);
+	CHECK_OK(err);
+	uint8_t *buf = malloc(65536);
+	fill(buf, 65536, 1);
+	CHECK_OK(fs_write(f, 0, buf, 65536, NULL));
+	CHECK_OK(fs_fsync(f, false, NULL));
+	uint64_t e = fs_data_epoch(fs);
+
+	/* fs_flush_data */
+	CHECK_OK(fs_write(f, 0, buf, 4096, NULL));
+	dev_inject_flush_fault(d, 1);
+	CHECK_EQ(fs_flush_data(fs), -EIO);
+	CHECK(fs_data_epoch(fs) != e);
+	e = fs_data_epoch(fs);
+	CHECK_OK(fs_flush_data(fs));
+	CHECK_EQ(fs_data_epoch(fs), e);
+
+	/* fdatasync of an overwrite: no log write, a flush */
+	CHECK_OK(fs_write(f, 4096, buf, 4096, NULL));
+	dev_inject_flush_fault(d, 1);
+	CHECK_EQ(fs_fsync(f, true, NULL), -EIO);
+	CHECK(fs_data_epoch(fs) != e);
+	e = fs_data_epoch(fs);
+	bool logged = true;
+	CHECK_OK(fs_fsync(f, true, &logged));
+	CHECK(!logged);
+	CHECK_EQ(fs_data_epoch(fs), e);
+
+	/* a layout commit of blocks the client overwrote in place */
+	struct fs_map m;
+	unsigned n;
+	CHECK_OK(fs_map_blocks(f, 0, 4096, false, &m, 1, &n));
+	CHECK(n == 1 && m.state == FS_MAP_WRITTEN);
+	CHECK_OK(dev_write(d, buf, 4096, m.addr, 0));
+	dev_inject_flush_fault(d, 1);
+	struct fs_range rg = {0, 4096};
+	CHECK_EQ(fs_commit_blocks(f, &rg, 1, 0, NULL, NULL), -EIO);
+	CHECK(fs_data_epoch(fs) != e);
+	e = fs_data_epoch(fs);
+	CHECK_OK(fs_commit_blocks(f, &rg, 1, 0, NULL, NULL));
+	CHECK_EQ(fs_data_epoch(fs), e);
+	CHECK(same(f, 0, 4096, 1));
+	fs_iput(f);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+	check_clean(d, "data epoch");
+	dev_close(d);
+
+	/* the journal's flush of the data device before a checkpoint */
+	struct dev *ld;
+	CHECK_OK(dev_mem_create(64 * MIB, NULL, &d));
+	CHECK_OK(dev_mem_create(4 * MIB, NULL, &ld));
+	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = d, .ldev = ld, .log_size = 4 * MIB}));
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .ldev = ld}, &fs));
+	CHECK_OK(fs_root(fs, &root));
+	f = create(root, "j", S_IFREG | 0644, &err);
+	CHECK_OK(err);
+	CHECK_OK(fs_write(f, 0, buf, 65536, NULL)); /* allocates: a checkpoint to write */
+	e = fs_data_epoch(fs);
+	dev_inject_flush_fault(d, 1);
+	CHECK_EQ(fs_fsync(f, true, NULL), -EIO);
+	CHECK(fs_data_epoch(fs) != e);
+	CHECK_EQ(fs_fsync(f, true, NULL), -EIO); /* shut down */
+	fs_iput(f);
+	fs_iput(root);
+	CHECK_EQ(fs_unmount(fs), -EIO);
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .ldev = ld, .readonly_check = true},
+			  &fs));
+	uint64_t problems = 1;
+	CHECK_OK(fs_check(fs, stderr, &problems));
+	CHECK_EQ(problems, 0);
+	CHECK_OK(fs_unmount(fs));
+	dev_close(d);
+	dev_close(ld);
+	free(buf);
+	TEST_PASS("a failed flush of the data device moves the data epoch, on every path");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	msg_set_level(MSG_ERR);
 	test_small_log();
+	test_data_epoch();
 	test_enospc_files();
 	test_enospc_reuse();
 	test_enospc_bigfile();

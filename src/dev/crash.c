@@ -177,7 +177,7 @@ out_unlock:
 	return err;
 }
 
-static int crash_flush(struct dev *d)
+static int crash_flush(struct dev *d, unsigned slot)
 {
 	struct crash_dev *c = to_cdev(d);
 	uint32_t sector = d->d_sector_size;

@@ -11,6 +11,10 @@
 #include "base/msg.h"
 #include "base/time.h"
 
+/* Held only to take or give back a flush slot. */
+static struct lock_class slot_lock_class = LOCK_CLASS_INIT("dev.flush_slots", 950);
+_Static_assert(DEV_FLUSH_SLOTS <= 32, "a bit per flush slot");
+
 void dev_init(struct dev *d, const struct dev_ops *ops, const char *name, uint64_t size,
 	      uint32_t sector_size)
 {
@@ -19,6 +23,9 @@ void dev_init(struct dev *d, const struct dev_ops *ops, const char *name, uint64
 	snprintf(d->d_name, sizeof(d->d_name), "%s", name);
 	d->d_size = size;
 	d->d_sector_size = sector_size;
+	mutex_init(&d->d_slot_lock, &slot_lock_class);
+	cond_init(&d->d_slot_cond);
+	d->d_slots_free = (uint32_t)((1ull << DEV_FLUSH_SLOTS) - 1);
 }
 
 /* Returns true if this I/O must fail because of fault injection. */
@@ -66,8 +73,10 @@ int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned
 	int err = dev_check_range(d, len, off);
 	if (err)
 		return err;
-	if (dev_fault(d))
+	if (dev_fault(d)) {
+		atomic_fetch_add(&d->d_write_errors, 1);
 		return -EIO;
+	}
 	if (flags & DEV_FUA) {
 		uint64_t lat = atomic_load(&d->d_fua_lat_ns);
 		if (lat)
@@ -76,6 +85,7 @@ int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned
 	err = d->d_ops->write(d, buf, len, off, flags);
 	if (err) {
 		counter_inc(&d->d_errors);
+		atomic_fetch_add(&d->d_write_errors, 1);
 		return err;
 	}
 	if (!(flags & DEV_FUA))
@@ -87,6 +97,45 @@ int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned
 	return 0;
 }
 
+/* The injected flush fault: is this the flush that must fail? */
+static bool dev_flush_fault(struct dev *d)
+{
+	uint64_t n = atomic_load(&d->d_flush_fail_in);
+	while (n && !atomic_compare_exchange_weak(&d->d_flush_fail_in, &n, n - 1))
+		;
+	if (n == 1) {
+		counter_inc(&d->d_errors);
+		return true;
+	}
+	return false;
+}
+
+/* A free flush slot, waiting for one if all are taken. */
+static unsigned slot_get(struct dev *d)
+{
+	mutex_lock(&d->d_slot_lock);
+	while (!d->d_slots_free)
+		cond_wait(&d->d_slot_cond, &d->d_slot_lock);
+	unsigned slot = (unsigned)__builtin_ctz(d->d_slots_free);
+	d->d_slots_free &= ~(1u << slot);
+	mutex_unlock(&d->d_slot_lock);
+	return slot;
+}
+
+static void slot_put(struct dev *d, unsigned slot)
+{
+	mutex_lock(&d->d_slot_lock);
+	d->d_slots_free |= 1u << slot;
+	cond_signal(&d->d_slot_cond);
+	mutex_unlock(&d->d_slot_lock);
+}
+
+/*
+ * A flush runs in a slot (dev.h: flush slots). Its failure is counted
+ * before the slot is free again: the next flush in the slot uses the same
+ * handle, which no longer reports the error this one took, so it must not
+ * be able to return 0 before the failure is in dev_write_errors.
+ */
 int dev_flush(struct dev *d)
 {
 	uint64_t gen = atomic_load(&d->d_write_gen);
@@ -95,16 +144,20 @@ int dev_flush(struct dev *d)
 		counter_inc(&d->d_flushes_elided);
 		return 0;
 	}
-	if (dev_fault(d))
-		return -EIO;
 	uint64_t lat = atomic_load(&d->d_flush_lat_ns);
 	if (lat)
 		sleep_ns(lat);
-	int err = d->d_ops->flush(d);
-	if (err) {
+	unsigned slot = slot_get(d);
+	int err = 0;
+	if (dev_fault(d) || dev_flush_fault(d))
+		err = -EIO;
+	else if ((err = d->d_ops->flush(d, slot)))
 		counter_inc(&d->d_errors);
+	if (err)
+		atomic_fetch_add(&d->d_write_errors, 1);
+	slot_put(d, slot);
+	if (err)
 		return err;
-	}
 	counter_inc(&d->d_flushes);
 	uint64_t cur = atomic_load(&d->d_flushed_gen);
 	while (cur < gen && !atomic_compare_exchange_weak(&d->d_flushed_gen, &cur, gen))
@@ -114,8 +167,11 @@ int dev_flush(struct dev *d)
 
 void dev_close(struct dev *d)
 {
-	if (d)
+	if (d) {
+		mutex_destroy(&d->d_slot_lock);
+		cond_destroy(&d->d_slot_cond);
 		d->d_ops->destroy(d);
+	}
 }
 
 void dev_set_latency(struct dev *d, uint64_t flush_ns, uint64_t fua_ns)
@@ -137,6 +193,16 @@ uint64_t dev_io_count(const struct dev *d)
 	return atomic_load(&((struct dev *)d)->d_io_count);
 }
 
+void dev_inject_flush_fault(struct dev *d, uint64_t nth)
+{
+	atomic_store(&d->d_flush_fail_in, nth);
+}
+
+uint64_t dev_write_errors(const struct dev *d)
+{
+	return atomic_load(&((struct dev *)d)->d_write_errors);
+}
+
 void dev_stats(struct dev *d, const char *prefix, const struct stat_sink *sink)
 {
 	stat_emitf(sink, prefix, "reads", counter_get(&d->d_reads));
@@ -147,4 +213,5 @@ void dev_stats(struct dev *d, const char *prefix, const struct stat_sink *sink)
 	stat_emitf(sink, prefix, "flushes", counter_get(&d->d_flushes));
 	stat_emitf(sink, prefix, "flushes_elided", counter_get(&d->d_flushes_elided));
 	stat_emitf(sink, prefix, "errors", counter_get(&d->d_errors));
+	stat_emitf(sink, prefix, "write_errors", dev_write_errors(d));
 }

@@ -12,10 +12,22 @@
  * crash.h). The generic layer adds, for every backend:
  *   - counters: reads, writes, bytes, FUA writes, flushes;
  *   - a latency model: a delay added to every flush and FUA write;
- *   - fault injection: the Nth I/O (or the Nth and all after) fails with EIO;
+ *   - fault injection: the Nth I/O (or the Nth and all after) fails with EIO,
+ *     or the Nth flush;
  *   - flush elision: a flush with no write completed since the last flush
  *     that covered everything is answered at once without reaching the
- *     backend (counted as dev.flushes_elided, not dev.flushes).
+ *     backend (counted as dev.flushes_elided, not dev.flushes);
+ *   - failed writes and flushes counted (dev_write_errors): a flush that
+ *     fails may have lost data that earlier writes reported as written (a
+ *     page cache drops the dirty pages whose write-back failed);
+ *   - flush slots: up to DEV_FLUSH_SLOTS flushes run in the backend at
+ *     once, each in a slot of its own, and a failure is counted before its
+ *     slot is given back. A backend whose flush reports errors per handle
+ *     (the file backend: the kernel reports a write-back error once to each
+ *     open file description) keeps one handle per slot, so every flush sees
+ *     every error since the last flush in its slot, and that one counted it.
+ *     Hence a flush that returns 0 follows every failure it could have
+ *     missed in the count.
  *
  * All functions return 0 or -errno. Offsets and lengths are in bytes; reads
  * and writes must be multiples of the sector size at sector-aligned offsets.
@@ -28,16 +40,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/lock.h"
 #include "base/stats.h"
 
 #define DEV_FUA 0x1u /* write: durable on completion */
+#define DEV_FLUSH_SLOTS 16
 
 struct dev;
 
 struct dev_ops {
 	int (*read)(struct dev *d, void *buf, size_t len, uint64_t off);
 	int (*write)(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned flags);
-	int (*flush)(struct dev *d);
+	/* slot: 0..DEV_FLUSH_SLOTS-1, no other flush runs in it meanwhile */
+	int (*flush)(struct dev *d, unsigned slot);
 	void (*destroy)(struct dev *d);
 };
 
@@ -55,6 +70,14 @@ struct dev {
 	_Atomic uint64_t d_io_count;
 	_Atomic uint64_t d_fail_at;
 	_Atomic bool d_fail_sticky;
+	_Atomic uint64_t d_flush_fail_in; /* this many flushes from now: the last fails */
+
+	/* writes and flushes that failed (dev_write_errors) */
+	_Atomic uint64_t d_write_errors;
+	/* flush slots: bit set = free */
+	struct mutex d_slot_lock; /* rank 950, never held across I/O */
+	struct cond d_slot_cond;
+	uint32_t d_slots_free;
 
 	/* flush elision */
 	_Atomic uint64_t d_write_gen;	/* completed writes without FUA */
@@ -88,6 +111,15 @@ void dev_set_latency(struct dev *d, uint64_t flush_ns, uint64_t fua_ns);
 void dev_inject_fault(struct dev *d, uint64_t nth, bool sticky);
 /* I/Os counted for fault injection since the last dev_inject_fault(). */
 uint64_t dev_io_count(const struct dev *d);
+/* The nth flush from now on that reaches the backend (not elided) fails
+ * with EIO, once; 0 turns it off. Independent of dev_inject_fault(). */
+void dev_inject_flush_fault(struct dev *d, uint64_t nth);
+
+/* Writes and flushes that failed so far (injected faults included): when it
+ * moved, something a write reported written may be lost. Read after a
+ * flush returned 0, it includes every failure that flush could have missed
+ * (see flush slots above). */
+uint64_t dev_write_errors(const struct dev *d);
 
 /* Emit counters as prefix.reads, prefix.writes, ... (prefix is usually "dev"). */
 void dev_stats(struct dev *d, const char *prefix, const struct stat_sink *sink);

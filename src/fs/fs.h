@@ -279,6 +279,21 @@ uint64_t fs_sync_seq(struct fs_inode *ip, bool datasync);
 int fs_force_async(struct fs *fs, uint64_t csn, struct fs_sync_waiter *w);
 int fs_flush_data(struct fs *fs);
 
+/*
+ * The data epoch: moves whenever a write or a flush of the data device
+ * failed, after which data that earlier writes reported written may be
+ * lost (an image file's page cache drops the pages it failed to write back
+ * and tells one flush only). Protocols fold it into their write verifier
+ * (docs/design.md rule 8): read it before a WRITE's data goes to the
+ * engine, and for COMMIT after its force and flush returned 0; a client
+ * that sees the verifier of its WRITE and of its COMMIT differ sends the
+ * data again. Every flush counts, whoever asked for it: fs_flush_data,
+ * fsync, layout commits, fs_sync, and the journal's flush of the data
+ * device before a checkpoint (which also shuts the filesystem down: it
+ * cannot commit metadata that points at data that may be lost).
+ */
+uint64_t fs_data_epoch(struct fs *fs);
+
 /* ---- pNFS block layouts ---- */
 
 enum fs_map_state {

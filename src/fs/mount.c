@@ -373,6 +373,13 @@ int fs_flush_data(struct fs *fs)
 	return dev_flush(fs->f_ddev);
 }
 
+uint64_t fs_data_epoch(struct fs *fs)
+{
+	/* the device counts every failed write and flush, and a flush that
+	 * returned 0 after one failed sees it counted (dev.h) */
+	return dev_write_errors(fs->f_ddev);
+}
+
 int fs_sync(struct fs *fs)
 {
 	if (fs_is_shutdown(fs))

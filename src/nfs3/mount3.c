@@ -324,6 +324,14 @@ const struct exports *nfs3_swap_exports(struct nfs3_server *s, const struct expo
 	return atomic_exchange_explicit(&s->exports, e, memory_order_acq_rel);
 }
 
+void nfs3_write_verf(const struct nfs3_server *s, uint8_t out[8])
+{
+	uint64_t v;
+	memcpy(&v, s->write_verf, sizeof(v));
+	v += fs_data_epoch(s->fs);
+	memcpy(out, &v, sizeof(v));
+}
+
 void nfs3_server_destroy(struct nfs3_server *s)
 {
 	while (s->mounts) {

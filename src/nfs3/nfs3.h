@@ -9,7 +9,7 @@
  * export. The waits happen without a worker thread: the request is parked
  * and the journal's completion sends the reply (or wakes a worker when the
  * data device must still be flushed). The write verifier is new at every
- * start.
+ * start and moves whenever a write or flush of the data device fails.
  */
 #ifndef JNFS_NFS3_NFS3_H
 #define JNFS_NFS3_NFS3_H
@@ -31,7 +31,7 @@ struct nfs3_server {
 	const struct exports *_Atomic exports;
 	uint8_t fh_key[16];   /* file handle MACs */
 	uint8_t verf_key[16]; /* READDIR cookie verifiers */
-	uint8_t write_verf[8];
+	uint8_t write_verf[8]; /* this start's; the data epoch is added (nfs3_write_verf) */
 	struct mutex mnt_lock;
 	struct nfs3_mount *mounts;
 	struct {
@@ -59,6 +59,10 @@ extern const struct svc_version mount3_version;
 
 /* nfs3.* counters. */
 void nfs3_stats(struct nfs3_server *s, const struct stat_sink *sink);
+
+/* The write verifier: new at every start, and moved by every failed write
+ * or flush of the data device (fs_data_epoch). */
+void nfs3_write_verf(const struct nfs3_server *s, uint8_t out[8]);
 
 /* Engine errors become NFS3 status codes here, and only here. */
 uint32_t nfs3_status(int err);

@@ -19,6 +19,11 @@
  * log. A rerun handler sees svc_req_wake() != SVC_WAKE_NONE and only
  * finishes what is left (resume).
  *
+ * The write verifier (nfs3_write_verf) moves when a write or flush of the
+ * data device fails: a WRITE reads it before its data goes to the engine,
+ * a COMMIT once its data is durable (sync_verf), so a failure in between
+ * makes them differ and the client sends its unstable data again.
+ *
  * Weak cache consistency: the engine takes "pre" and "post" under the lock
  * that orders the change (struct fs_result in fs.h), so no other client's
  * change falls between them; a client whose cache matches "pre" may adopt
@@ -296,6 +301,14 @@ static void wcc_set(const struct call *c, struct fs_inode *ip, const struct fs_r
 
 /* ---- stability ---- */
 
+/* The data a COMMIT waited for is durable, unless status says otherwise:
+ * its verifier is read now, after the flush (see the header). */
+static void sync_verf(const struct nfs3_server *s, const struct nfs3_sync *sy, uint32_t status)
+{
+	if (sy->verf && status == NFS3_OK)
+		nfs3_write_verf(s, sy->verf);
+}
+
 static struct nfs3_sync *sync_of(void *res)
 {
 	return res; /* every deferrable result starts with its struct nfs3_sync */
@@ -314,6 +327,7 @@ static void sync_done(struct fs_sync_waiter *w, int err, bool log_flushed)
 		sy->flush_pending = true;
 		svc_wake(rq);
 	} else {
+		sync_verf(svc_req_ctx(rq), sy, *sy->status);
 		svc_complete(rq, SVC_OK);
 	}
 	svc_req_put(rq);
@@ -337,6 +351,7 @@ static enum svc_stat reply_stable(struct call *c, struct nfs3_sync *sy, uint32_t
 		counter_inc(&c->s->st.sync_flushes);
 		if (fs_flush_data(fs))
 			*status = NFS3ERR_IO;
+		sync_verf(c->s, sy, *status);
 		return SVC_OK;
 	}
 	sy->rq = c->rq;
@@ -358,6 +373,7 @@ static enum svc_stat reply_stable(struct call *c, struct nfs3_sync *sy, uint32_t
 		if (fs_flush_data(fs))
 			*status = NFS3ERR_IO;
 	}
+	sync_verf(c->s, sy, *status);
 	svc_complete(c->rq, SVC_OK);
 	svc_req_put(c->rq);
 	return SVC_DEFERRED;
@@ -374,6 +390,7 @@ static enum svc_stat resume(struct svc_req *rq, void *res)
 		counter_inc(&s->st.sync_flushes);
 		if (fs_flush_data(s->fs))
 			*sy->status = NFS3ERR_IO;
+		sync_verf(s, sy, *sy->status);
 	}
 	return SVC_OK;
 }
@@ -602,7 +619,7 @@ static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, v
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
 		return resume(rq, res);
 	call_init(&c, rq, rc);
-	memcpy(r->verf, c.s->write_verf, NFS3_VERFSIZE);
+	nfs3_write_verf(c.s, r->verf); /* before the data goes to the engine */
 	if ((r->status = fh_get(&c, &a->fh, &ip)))
 		return SVC_OK;
 	if (a->count != a->data.iov_len) {
@@ -1225,7 +1242,6 @@ static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, 
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
 		return resume(rq, res);
 	call_init(&c, rq, rc);
-	memcpy(r->verf, c.s->write_verf, NFS3_VERFSIZE);
 	if ((r->status = fh_get(&c, &a->fh, &ip)))
 		return SVC_OK;
 	wcc_set(&c, ip, NULL, 0, &r->wcc); /* COMMIT changes no attribute */
@@ -1237,6 +1253,7 @@ static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, 
 	}
 	uint64_t seq = fs_sync_seq(ip, false);
 	fs_iput(ip);
+	r->sync.verf = r->verf; /* read once the data is durable (sync_verf) */
 	return reply_stable(&c, &r->sync, &r->status, seq, true, true);
 }
 

@@ -129,6 +129,7 @@ struct nfs3_sync {
 	uint32_t *status;     /* the result's status, set to IO on failure */
 	bool need_flush;      /* a data sync: flush the device if the force did not */
 	bool flush_pending;   /* woken to flush on a worker */
+	uint8_t *verf;        /* COMMIT: its verifier, filled in once the data is durable */
 };
 
 /* ---- arguments and results ---- */

@@ -22,7 +22,10 @@
  *
  * With --crash the image sits behind the crash device (dev/crash.h):
  * writes the server has not flushed stay in its memory, so SIGKILL is a
- * power failure. Tests use it; nobody else should.
+ * power failure. Tests use it; nobody else should. The same goes for
+ * --test-flush-fault: SIGUSR2 then makes the next flush of the data device
+ * fail (dev_inject_flush_fault), so that a test can watch a failed flush
+ * move the write verifier.
  *
  * Signals: they are blocked in every thread (the mask is set before any
  * thread starts) and taken synchronously by the main thread with
@@ -217,6 +220,8 @@ static void usage(FILE *f)
 		"  --metrics ADDR:PORT    serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                         (a loopback address; port 0 picks a free port)\n"
 		"  --metrics-remote       allow --metrics on a non-loopback address\n"
+		"  --test-flush-fault     tests only: SIGUSR2 makes the next flush of the data\n"
+		"                         device fail with EIO (prints 'flush fault armed')\n"
 		"  --version              print the version and exit\n"
 		"Prints 'listening on ADDR:PORT' for each listener once serving.\n"
 		"SIGHUP reads the --exports file again; SIGUSR1 prints the counters.\n");
@@ -433,6 +438,7 @@ int main(int argc, char **argv)
 		{"idle-timeout", required_argument, NULL, 'i'},
 		{"send-timeout", required_argument, NULL, 'T'},
 		{"port-file", required_argument, NULL, 'p'},
+		{"test-flush-fault", no_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{"metrics", required_argument, NULL, 'M'},
@@ -445,7 +451,7 @@ int main(int argc, char **argv)
 	bool metrics_remote = false;
 	const char *image = DEFAULT_IMAGE, *logdev = NULL, *exports_file = NULL;
 	uint64_t size = DEFAULT_SIZE, flush_us = 0;
-	bool crash = false, max_conns_given = false;
+	bool crash = false, max_conns_given = false, flush_fault = false;
 	struct svc_config cfg;
 	unsigned long long v;
 	int opt;
@@ -533,6 +539,9 @@ int main(int argc, char **argv)
 		case 'R':
 			metrics_remote = true;
 			break;
+		case 'F':
+			flush_fault = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -594,6 +603,8 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGUSR1);
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGPIPE);
+	if (flush_fault)
+		sigaddset(&sigs, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	/* the exports first: a bad line stops the start before anything opens */
@@ -720,6 +731,14 @@ int main(int argc, char **argv)
 		}
 		if (sig == SIGHUP) {
 			reload_exports(&srv, exports_file);
+			continue;
+		}
+		if (sig == SIGUSR2) {
+			/* --test-flush-fault: a data flush fails, as a disk's or a
+			 * page cache's write-back can (the write verifier moves) */
+			dev_inject_flush_fault(ddev, 1);
+			printf("flush fault armed\n");
+			fflush(stdout);
 			continue;
 		}
 		if (sig == SIGTERM || sig == SIGINT)

@@ -1,0 +1,127 @@
+/*
+ * test_nfs3_verf.c - a failed flush of the data device moves the write
+ * verifier (docs/design.md rule 8), through jnfsd.
+ *
+ * An image file is written through the host's page cache: when a flush
+ * fails, the kernel may already have dropped the dirty pages it could not
+ * write back, and a later flush succeeds. A client that sent UNSTABLE
+ * WRITEs and gets a COMMIT reply with the verifier of those WRITEs drops
+ * its copy of the data; so after a failed flush every later COMMIT must
+ * carry another verifier, and the client sends the data again.
+ *
+ * jnfsd runs with --test-flush-fault: SIGUSR2 makes the next flush of the
+ * data device fail. The steps:
+ *   1. file x: WRITE FILE_SYNC, COMMIT: verifier V0, x's journal state is
+ *      durable;
+ *   2. file y: WRITE UNSTABLE: verifier V0, y's data in the device cache;
+ *   3. the fault armed, COMMIT x needs no log write, only a flush of the
+ *      data device (that would make y's data durable): it fails, NFS3ERR_IO;
+ *   4. COMMIT x again succeeds, with a verifier other than V0, and so does
+ *      COMMIT y: y's client sees V0 != its COMMIT's verifier and resends;
+ *   5. a new WRITE and its COMMIT agree again.
+ *
+ * usage: test-nfs3-verf JNFSD JNFS
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "check.h"
+#include "jnfsd_proc.h"
+#include "nfs3/nfs3_client.h"
+
+static struct tc_jnfsd jnfsd;
+
+static void kill_server(void)
+{
+	if (jnfsd.pid > 0)
+		kill(jnfsd.pid, SIGKILL);
+}
+
+static struct nfs_fh3 create(struct rpc_context *rpc, struct nfs_fh3 dir, const char *name,
+			     struct raw *keep)
+{
+	CREATE3args a = {.where = {dir, (char *)name}, .how = {.mode = UNCHECKED}};
+	*keep = (struct raw){.inspect = inspect_create};
+	RAW(rpc, keep, rpc_nfs3_create_async(rpc, raw_cb, &a, keep));
+	CHECK_EQ(keep->nfs_status, NFS3_OK);
+	keep->fh.data.data_val = keep->fhbuf;
+	return keep->fh;
+}
+
+/* WRITE len bytes of v at off; returns the reply's verifier in verf. */
+static void write3(struct rpc_context *rpc, struct nfs_fh3 fh, uint64_t off, uint32_t len,
+		   stable_how how, uint8_t v, uint8_t verf[8])
+{
+	static char buf[65536];
+	memset(buf, v, len);
+	WRITE3args a = {.file = fh, .offset = off, .count = len, .stable = how};
+	a.data.data_len = len;
+	a.data.data_val = buf;
+	struct raw r = {.inspect = inspect_write};
+	RAW(rpc, &r, rpc_nfs3_write_async(rpc, raw_cb, &a, &r));
+	CHECK_EQ(r.nfs_status, NFS3_OK);
+	CHECK_EQ(r.u32[0], len);
+	memcpy(verf, r.verf, 8);
+}
+
+/* COMMIT the whole file: the status, and the verifier when it is OK. */
+static uint32_t commit3(struct rpc_context *rpc, struct nfs_fh3 fh, uint8_t verf[8])
+{
+	struct raw r = {.inspect = inspect_commit};
+	RAW(rpc, &r, rpc_nfs3_commit_async(rpc, raw_cb, &(COMMIT3args){fh, 0, 0}, &r));
+	if (r.nfs_status == NFS3_OK)
+		memcpy(verf, r.verf, 8);
+	return r.nfs_status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: test-nfs3-verf JNFSD JNFS\n");
+		return 2;
+	}
+	const char *args[] = {"--listen", "127.0.0.1:0", "--rpcbind", "off", "--test-flush-fault",
+			      NULL};
+	tc_jnfsd_start(&jnfsd, argv[1], args);
+	atexit(kill_server);
+	struct nfs_context *nfs = tn_mount(jnfsd.port[0], "/", 0, 0);
+	struct rpc_context *rpc = nfs_get_rpc_context(nfs);
+	struct raw keep_root, keep_x, keep_y;
+	struct nfs_fh3 root = tn_handle_of(rpc, jnfsd.port[0], "/", "/", &keep_root);
+	struct nfs_fh3 x = create(rpc, root, "x", &keep_x);
+	struct nfs_fh3 y = create(rpc, root, "y", &keep_y);
+
+	uint8_t v0[8], v[8], v1[8];
+	write3(rpc, x, 0, 4096, FILE_SYNC, 0x11, v0);
+	CHECK_EQ(commit3(rpc, x, v), NFS3_OK);
+	CHECK(memcmp(v, v0, 8) == 0); /* nothing failed: one verifier */
+	write3(rpc, y, 0, 65536, UNSTABLE, 0x22, v);
+	CHECK(memcmp(v, v0, 8) == 0);
+
+	tc_jnfsd_signal(&jnfsd, SIGUSR2, "flush fault armed");
+	CHECK_EQ(commit3(rpc, x, v), NFS3ERR_IO);
+	CHECK_EQ(commit3(rpc, x, v1), NFS3_OK);
+	if (memcmp(v1, v0, 8) == 0) {
+		fprintf(stderr, "a COMMIT after a failed flush has the verifier of the WRITEs "
+				"before it: their data may be lost, and the client would drop it\n");
+		CHECK(0);
+	}
+	CHECK_EQ(commit3(rpc, y, v), NFS3_OK);
+	CHECK(memcmp(v, v1, 8) == 0);
+	CHECK_EQ(tc_jnfsd_stat(&jnfsd, "dev.write_errors"), 1);
+	TEST_PASS("a failed data flush: COMMIT fails, the retried COMMIT has a new verifier");
+
+	write3(rpc, y, 0, 65536, UNSTABLE, 0x33, v);
+	CHECK(memcmp(v, v1, 8) == 0);
+	CHECK_EQ(commit3(rpc, y, v), NFS3_OK);
+	CHECK(memcmp(v, v1, 8) == 0);
+	TEST_PASS("after it, WRITE and COMMIT agree again");
+
+	nfs_destroy_context(nfs);
+	int status = tc_jnfsd_stop(&jnfsd);
+	jnfsd.pid = 0;
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return 0;
+}
