@@ -717,6 +717,43 @@ static void test_eofblocks(void)
 		  "fallocated blocks stay");
 }
 
+/* A file may end at FS_MAX_FILE_SIZE, not a byte past it: writes, sizes,
+ * allocations. What protocols advertise (NFSv3 FSINFO) is what the engine
+ * takes. */
+static void test_max_file_size(void)
+{
+	const uint64_t max = FS_MAX_FILE_SIZE;
+	struct dev *d = mkimg(64 << 20);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root, *f;
+	CHECK_OK(fs_root(fs, &root));
+	f = mk(root, "max", S_IFREG | 0644);
+	uint8_t buf[4096];
+	memset(buf, 0x5a, sizeof(buf));
+	CHECK_OK(fs_write(f, max - 4096, buf, 4096, NULL));
+	CHECK_EQ(fs_write(f, max - 4095, buf, 4096, NULL), -EFBIG);
+	CHECK_EQ(fs_write(f, max, buf, 1, NULL), -EFBIG);
+	CHECK_EQ(fs_write(f, UINT64_MAX - 10, buf, 100, NULL), -EFBIG);
+	struct fs_attr at;
+	CHECK_OK(fs_getattr(f, &at));
+	CHECK_EQ(at.size, max);
+	check_pattern(f, max - 4096, 4096, 0x5a);
+	CHECK_OK(fs_setattr(f, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = max - 1}, NULL));
+	CHECK_OK(fs_setattr(f, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = max}, NULL));
+	CHECK_EQ(fs_setattr(f, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = max + 1}, NULL),
+		 -EFBIG);
+	CHECK_OK(fs_fallocate(f, FS_FALLOC_ALLOC | FS_FALLOC_KEEP_SIZE, max - 8192, 8192, NULL));
+	CHECK_EQ(fs_fallocate(f, FS_FALLOC_ALLOC | FS_FALLOC_KEEP_SIZE, max - 8192, 8193, NULL),
+		 -EFBIG);
+	CHECK_OK(fs_getattr(f, &at));
+	CHECK_EQ(at.size, max);
+	fs_iput(f);
+	fs_iput(root);
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("the largest file: a write may end at FS_MAX_FILE_SIZE, not past it");
+}
+
 /* ---- pre/post attributes (struct fs_result) ---- */
 
 enum { WCC_THREADS = 4, WCC_OPS = 300 };
@@ -1057,6 +1094,7 @@ int main(void)
 	test_orphans();
 	test_fragmented();
 	test_eofblocks();
+	test_max_file_size();
 	test_wcc_chain();
 	test_setattr_guard();
 	return 0;

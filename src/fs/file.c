@@ -392,7 +392,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		return -EIO;
 	if (!len)
 		return 0;
-	if (off + len < off || off + len > (1ull << 50))
+	if (off + len < off || off + len > FS_MAX_FILE_SIZE)
 		return -EFBIG;
 	uint64_t first = off / FS_BLOCK_SIZE, last = (off + len - 1) / FS_BLOCK_SIZE;
 	bool aligned = !(off % SECTOR) && !(len % SECTOR);
@@ -592,8 +592,10 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, stru
 	bool keep = mode & FS_FALLOC_KEEP_SIZE;
 	mode &= ~FS_FALLOC_KEEP_SIZE;
 	res_init(res);
-	if (!len || off + len < off || off + len > (1ull << 50))
+	if (!len || off + len < off)
 		return -EINVAL;
+	if (off + len > FS_MAX_FILE_SIZE)
+		return -EFBIG;
 	if (fs_is_shutdown(fs))
 		return -EIO;
 	rwlock_wrlock(&ip->i_iolock);

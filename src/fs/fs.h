@@ -217,6 +217,14 @@ int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len);
 /* ---- data ---- */
 
 /*
+ * The largest file: no write, size, allocation or layout may end past it
+ * (-EFBIG; fs_map_blocks: -EINVAL). 2^50 bytes (1 PiB) keeps every byte
+ * offset of a file block, and every end of a range, far from overflow.
+ * Protocols advertise it (NFSv3 FSINFO maxfilesize, NFSv4 maxfilesize).
+ */
+#define FS_MAX_FILE_SIZE (1ull << 50)
+
+/*
  * An overwrite moves mtime and ctime only when this much time has passed
  * since mtime was last set (a clock tick, as kernel filesystems do); the
  * change attribute moves on every write. Within a tick, fsync after an

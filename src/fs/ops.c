@@ -697,7 +697,7 @@ int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, struct fs_resul
 		else if (!S_ISREG(ip->i_d.mode))
 			err = -EINVAL;
 		mutex_unlock(&ip->i_ilock);
-		if (!err && sa->size > (1ull << 50))
+		if (!err && sa->size > FS_MAX_FILE_SIZE)
 			err = -EFBIG;
 		if (err)
 			goto out;

@@ -36,7 +36,7 @@ int fs_map_blocks(struct fs_inode *ip, uint64_t off, uint64_t len, bool for_writ
 	struct fs *fs = ip->i_fs;
 	*n = 0;
 	if (!len || !blk_aligned(off) || !blk_aligned(len) || off + len < off ||
-	    off + len > (1ull << 50) || !max)
+	    off + len > FS_MAX_FILE_SIZE || !max)
 		return -EINVAL;
 	if (fs_is_shutdown(fs))
 		return -EIO;

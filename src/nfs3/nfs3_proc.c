@@ -1199,7 +1199,7 @@ static enum svc_stat nfs3_fsinfo(struct svc_req *rq, const struct rpc_cred *rc, 
 	r->rtmax = r->rtpref = r->wtmax = r->wtpref = NFS3_MAXDATA;
 	r->rtmult = r->wtmult = 4096;
 	r->dtpref = 64 << 10;
-	r->maxfilesize = INT64_MAX;
+	r->maxfilesize = FS_MAX_FILE_SIZE; /* writes past it fail with FBIG */
 	r->time_delta = (struct nfs3_time){0, 1};
 	r->properties = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;
 	post_attr(&c, ip, &r->obj);

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fs/fs.h" /* FS_MAX_FILE_SIZE */
 #include "jnfsd_proc.h"
 #include "nfs3/nfs3_client.h"
 
@@ -391,6 +392,7 @@ static void test_raw(void)
 	CHECK_EQ(r.u32[0], 1 << 20);
 	CHECK_EQ(r.u32[1], 1 << 20);
 	CHECK_EQ(r.u32[2] & 0x1b, 0x1b); /* LINK SYMLINK HOMOGENEOUS CANSETTIME */
+	CHECK_EQ(r.u64[0], FS_MAX_FILE_SIZE); /* what the engine takes, not INT64_MAX */
 	r.inspect = inspect_pathconf;
 	RAW(rpc, &r, rpc_nfs3_pathconf_async(rpc, raw_cb, &(PATHCONF3args){root}, &r));
 	CHECK_EQ(r.nfs_status, NFS3_OK);
@@ -508,6 +510,29 @@ static void test_raw(void)
 	r.inspect = inspect_getattr;
 	RAW(rpc, &r, rpc_nfs3_getattr_async(rpc, raw_cb, &(GETATTR3args){x}, &r));
 	CHECK_EQ(r.u64[0], 8192);
+
+	/* a WRITE may end at FSINFO's maxfilesize, not a byte past it */
+	CREATE3args bca = {.where = {d, "big"}, .how = {.mode = UNCHECKED}};
+	struct raw big = {.inspect = inspect_create};
+	RAW(rpc, &big, rpc_nfs3_create_async(rpc, raw_cb, &bca, &big));
+	CHECK_EQ(big.nfs_status, NFS3_OK);
+	big.fh.data.data_val = big.fhbuf;
+	wa = (WRITE3args){.file = big.fh, .offset = FS_MAX_FILE_SIZE - 4096, .count = 4096,
+			  .stable = UNSTABLE};
+	wa.data.data_len = 4096;
+	wa.data.data_val = data;
+	r.inspect = inspect_write;
+	RAW(rpc, &r, rpc_nfs3_write_async(rpc, raw_cb, &wa, &r));
+	CHECK_EQ(r.nfs_status, NFS3_OK);
+	wa.offset++;
+	RAW(rpc, &r, rpc_nfs3_write_async(rpc, raw_cb, &wa, &r));
+	CHECK_EQ(r.nfs_status, NFS3ERR_FBIG);
+	r.inspect = inspect_getattr;
+	RAW(rpc, &r, rpc_nfs3_getattr_async(rpc, raw_cb, &(GETATTR3args){big.fh}, &r));
+	CHECK_EQ(r.u64[0], FS_MAX_FILE_SIZE);
+	r.inspect = NULL;
+	RAW(rpc, &r, rpc_nfs3_remove_async(rpc, raw_cb, &(REMOVE3args){{d, "big"}}, &r));
+	CHECK_EQ(r.nfs_status, NFS3_OK);
 
 	/* MKNOD of a type MKNOD does not make */
 	MKNOD3args ma = {.where = {d, "reg"}, .what = {.type = NF3REG}};
