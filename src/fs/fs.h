@@ -36,11 +36,12 @@
 #include <time.h>
 
 #include "base/stats.h"
-#include "dev/dev.h"
-#include "log/log.h"
 
 struct fs;
 struct fs_inode;
+/* A block device (dev/dev.h): the caller opens it, hands it to mkfs and
+ * mount, and closes it after unmount. The engine uses it only inside. */
+struct dev;
 
 /* ---- making, mounting ---- */
 
@@ -276,12 +277,23 @@ int fs_sync(struct fs *fs);
  * runs on the journal's push thread and must not block. Returns 0 if csn
  * is durable already (fn is not called), 1 if fn will be, -errno. The
  * caller holds no engine lock: on an idle journal the checkpoint is
- * written on the caller's thread (log_force_async, may_push), and fn has
- * then run before the call returns.
+ * written on the caller's thread, and fn has then run before the call
+ * returns.
+ *
+ * The waiter lives in the caller's request, so that parking one needs no
+ * allocation; priv is the engine's room for its journal waiter (checked to
+ * be large enough when the engine is built), opaque to the caller, and
+ * the waiter must stay put until fn ran (or the call returned 0 or
+ * -errno).
  */
+#define FS_SYNC_WAITER_PRIV 64
 struct fs_sync_waiter {
 	void (*fn)(struct fs_sync_waiter *w, int err, bool log_flushed);
-	struct log_force_waiter lw; /* the engine's */
+	union {
+		unsigned char bytes[FS_SYNC_WAITER_PRIV];
+		uint64_t align_u64;
+		void *align_ptr;
+	} priv;
 };
 uint64_t fs_sync_seq(struct fs_inode *ip, bool datasync);
 int fs_force_async(struct fs *fs, uint64_t csn, struct fs_sync_waiter *w);

@@ -355,17 +355,26 @@ int fs_force(struct fs *fs, uint64_t csn, bool *log_written)
 	return log_force_seq(fs->f_log, csn, true, log_written);
 }
 
+/* The journal waiter lives in the caller's struct fs_sync_waiter (fs.h). */
+_Static_assert(sizeof(struct log_force_waiter) <= FS_SYNC_WAITER_PRIV,
+	       "struct fs_sync_waiter has room for a journal waiter");
+_Static_assert(_Alignof(struct log_force_waiter) <= _Alignof(struct fs_sync_waiter),
+	       "struct fs_sync_waiter is aligned for a journal waiter");
+
 static void sync_waiter_done(struct log_force_waiter *lw, int err, bool flushed)
 {
-	struct fs_sync_waiter *w = container_of(lw, struct fs_sync_waiter, lw);
+	struct fs_sync_waiter *w =
+		(struct fs_sync_waiter *)((char *)lw - offsetof(struct fs_sync_waiter, priv));
 	w->fn(w, err, flushed);
 }
 
 int fs_force_async(struct fs *fs, uint64_t csn, struct fs_sync_waiter *w)
 {
-	w->lw.fn = sync_waiter_done;
-	w->lw.may_push = true;
-	return log_force_async(fs->f_log, csn, &w->lw);
+	struct log_force_waiter *lw = (struct log_force_waiter *)w->priv.bytes;
+	memset(lw, 0, sizeof(*lw));
+	lw->fn = sync_waiter_done;
+	lw->may_push = true;
+	return log_force_async(fs->f_log, csn, lw);
 }
 
 int fs_flush_data(struct fs *fs)
