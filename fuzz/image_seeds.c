@@ -96,8 +96,8 @@ int main(int argc, char **argv)
 	write_seed(&s, "intact-read-only");
 
 	/* a plain flip in each kind: the checksum catches it */
-	static const char *const kinds[] = {"sb", "free", "ino", "orphan", "dir", "ext",
-					    "inode", "free-slot", "freelist"};
+	static const char *const kinds[] = {"sb",	 "free",      "ino",	 "orphan", "dir",
+					    "ext", "rec", "inode", "free-slot", "freelist"};
 	for (unsigned k = 0; k < FSIMG_LOG; k++) {
 		char name[64];
 		snprintf(name, sizeof(name), "raw-%s", kinds[k]);

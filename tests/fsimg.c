@@ -25,7 +25,7 @@
 
 const char *const fsimg_kind_names[FSIMG_NKINDS] = {
 	"superblock", "free-space tree", "inode index", "orphan tree", "directory tree",
-	"extent tree", "inode", "free inode slot", "free-list block", "log",
+	"extent tree", "record tree", "inode", "free inode slot", "free-list block", "log",
 };
 
 /* ---- building ---- */
@@ -131,6 +131,16 @@ struct dev *fsimg_build(const struct fsimg_params *p)
 		ip = mk(junk, name, S_IFREG | 0644, NULL);
 		put(ip, 0, 4096, (uint8_t)i);
 		fs_iput(ip);
+	}
+	/* durable records: values of one and of two fragments, enough of them
+	 * for a tree of two levels */
+	uint8_t val[FS_REC_VALUE_MAX];
+	for (unsigned i = 0; i < 40; i++) {
+		char key[32];
+		int kl = snprintf(key, sizeof(key), "client-%u", i);
+		size_t vl = (i * 97) % (FS_REC_VALUE_MAX + 1);
+		memset(val, (int)i, vl);
+		MUST(fs_rec_put(fs, key, (size_t)kl, val, vl, NULL));
 	}
 	/* every allocation is done: what follows frees, and freed blocks are
 	 * busy for a while, which would make later allocations depend on
@@ -251,6 +261,8 @@ size_t fsimg_regions(const uint8_t *img, uint64_t size, struct fsimg_region **ou
 	walk_tree(&w, FSIMG_FREE_TREE, le64toh(sb->sb_free_root), 0, NULL, NULL);
 	walk_tree(&w, FSIMG_INO_TREE, le64toh(sb->sb_ino_root), 0, chunk_rec, NULL);
 	walk_tree(&w, FSIMG_ORPHAN_TREE, le64toh(sb->sb_orphan_root), 0, NULL, NULL);
+	if (le64toh(sb->sb_rec_root))
+		walk_tree(&w, FSIMG_REC_TREE, le64toh(sb->sb_rec_root), 0, NULL, NULL);
 	for (unsigned i = 0; i < le16toh(sb->sb_freelist_count); i++)
 		add(&w, FSIMG_FREELIST, 0, le64toh(sb->sb_freelist[i]), 0, FS_BLOCK_SIZE, 0, 0);
 	if (!(le32toh(sb->sb_flags) & FS_SB_EXTERNAL_LOG))
@@ -289,6 +301,7 @@ void fsimg_restamp(uint8_t *blk, const struct fsimg_region *r)
 	case FSIMG_ORPHAN_TREE:
 	case FSIMG_DIR_TREE:
 	case FSIMG_EXT_TREE:
+	case FSIMG_REC_TREE:
 		put32(blk + OFF(struct fs_bthdr, bh_crc),
 		      crc_skip(blk, FS_BLOCK_SIZE, OFF(struct fs_bthdr, bh_crc)));
 		break;
@@ -323,7 +336,9 @@ static bool sb_checked(const uint8_t *blk, uint32_t at)
 	       IN(at, struct fs_dsb, sb_free_level) || IN(at, struct fs_dsb, sb_ino_level) ||
 	       IN(at, struct fs_dsb, sb_orphan_level) ||
 	       IN(at, struct fs_dsb, sb_freelist_count) ||
-	       in(at, OFF(struct fs_dsb, sb_freelist), 8 * nfl);
+	       in(at, OFF(struct fs_dsb, sb_freelist), 8 * nfl) ||
+	       IN(at, struct fs_dsb, sb_rec_root) || IN(at, struct fs_dsb, sb_rec_level) ||
+	       IN(at, struct fs_dsb, sb_rec_count);
 }
 
 static bool bt_checked(const uint8_t *blk, const struct fsimg_region *r, uint32_t at, uint8_t x)
@@ -363,8 +378,9 @@ static bool bt_checked(const uint8_t *blk, const struct fsimg_region *r, uint32_
 				       v >= sizeof(struct fs_ddirent); /* not the padding */
 			return true;
 		}
-		/* directory keys: the low 16 bits tell colliding names apart */
-		if (r->kind == FSIMG_DIR_TREE && k < 2)
+		/* directory and record keys: the low 16 bits tell colliding names
+		 * apart (and a record's fragments) */
+		if ((r->kind == FSIMG_DIR_TREE || r->kind == FSIMG_REC_TREE) && k < 2)
 			return false;
 		return true;
 	}
@@ -417,6 +433,7 @@ bool fsimg_byte_checked(const uint8_t *blk, const struct fsimg_region *r, uint32
 	case FSIMG_ORPHAN_TREE:
 	case FSIMG_DIR_TREE:
 	case FSIMG_EXT_TREE:
+	case FSIMG_REC_TREE:
 		return bt_checked(blk, r, at, x);
 	case FSIMG_INODE:
 		return inode_checked(blk, r, at, x);
@@ -429,7 +446,7 @@ void fsimg_describe(const uint8_t *blk, const struct fsimg_region *r, uint32_t a
 		    size_t size)
 {
 	snprintf(buf, size, "byte %u", at - r->off);
-	if (r->kind < FSIMG_FREE_TREE || r->kind > FSIMG_EXT_TREE || r->level > 0 ||
+	if (r->kind < FSIMG_FREE_TREE || r->kind > FSIMG_REC_TREE || r->level > 0 ||
 	    at < sizeof(struct fs_bthdr))
 		return;
 	const struct fs_bthdr *h = (const void *)blk;
@@ -556,6 +573,11 @@ static struct fs_inode *path(struct ex *x, struct fs *fs, const char *p)
 	return ip;
 }
 
+static int count_rec(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	return 0;
+}
+
 static void change_things(struct ex *x, struct fs *fs)
 {
 	struct fs_inode *root = path(x, fs, ""), *ip, *dir;
@@ -615,6 +637,9 @@ static void change_things(struct ex *x, struct fs *fs)
 		fs_iput(dir);
 	}
 	op(x, fs_unlink(root, "s2", 2, NULL));
+	op(x, fs_rec_put(fs, "client-new", 10, x->buf, 1000, NULL));
+	op(x, fs_rec_put(fs, "client-5", 8, x->buf, 7, NULL));
+	op(x, fs_rec_delete(fs, "client-7", 8, NULL));
 	if (c)
 		fs_iput(c);
 	if (b)
@@ -656,6 +681,7 @@ void fsimg_exercise(struct dev *d, const struct fsimg_opts *o, struct fsimg_resu
 		}
 		struct fs_statfs st;
 		op(&x, fs_statfs(fs, &st));
+		op(&x, fs_rec_iterate(fs, count_rec, &x));
 		if (o->modify)
 			change_things(&x, fs);
 		res->unmount_err = fs_unmount(fs);

@@ -7,8 +7,9 @@
  *     metadata: a directory chain, a directory big enough for a two-level
  *     tree, a fragmented file with a two-level extent tree, sparse and
  *     preallocated files, short and long symlinks, hard links, special
- *     files, and a free-space tree of two levels (every other small file
- *     deleted). Block layout is deterministic for given parameters (all
+ *     files, a free-space tree of two levels (every other small file
+ *     deleted), and durable records (two tree levels, one and two
+ *     fragments). Block layout is deterministic for given parameters (all
  *     allocations come before the deletes), so an input that names "the
  *     3rd directory tree block" means the same block in every process.
  *   - fsimg_regions() walks the on-disk format of an image independently of
@@ -50,6 +51,7 @@ enum fsimg_kind {
 	FSIMG_ORPHAN_TREE,
 	FSIMG_DIR_TREE,
 	FSIMG_EXT_TREE,
+	FSIMG_REC_TREE,  /* the durable records */
 	FSIMG_INODE,     /* an allocated inode's 512 bytes */
 	FSIMG_FREE_SLOT, /* an inode slot the index calls free: never read */
 	FSIMG_FREELIST,  /* a block held in reserve by the superblock's free list */

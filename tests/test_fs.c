@@ -3,7 +3,7 @@
  * file data (holes, unwritten extents, extent trees, truncate, fallocate,
  * seek), large directories, remount, orphans, and `check` after each; the
  * pre/post attributes of struct fs_result and the SETATTR guard, atomic
- * with the change under concurrent changers.
+ * with the change under concurrent changers; the durable records.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -717,6 +717,140 @@ static void test_eofblocks(void)
 		  "fallocated blocks stay");
 }
 
+/* ---- durable records (fs_rec_*, rec.c) ---- */
+
+/* A value of length len for key number i, version v: recognisable bytes. */
+static size_t rec_value(unsigned i, unsigned v, size_t len, uint8_t *out)
+{
+	for (size_t k = 0; k < len; k++)
+		out[k] = (uint8_t)(i * 31 + v * 7 + k);
+	return len;
+}
+
+static size_t rec_key(unsigned i, char *out)
+{
+	return (size_t)snprintf(out, 32, "client-%u", i);
+}
+
+struct rec_seen {
+	unsigned n;
+	uint8_t *seen; /* per key number */
+	unsigned version_of_len[FS_REC_VALUE_MAX + 1];
+};
+
+static int rec_seen_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct rec_seen *s = arg;
+	unsigned i;
+	CHECK(klen > 7 && !memcmp(key, "client-", 7));
+	char buf[32];
+	memcpy(buf, (const char *)key + 7, klen - 7);
+	buf[klen - 7] = '\0';
+	i = (unsigned)atoi(buf);
+	CHECK(!s->seen[i]);
+	s->seen[i] = 1;
+	uint8_t want[FS_REC_VALUE_MAX];
+	/* the "many" records: version 0, length i % 300 */
+	CHECK_EQ(vlen, i % 300);
+	rec_value(i, 0, vlen, want);
+	CHECK(!memcmp(val, want, vlen));
+	s->n++;
+	return 0;
+}
+
+static void test_records(void)
+{
+	struct dev *d = mkimg(256 << 20);
+	struct fs *fs = mnt(d);
+	uint8_t val[FS_REC_VALUE_MAX], got[FS_REC_VALUE_MAX];
+	size_t glen;
+	char key[FS_REC_KEY_MAX + 2];
+	struct fs_result res = {0};
+
+	/* bounds */
+	CHECK_EQ(fs_rec_put(fs, "", 0, val, 1, NULL), -EINVAL);
+	memset(key, 'k', sizeof(key));
+	CHECK_EQ(fs_rec_put(fs, key, FS_REC_KEY_MAX + 1, val, 1, NULL), -EINVAL);
+	CHECK_EQ(fs_rec_put(fs, "a", 1, val, FS_REC_VALUE_MAX + 1, NULL), -EINVAL);
+	CHECK_EQ(fs_rec_get(fs, "a", 1, got, &glen), -ENOENT);
+	CHECK_EQ(fs_rec_delete(fs, "a", 1, NULL), -ENOENT);
+	CHECK_EQ(fs_rec_count(fs), 0);
+
+	/* put, get, replace across one and two fragments, delete */
+	CHECK_OK(fs_rec_put(fs, "a", 1, val, 0, &res));
+	CHECK(res.csn != 0);
+	CHECK_OK(fs_force(fs, res.csn, NULL));
+	CHECK_OK(fs_rec_get(fs, "a", 1, got, &glen));
+	CHECK_EQ(glen, 0);
+	static const size_t lens[] = {1, 828, 829, FS_REC_VALUE_MAX, 100, 900, 0, 500};
+	for (unsigned v = 0; v < ARRAY_SIZE(lens); v++) {
+		rec_value(7, v, lens[v], val);
+		CHECK_OK(fs_rec_put(fs, key, FS_REC_KEY_MAX, val, lens[v], &res));
+		CHECK(res.csn != 0);
+		CHECK_OK(fs_rec_get(fs, key, FS_REC_KEY_MAX, got, &glen));
+		CHECK_EQ(glen, lens[v]);
+		CHECK(!memcmp(got, val, glen));
+		CHECK_EQ(fs_rec_count(fs), 2);
+	}
+	CHECK_OK(fs_rec_delete(fs, "a", 1, &res));
+	CHECK(res.csn != 0);
+	CHECK_EQ(fs_rec_get(fs, "a", 1, got, &glen), -ENOENT);
+	CHECK_EQ(fs_rec_count(fs), 1);
+	CHECK_OK(fs_rec_delete(fs, key, FS_REC_KEY_MAX, NULL));
+	CHECK_EQ(fs_rec_count(fs), 0);
+
+	/* many: as many as the store holds, then one more is refused, a
+	 * replace is not, and a delete makes room */
+	for (unsigned i = 0; i < FS_REC_MAX; i++) {
+		char k[32];
+		size_t kl = rec_key(i, k);
+		CHECK_OK(fs_rec_put(fs, k, kl, val, rec_value(i, 0, i % 300, val), NULL));
+	}
+	CHECK_EQ(fs_rec_count(fs), FS_REC_MAX);
+	char k[32];
+	size_t kl = rec_key(FS_REC_MAX, k);
+	CHECK_EQ(fs_rec_put(fs, k, kl, val, 10, NULL), -ENOSPC);
+	kl = rec_key(5, k);
+	CHECK_OK(fs_rec_put(fs, k, kl, val, rec_value(5, 1, 1000, val), NULL));
+	CHECK_OK(fs_rec_put(fs, k, kl, val, rec_value(5, 0, 5, val), NULL));
+	kl = rec_key(6, k);
+	CHECK_OK(fs_rec_delete(fs, k, kl, NULL));
+	kl = rec_key(FS_REC_MAX, k);
+	CHECK_OK(fs_rec_put(fs, k, kl, val, rec_value(FS_REC_MAX, 0, FS_REC_MAX % 300, val),
+			    NULL));
+	kl = rec_key(FS_REC_MAX, k);
+	CHECK_OK(fs_rec_delete(fs, k, kl, NULL));
+	kl = rec_key(6, k);
+	CHECK_OK(fs_rec_put(fs, k, kl, val, rec_value(6, 0, 6, val), NULL));
+
+	/* read back after a remount: every record once, as last put (and
+	 * check is clean with a full store: R1-R4) */
+	umount_check(fs, d);
+	fs = mnt(d);
+	CHECK_EQ(fs_rec_count(fs), FS_REC_MAX);
+	struct rec_seen *s = calloc(1, sizeof(*s));
+	s->seen = calloc(FS_REC_MAX + 1, 1);
+	CHECK_OK(fs_rec_iterate(fs, rec_seen_cb, s));
+	CHECK_EQ(s->n, FS_REC_MAX);
+	free(s->seen);
+	free(s);
+	/* delete them all: the tree shrinks back to its root */
+	for (unsigned i = 0; i < FS_REC_MAX; i++) {
+		kl = rec_key(i, k);
+		CHECK_OK(fs_rec_delete(fs, k, kl, NULL));
+	}
+	CHECK_EQ(fs_rec_count(fs), 0);
+	CHECK_OK(fs_rec_put(fs, "last", 4, val, rec_value(1, 2, 1024, val), NULL));
+	umount_check(fs, d);
+	fs = mnt(d);
+	CHECK_OK(fs_rec_get(fs, "last", 4, got, &glen));
+	CHECK_EQ(glen, 1024);
+	CHECK(!memcmp(got, val, 1024));
+	umount_check(fs, d);
+	dev_close(d);
+	TEST_PASS("durable records: put, replace, delete, bounds, a full store, remount");
+}
+
 /* A file may end at FS_MAX_FILE_SIZE, not a byte past it: writes, sizes,
  * allocations. What protocols advertise (NFSv3 FSINFO) is what the engine
  * takes. */
@@ -1095,6 +1229,7 @@ int main(void)
 	test_fragmented();
 	test_eofblocks();
 	test_max_file_size();
+	test_records();
 	test_wcc_chain();
 	test_setattr_guard();
 	return 0;

@@ -119,7 +119,7 @@ static bool in_crc_field(const struct fsimg_region *r, uint32_t at)
 		o = offsetof(struct fs_dsb, sb_crc);
 	else if (r->kind == FSIMG_INODE)
 		o = r->off + offsetof(struct fs_dinode, di_crc);
-	else if (r->kind <= FSIMG_EXT_TREE)
+	else if (r->kind <= FSIMG_REC_TREE)
 		o = offsetof(struct fs_bthdr, bh_crc);
 	else
 		return false;

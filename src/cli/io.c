@@ -17,6 +17,8 @@
  *   commit_blocks OFF LEN [NEWSIZE]   layout commit of [OFF, OFF+LEN)
  *   write_direct OFF LEN PATTERN      write to the device blocks the last
  *                             map_blocks returned, as a pNFS client does
+ *   recput KEY LEN [PATTERN]  put a durable record (fs_rec_put) of LEN bytes
+ *   recdel KEY | recls        delete one; list every record as "KEY LEN"
  *   counters                  every counter as "name value"
  *   sync                      force the log and flush
  *   powerfail [SEED]          (--crash) cut power now: keep a random part of
@@ -145,6 +147,12 @@ static int print_entry(void *arg, const char *name, size_t len, uint64_t ino, un
 		       uint64_t cookie)
 {
 	printf("%.*s %llu %u\n", (int)len, name, (unsigned long long)ino, type);
+	return 0;
+}
+
+static int print_rec(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	printf("%.*s %zu\n", (int)klen, (const char *)key, vlen);
 	return 0;
 }
 
@@ -400,6 +408,18 @@ static int do_cmd(struct io_state *s, int argc, char **a)
 			       logged ? " (log written)" : "");
 		return err;
 	}
+	if (!strcmp(c, "recput") && (argc == 3 || argc == 4)) {
+		if (parse_u64(a[2], &x) || x > FS_REC_VALUE_MAX ||
+		    (argc == 4 && parse_byte(a[3], &pat)))
+			return -EINVAL;
+		uint8_t val[FS_REC_VALUE_MAX];
+		memset(val, pat, x);
+		return fs_rec_put(s->fs, a[1], strlen(a[1]), val, x, NULL);
+	}
+	if (!strcmp(c, "recdel") && argc == 2)
+		return fs_rec_delete(s->fs, a[1], strlen(a[1]), NULL);
+	if (!strcmp(c, "recls") && argc == 1)
+		return fs_rec_iterate(s->fs, print_rec, NULL);
 	if (!strcmp(c, "counters") && argc == 1) {
 		struct stat_sink sink = stat_sink_file(stdout);
 		fs_stats(s->fs, &sink);

@@ -7,7 +7,8 @@
  * directory entry. A bitmap records which structure owns each block; a block
  * claimed twice, or claimed by nobody, is a problem. Link counts are
  * recounted from the directory entries; every allocated inode must be
- * reachable from the root or listed as an orphan (nlink 0).
+ * reachable from the root or listed as an orphan (nlink 0). The durable
+ * records are checked whole (rec.c: R1-R4).
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -40,11 +41,13 @@ enum owner_kind {
 	OWN_DIRTREE,
 	OWN_EXTTREE,
 	OWN_DATA,
+	OWN_RECTREE,
 };
 
 static const char *const owner_names[] = {
 	"nobody",     "superblock",  "log",          "free list",   "free space",   "free-space tree",
 	"inode index", "orphan tree", "inode chunk", "directory tree", "extent tree", "file data",
+	"record tree",
 };
 
 struct cino {
@@ -209,6 +212,92 @@ static int free_rec(struct checker *c, void *arg, const struct fs_btkey *k, cons
 	own(c, k->k0, len, OWN_FREE, k->k0);
 	s->prev_end = k->k0 + len;
 	s->total += len;
+	return 0;
+}
+
+/* ---- durable records (rec.c: R1-R3) ---- */
+
+struct rec_state {
+	uint64_t count;
+	/* a first fragment waiting for its second */
+	bool pending;
+	uint64_t pend_k0;
+	uint8_t pend[FS_BT_MAX_VALUE];
+	unsigned pend_len;
+	/* the keys of the current hash, to find duplicates */
+	uint64_t run_hash;
+	struct {
+		uint8_t len, key[FS_REC_KEY_MAX];
+	} *run;
+	unsigned run_n, run_cap;
+};
+
+static void rec_whole(struct checker *c, struct rec_state *s, uint64_t k0, const uint8_t *f0,
+		      unsigned l0, const uint8_t *f1, unsigned l1)
+{
+	uint8_t key[FS_REC_KEY_MAX], val[FS_REC_VALUE_MAX];
+	size_t klen, vlen;
+	unsigned nfrags;
+	const char *why;
+	s->count++;
+	if (rec_decode(f0, l0, f1, l1, key, &klen, val, &vlen, &nfrags, &why)) {
+		problem(c, "record %llx has %s", (unsigned long long)k0, why);
+		return;
+	}
+	uint64_t h = k0 & FS_REC_HASH_MASK;
+	if (rec_hash(c->fs, key, klen) != h) {
+		problem(c, "record %llx is filed under the wrong hash", (unsigned long long)k0);
+		return;
+	}
+	if (h != s->run_hash) {
+		s->run_hash = h;
+		s->run_n = 0;
+	}
+	for (unsigned i = 0; i < s->run_n; i++)
+		if (s->run[i].len == klen && !memcmp(s->run[i].key, key, klen))
+			problem(c, "record %llx has the key of another record",
+				(unsigned long long)k0);
+	if (s->run_n == s->run_cap) {
+		s->run_cap = s->run_cap ? 2 * s->run_cap : 4;
+		s->run = xrealloc(s->run, s->run_cap * sizeof(*s->run));
+	}
+	s->run[s->run_n].len = (uint8_t)klen;
+	memcpy(s->run[s->run_n].key, key, klen);
+	s->run_n++;
+}
+
+static void rec_flush(struct checker *c, struct rec_state *s)
+{
+	if (s->pending)
+		rec_whole(c, s, s->pend_k0, s->pend, s->pend_len, NULL, 0);
+	s->pending = false;
+}
+
+static int rec_rec(struct checker *c, void *arg, const struct fs_btkey *k, const uint8_t *val,
+		   unsigned vlen)
+{
+	struct rec_state *s = arg;
+	if (k->k0 & 1) {
+		if (!s->pending || s->pend_k0 != (k->k0 & ~1ull)) {
+			rec_flush(c, s);
+			problem(c, "record %llx: a second fragment without its first",
+				(unsigned long long)k->k0);
+			return 0;
+		}
+		s->pending = false;
+		rec_whole(c, s, s->pend_k0, s->pend, s->pend_len, val, vlen);
+		return 0;
+	}
+	rec_flush(c, s);
+	struct fs_drec d;
+	if (vlen >= sizeof(d) && (memcpy(&d, val, sizeof(d)), d.r_nfrags == 2)) {
+		s->pending = true;
+		s->pend_k0 = k->k0;
+		s->pend_len = vlen;
+		memcpy(s->pend, val, vlen);
+		return 0;
+	}
+	rec_whole(c, s, k->k0, val, vlen, NULL, 0);
 	return 0;
 }
 
@@ -422,6 +511,17 @@ int fs_check(struct fs *fs, FILE *out, uint64_t *problems)
 	walk(&c, le64toh(sb->sb_orphan_root), le16toh(sb->sb_orphan_level),
 	     fs_bt_verifier(FS_BT_ORPHAN_MAGIC), 0, OWN_ORPHANTREE, NULL, NULL, true, orphan_rec,
 	     NULL, NULL);
+	struct rec_state rs = {0};
+	if (le64toh(sb->sb_rec_root)) {
+		walk(&c, le64toh(sb->sb_rec_root), le16toh(sb->sb_rec_level),
+		     fs_bt_verifier(FS_BT_REC_MAGIC), 0, OWN_RECTREE, NULL, NULL, true, rec_rec,
+		     &rs, NULL);
+		rec_flush(&c, &rs);
+	}
+	if (rs.count != le32toh(sb->sb_rec_count))
+		problem(&c, "the superblock counts %u records, the record tree holds %llu",
+			le32toh(sb->sb_rec_count), (unsigned long long)rs.count);
+	free(rs.run);
 
 	/* every allocated inode: content first, then the namespace */
 	size_t it = 0;

@@ -314,6 +314,40 @@ int fs_flush_data(struct fs *fs);
  */
 uint64_t fs_data_epoch(struct fs *fs);
 
+/* ---- durable records ---- */
+
+/*
+ * A small store of records a protocol must find again after a restart
+ * (NFSv4 client records, for reclaim in the grace period): a key of 1 to
+ * FS_REC_KEY_MAX bytes, a value of 0 to FS_REC_VALUE_MAX, at most
+ * FS_REC_MAX records (docs/engine-records.md). Each put or delete is one
+ * transaction (res->csn: durable once fs_force() to it returned; no
+ * attributes); after a crash a record is there whole, as some put left it,
+ * or not at all. (These bounds are also the on-disk format's: fs_format.h
+ * repeats them, and the build fails if the two differ.)
+ */
+#define FS_REC_KEY_MAX   64
+#define FS_REC_VALUE_MAX 1024
+#define FS_REC_MAX       16384
+
+/* Insert, or replace the value of an existing key. -EINVAL for a key or
+ * value out of bounds, -ENOSPC when FS_REC_MAX records exist (a replace
+ * always has room) or the device is full. */
+int fs_rec_put(struct fs *fs, const void *key, size_t klen, const void *val, size_t vlen,
+	       struct fs_result *res);
+/* -ENOENT if there is no such record. */
+int fs_rec_delete(struct fs *fs, const void *key, size_t klen, struct fs_result *res);
+/* The value (val: room for FS_REC_VALUE_MAX bytes) and its length. */
+int fs_rec_get(struct fs *fs, const void *key, size_t klen, void *val, size_t *vlen);
+/*
+ * Every record, in no particular order; fn returns nonzero to stop. fn
+ * runs with no engine lock held and may call fs_rec_*: a record put or
+ * deleted meanwhile may or may not be seen, every other is seen once.
+ */
+typedef int (*fs_rec_fn)(void *arg, const void *key, size_t klen, const void *val, size_t vlen);
+int fs_rec_iterate(struct fs *fs, fs_rec_fn fn, void *arg);
+uint32_t fs_rec_count(struct fs *fs);
+
 /* ---- pNFS block layouts ---- */
 
 enum fs_map_state {

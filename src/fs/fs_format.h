@@ -12,10 +12,12 @@
  *     free list that feeds the free-space tree's own blocks, the file-handle
  *     secret. The pNFS block-layout volume signature is the UUID at byte
  *     FS_SB_SIG_OFFSET of block 0.
- *   - B+tree blocks (one format, four uses): free space (key: start block),
- *     inode index (key: first inode of a chunk), directories (key: name hash
- *     and collision index), extent maps (key: file block). Every block has a
- *     header with magic, CRC32C, its own block number, owner, LSN and UUID.
+ *   - B+tree blocks (one format, six uses): free space (key: start block),
+ *     inode index (key: first inode of a chunk), orphans (key: inode),
+ *     directories (key: name hash and collision index), extent maps (key:
+ *     file block), durable records (key: key hash, collision index and
+ *     fragment). Every block has a header with magic, CRC32C, its own block
+ *     number, owner, LSN and UUID.
  *   - inodes: 512 bytes each, 8 per block, in chunks of 8 contiguous blocks
  *     (64 inodes). The inode number names its place: ino = block * 8 + slot.
  *     Each inode carries its own magic, CRC, number (owner) and LSN.
@@ -65,6 +67,11 @@ struct fs_dsb {
 	uint8_t sb_secret[FS_SECRET_SIZE];      /* file-handle authenticator key */
 	uint64_t sb_mkfs_time;
 	char sb_label[32];
+	/* durable records (fs_rec_*): their tree, 0 until the first record */
+	uint64_t sb_rec_root;
+	uint16_t sb_rec_level;
+	uint16_t sb_pad2;
+	uint32_t sb_rec_count; /* records (not tree records), at most FS_REC_MAX */
 };
 _Static_assert(__builtin_offsetof(struct fs_dsb, sb_uuid) == FS_SB_SIG_OFFSET,
 	       "pNFS signature offset");
@@ -77,6 +84,7 @@ _Static_assert(sizeof(struct fs_dsb) <= FS_BLOCK_SIZE, "superblock fits a block"
 #define FS_BT_DIR_MAGIC    0x52494442u /* "BDIR" */
 #define FS_BT_EXT_MAGIC    0x54584542u /* "BEXT" */
 #define FS_BT_ORPHAN_MAGIC 0x50524f42u /* "BORP" */
+#define FS_BT_REC_MAGIC    0x43455242u /* "BREC" */
 #define FS_BT_MAXLEVELS    8
 
 struct fs_bthdr {
@@ -118,6 +126,36 @@ _Static_assert(sizeof(struct fs_btnode_ent) == 24, "btree node entry size");
 /* Largest value a leaf record may hold (a quarter of a block, so a split
  * always makes room). */
 #define FS_BT_MAX_VALUE 900
+
+/*
+ * durable records: key {hash | collision index << 1 | fragment, 0}, where
+ * hash is the top 48 bits (FS_REC_HASH_MASK) of SipHash-2-4 of the record's
+ * key, keyed with the two words siphash24(sb_secret[0..16), "records-0")
+ * and (..., "records-1"); the collision index (15 bits) tells apart keys of
+ * one hash; fragment is 0 or 1. A record is one or two tree records:
+ * fragment 0 holds struct fs_drec, the key, and the value's first bytes,
+ * as many as fit in FS_BT_MAX_VALUE; fragment 1, when the value did not
+ * fit, the rest. Both are written in one transaction. Bounds: a key of
+ * 1..FS_REC_KEY_MAX bytes, a value of up to FS_REC_VALUE_MAX, at most
+ * FS_REC_MAX records (docs/engine-records.md).
+ */
+#define FS_REC_KEY_MAX   64
+#define FS_REC_VALUE_MAX 1024
+#define FS_REC_MAX       16384
+#define FS_REC_HASH_MASK 0xffffffffffff0000ull
+#define FS_REC_IDX_MAX   0x7fffu
+struct fs_drec {
+	uint16_t r_vallen; /* the whole value */
+	uint8_t r_keylen;
+	uint8_t r_nfrags; /* 1 or 2 */
+	uint32_t r_crc;   /* CRC32C of the key, then the whole value */
+	/* the key, then the value's first bytes */
+};
+_Static_assert(sizeof(struct fs_drec) == 8, "record header size");
+_Static_assert(FS_BT_MAX_VALUE - sizeof(struct fs_drec) - FS_REC_KEY_MAX + FS_BT_MAX_VALUE >=
+		       FS_REC_VALUE_MAX,
+	       "a record fits in two fragments");
+_Static_assert(FS_REC_MAX <= FS_REC_IDX_MAX + 1, "every record has a collision index");
 
 /* free space: key {start block, 0}, value uint64_t length */
 /* inode index: key {first inode of chunk, 0}, value uint64_t free mask (bit = free) */

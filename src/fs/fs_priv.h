@@ -2,6 +2,9 @@
  * fs_priv.h - the engine's internal state, shared by its source files.
  *
  * Lock order, lowest first (ranks in base/lock.h's ranges):
+ *    90  rename lock (cross-directory renames)
+ *    95  record store lock (f_rec_lock: the durable records, rec.c; held
+ *        across a whole put or delete, as an I/O lock is)
  *   100  inode I/O lock (i_iolock; rwlock: shared for reads and overwrites,
  *        exclusive for truncate, allocation, extent removal, namespace
  *        changes of a directory)
@@ -407,6 +410,17 @@ int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx, struct fs
 /* Unwritten blocks over every hole of [first, last] (I/O lock exclusive). */
 int file_alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, struct fs_result *res);
 
+/* ---- durable records (rec.c) ---- */
+
+int rec_mount(struct fs *fs);
+/* The hash a record key is filed under (FS_REC_HASH_MASK bits). */
+uint64_t rec_hash(struct fs *fs, const void *key, size_t len);
+/* Parse and verify one record's fragments (frag1 NULL for a one-fragment
+ * record) into key/val: 0, or -EUCLEAN with *why set. */
+int rec_decode(const uint8_t *frag0, size_t len0, const uint8_t *frag1, size_t len1,
+	       uint8_t key[FS_REC_KEY_MAX], size_t *klen, uint8_t val[FS_REC_VALUE_MAX],
+	       size_t *vlen, unsigned *nfrags, const char **why);
+
 /* ---- directories (dir.c) ---- */
 
 void dir_bt(struct fs_inode *dp, struct bt *bt);
@@ -465,6 +479,10 @@ struct fs {
 
 	struct mutex f_rename_lock; /* rank 90: cross-directory renames */
 
+	/* durable records (rec.c) */
+	struct mutex f_rec_lock; /* rank 95 */
+	uint8_t f_rec_key[16];   /* the records' hash key, from the secret */
+
 	/* speculative preallocation, trimmed when idle (eofblocks.c) */
 	struct mutex f_eof_lock;
 	struct cond f_eof_cond;
@@ -489,6 +507,7 @@ struct fs {
 		counter_t layout_recalls, layout_delays, layout_waits;
 		counter_t buf_reads, buf_hits, buf_evictions;
 		counter_t eof_trims, eof_trim_blocks;
+		counter_t rec_puts, rec_deletes;
 	} f_stats;
 };
 

@@ -274,7 +274,9 @@ int fs_mount(const struct fs_mount_opts *o, struct fs **out)
 		goto out_log;
 	fs->f_sb = (struct fs_dsb *)fs->f_sbp->b_data;
 	memcpy(fs->f_secret, fs->f_sb->sb_secret, FS_SECRET_SIZE);
-	err = alloc_mount(fs);
+	err = rec_mount(fs);
+	if (!err)
+		err = alloc_mount(fs);
 	if (!err)
 		err = ialloc_mount(fs);
 	if (!err) {
@@ -429,7 +431,10 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(buf_evictions);
 	C(eof_trims);
 	C(eof_trim_blocks);
+	C(rec_puts);
+	C(rec_deletes);
 #undef C
+	stat_gauge(s, "fs.records", le32toh(fs->f_sb->sb_rec_count));
 	stat_gauge(s, "fs.free_blocks_now", (uint64_t)MAX(alloc_free_blocks(fs), 0));
 	stat_gauge(s, "fs.inodes", atomic_load(&fs->f_icount));
 	stat_gauge(s, "fs.eof_listed", eof_listed(fs));

@@ -61,9 +61,21 @@ int fs_verify_sb(const struct fs_dsb *sb, uint64_t dev_blocks)
 			return -EUCLEAN;
 		}
 	}
+	uint64_t rec_root = le64toh(sb->sb_rec_root);
+	if (rec_root >= blocks ||
+	    (!rec_root && (sb->sb_rec_level || sb->sb_rec_count))) {
+		msg_err("fs: superblock names an impossible record tree");
+		return -EUCLEAN;
+	}
+	if (le32toh(sb->sb_rec_count) > FS_REC_MAX) {
+		msg_err("fs: superblock counts %u records (at most %u)", le32toh(sb->sb_rec_count),
+			FS_REC_MAX);
+		return -EUCLEAN;
+	}
 	if (le16toh(sb->sb_free_level) >= FS_BT_MAXLEVELS ||
 	    le16toh(sb->sb_ino_level) >= FS_BT_MAXLEVELS ||
-	    le16toh(sb->sb_orphan_level) >= FS_BT_MAXLEVELS) {
+	    le16toh(sb->sb_orphan_level) >= FS_BT_MAXLEVELS ||
+	    le16toh(sb->sb_rec_level) >= FS_BT_MAXLEVELS) {
 		msg_err("fs: superblock names an impossible tree height");
 		return -EUCLEAN;
 	}
@@ -220,6 +232,7 @@ BT_VERIFIER(bt_verify_ino, FS_BT_INO_MAGIC, "inode index")
 BT_VERIFIER(bt_verify_dir, FS_BT_DIR_MAGIC, "directory")
 BT_VERIFIER(bt_verify_ext, FS_BT_EXT_MAGIC, "extent")
 BT_VERIFIER(bt_verify_orphan, FS_BT_ORPHAN_MAGIC, "orphan")
+BT_VERIFIER(bt_verify_rec, FS_BT_REC_MAGIC, "record")
 
 const struct fs_verifier fs_bt_verifiers[] = {
 	{"free-space", FS_BT_FREE_MAGIC, bt_verify_free, bt_stamp},
@@ -227,6 +240,7 @@ const struct fs_verifier fs_bt_verifiers[] = {
 	{"directory", FS_BT_DIR_MAGIC, bt_verify_dir, bt_stamp},
 	{"extent", FS_BT_EXT_MAGIC, bt_verify_ext, bt_stamp},
 	{"orphan", FS_BT_ORPHAN_MAGIC, bt_verify_orphan, bt_stamp},
+	{"record", FS_BT_REC_MAGIC, bt_verify_rec, bt_stamp},
 	{NULL, 0, NULL, NULL},
 };
 
