@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "check.h"
 #include "rpc/xdr.h"
@@ -371,6 +373,37 @@ static void test_arena(void)
 	TEST_PASS("xdr decode arenas");
 }
 
+/* xdr_enc_append: the same bytes, the external segments spliced, not
+ * copied; too little room changes nothing. */
+static void test_append(void)
+{
+	static const uint8_t data[7] = {1, 2, 3, 4, 5, 6, 7};
+	struct iovec seg = {.iov_base = (void *)data, .iov_len = sizeof(data)};
+	struct xdr_enc src, dst, small;
+	xdr_enc_init(&src, 1024);
+	CHECK_OK(xdr_enc_u32(&src, 42));
+	CHECK_OK(xdr_enc_opaque_iov(&src, &seg, 1)); /* length, segment, padding */
+	CHECK_OK(xdr_enc_u32(&src, 43));
+	xdr_enc_init(&dst, 1024);
+	CHECK_OK(xdr_enc_u32(&dst, 41));
+	CHECK_OK(xdr_enc_append(&dst, &src));
+	CHECK_EQ(xdr_enc_len(&dst), 4 + xdr_enc_len(&src));
+	CHECK_EQ(dst.next, 1u);
+	CHECK(dst.ext[0].iov.iov_base == data); /* spliced */
+	uint8_t want[64], got[64];
+	xdr_enc_flatten(&src, want);
+	xdr_enc_flatten(&dst, got);
+	CHECK(!memcmp(got + 4, want, xdr_enc_len(&src)));
+	xdr_enc_init(&small, 8);
+	CHECK_EQ(xdr_enc_append(&small, &src), -EMSGSIZE);
+	CHECK_EQ(xdr_enc_len(&small), 0u);
+	CHECK_EQ(small.next, 0u);
+	xdr_enc_destroy(&small);
+	xdr_enc_destroy(&dst);
+	xdr_enc_destroy(&src);
+	printf("ok append\n");
+}
+
 int main(void)
 {
 	test_roundtrip();
@@ -378,5 +411,6 @@ int main(void)
 	test_enc_limits_and_rollback();
 	test_generated_helpers();
 	test_arena();
+	test_append();
 	return 0;
 }

@@ -291,6 +291,11 @@ const struct sockaddr_storage *svc_conn_peer(const struct svc_conn *c)
 	return &c->peer;
 }
 
+uint64_t svc_conn_id(const struct svc_conn *c)
+{
+	return c->id;
+}
+
 bool svc_conn_alive(const struct svc_conn *c)
 {
 	return atomic_load(&c->alive);
@@ -483,6 +488,7 @@ static void accept_one(struct svc *s, struct svc_listener *l)
 		c->refs = 1; /* the loop's */
 		c->fd = fd;
 		c->peer = peer;
+		c->id = ++s->next_conn_id;
 		c->counted = true;
 		mutex_init(&c->lock, &svc_conn_class);
 		atomic_store(&c->alive, true);

@@ -306,6 +306,17 @@ int svc_enc_void(struct xdr_enc *x, const void *res);
 /* ---- requests ---------------------------------------------------------- */
 
 void *svc_req_ctx(const struct svc_req *rq);
+/*
+ * SVC_REQ_SCRATCH bytes (aligned to 16) that belong to the protocol for
+ * the request's whole life, zeroed when the call arrives: what a protocol
+ * keeps while the request is parked (the shared server layer's stability
+ * waiter), so it needs neither an allocation nor room in every result.
+ */
+#define SVC_REQ_SCRATCH 128
+void *svc_req_scratch(struct svc_req *rq);
+/* A number unique among the connections of this server's life (never 0):
+ * an identity that outlives the connection's memory. */
+uint64_t svc_conn_id(const struct svc_conn *c);
 uint32_t svc_req_xid(const struct svc_req *rq);
 enum svc_wake svc_req_wake(const struct svc_req *rq);
 /* The connection the call came on, borrowed for the request's lifetime;

@@ -107,6 +107,11 @@ void *svc_req_ctx(const struct svc_req *rq)
 	return rq->pe->ctx;
 }
 
+void *svc_req_scratch(struct svc_req *rq)
+{
+	return rq->scratch;
+}
+
 uint32_t svc_req_xid(const struct svc_req *rq)
 {
 	return rq->hdr.xid;

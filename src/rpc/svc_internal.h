@@ -145,6 +145,7 @@ struct svc {
 	unsigned nprogs;
 
 	int epfd;
+	uint64_t next_conn_id; /* loop only: svc_conn_id() */
 	struct svc_pollent evpe;
 	int evfd; /* eventfd: wakes the loop (new earliest timer, stop) */
 	struct svc_listener listeners[SVC_MAX_LISTENERS];
@@ -195,6 +196,7 @@ struct svc_conn {
 	_Atomic int refs;
 	int fd;
 	struct sockaddr_storage peer;
+	uint64_t id;      /* [const] svc_conn_id() */
 	struct list link; /* svc.conns */
 	bool counted;     /* in svc.nconns; under svc.conns */
 	struct svc_workq workq; /* under svc.pool */
@@ -285,6 +287,7 @@ struct svc_req {
 	struct xdr_enc reply;
 	struct svc_out out;
 	struct iovec iov_inline[4];
+	_Alignas(16) uint8_t scratch[SVC_REQ_SCRATCH]; /* the protocol's (svc_req_scratch) */
 	_Alignas(16) uint8_t inline_area[RQ_INLINE];
 	uint8_t reply_inline[256];
 };

@@ -531,6 +531,38 @@ int xdr_enc_opaque_splice(struct xdr_enc *x, const void *p, uint32_t len)
 	return xdr_enc_opaque_iov(x, &iov, 1);
 }
 
+int xdr_enc_append(struct xdr_enc *x, const struct xdr_enc *src)
+{
+	struct xdr_mark m = xdr_enc_mark(x);
+	size_t pos = 0;
+	if (src->next > XDR_MAX_EXT - x->next)
+		return -EMSGSIZE;
+	for (unsigned i = 0; i <= src->next; i++) {
+		size_t upto = i < src->next ? src->ext[i].at : src->len;
+		if (upto > pos) {
+			if (room(x, upto - pos)) {
+				xdr_enc_rollback(x, m);
+				return -EMSGSIZE;
+			}
+			memcpy(x->buf + x->len, src->buf + pos, upto - pos);
+			x->len += upto - pos;
+			pos = upto;
+		}
+		if (i < src->next) {
+			size_t n = src->ext[i].iov.iov_len;
+			if (n > x->max || xdr_enc_len(x) > x->max - n) {
+				xdr_enc_rollback(x, m);
+				return -EMSGSIZE;
+			}
+			x->ext[x->next].at = x->len;
+			x->ext[x->next].iov = src->ext[i].iov;
+			x->next++;
+			x->ext_bytes += n;
+		}
+	}
+	return 0;
+}
+
 int xdr_enc_reserve(struct xdr_enc *x, size_t n, size_t *off)
 {
 	BUG_ON(n & 3);

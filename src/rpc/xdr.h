@@ -217,6 +217,10 @@ int xdr_enc_opaque_iov(struct xdr_enc *x, const struct iovec *iov, unsigned n);
  * segment is free and copied otherwise; the bytes on the wire are the same. */
 int xdr_enc_opaque_splice(struct xdr_enc *x, const void *p, uint32_t len);
 
+/* Append every byte src encoded, its external segments spliced in as
+ * they are (they must outlive x's message as they do src's: invariant 6). */
+int xdr_enc_append(struct xdr_enc *x, const struct xdr_enc *src);
+
 /* Reserve n inline bytes (a multiple of 4) to be filled in later with
  * xdr_enc_put_u32_at() (e.g. a count known only after the list). */
 int xdr_enc_reserve(struct xdr_enc *x, size_t n, size_t *off);
