@@ -83,6 +83,8 @@ int fs_root(struct fs *fs, struct fs_inode **ip);
 /* By number; with gen != 0 the generation must match, else -ESTALE. A number
  * that is not an allocated inode is -ESTALE too. */
 int fs_iget(struct fs *fs, uint64_t ino, uint32_t gen, struct fs_inode **ip);
+/* Another reference to an inode the caller holds one of. */
+void fs_igrab(struct fs_inode *ip);
 void fs_iput(struct fs_inode *ip);
 uint64_t fs_ino(const struct fs_inode *ip);
 struct fs *fs_of(const struct fs_inode *ip);

@@ -367,6 +367,14 @@ int fs_root(struct fs *fs, struct fs_inode **ipp)
 	return fs_iget(fs, le64toh(fs->f_sb->sb_root_ino), 0, ipp);
 }
 
+void fs_igrab(struct fs_inode *ip)
+{
+	/* the caller holds a reference, so the count cannot be 0 and the
+	 * inode cannot be on its way out of the cache */
+	int old = atomic_fetch_add(&ip->i_ref, 1);
+	BUG_ON(old <= 0);
+}
+
 void fs_iput(struct fs_inode *ip)
 {
 	struct fs *fs = ip->i_fs;
