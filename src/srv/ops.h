@@ -1,0 +1,63 @@
+/*
+ * ops.h - the operations every protocol performs for a caller: the
+ * permission rules of perm.h applied in the Linux VFS's order, then the
+ * engine call. NFSv3 and NFSv4 translate their wire to these and their
+ * results back; neither decides who may do what itself.
+ *
+ * Every function takes the caller as admitted to an export (struct
+ * srv_exp: options and squashed credential), borrows the inodes it is
+ * given, returns 0 or -errno (the engine's, and perm.h's -EACCES, -EPERM,
+ * -EROFS), and fills res as the engine's call does (fs.h: the commit
+ * sequence, and with FS_RES_ATTRS the attributes before and after, atomic
+ * with the change). A change that conflicts with another client's pNFS
+ * layout answers -EINPROGRESS or -EWOULDBLOCK (fs_break_layouts: rule 9),
+ * having changed nothing.
+ */
+#ifndef JNFS_SRV_OPS_H
+#define JNFS_SRV_OPS_H
+
+#include "srv/perm.h"
+#include "srv/srv.h"
+
+/* name in dir, for a caller who may search dir; ".." never leaves the
+ * export (export_lookup). */
+int srv_lookup(const struct srv_exp *e, struct fs_inode *dir, const char *name, size_t len,
+	       struct fs_inode **ip);
+
+/*
+ * Create name in dir: ca gives the type (and a symlink's target, a
+ * device's number); req the attributes the client sent, which decide the
+ * mode and, for root, the owner (perm.h rule 10); the size and times left
+ * in req are set on the new object as a SETATTR would. -EEXIST when the
+ * name is taken. A reference to the new object in *ip.
+ */
+int srv_create(const struct srv_exp *e, struct fs_inode *dir, const char *name, size_t len,
+	       struct fs_create_args *ca, const struct fs_setattr *req, struct fs_inode **ip,
+	       struct fs_result *res);
+
+/* What srv_remove may remove. */
+enum srv_rm { SRV_RM_FILE, SRV_RM_DIR, SRV_RM_ANY };
+int srv_remove(const struct srv_exp *e, struct fs_inode *dir, const char *name, size_t len,
+	       enum srv_rm what, struct fs_result *res);
+int srv_rename(const struct srv_exp *e, struct fs_inode *sdir, const char *sname, size_t slen,
+	       struct fs_inode *ddir, const char *dname, size_t dlen, struct fs_result *res);
+int srv_link(const struct srv_exp *e, struct fs_inode *ip, struct fs_inode *dir,
+	     const char *name, size_t len, struct fs_result *res);
+
+/* A SETATTR of ip: sa is sanitized by perm.h (rules 6-9) and applied. */
+int srv_setattr(const struct srv_exp *e, struct fs_inode *ip, struct fs_setattr *sa,
+		struct fs_result *res);
+
+/* WRITE: permission with the owner override, layouts broken, set-id bits
+ * cleared before the data goes (rule 9), the data written. */
+int srv_write(const struct srv_exp *e, struct fs_inode *ip, uint64_t off, const void *buf,
+	      size_t len, struct fs_result *res);
+
+/* May the caller READ ip (read permission with the owner override, or
+ * execute: a client runs a program it may not read)? */
+int srv_may_read(const struct srv_exp *e, struct fs_inode *ip);
+/* May the caller COMMIT ip (write permission with the owner override; not
+ * on a read-only export)? */
+int srv_may_commit(const struct srv_exp *e, struct fs_inode *ip);
+
+#endif

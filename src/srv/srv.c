@@ -1,0 +1,230 @@
+/*
+ * srv.c - admission, file handles, the write verifier and stability as a
+ * service (see srv.h).
+ *
+ * Stability. A request that must not be answered before sequence S is
+ * durable is parked (svc_defer) and the journal is forced asynchronously
+ * to S (fs_force_async). Whoever makes S durable - the journal's push
+ * thread, or this request's own worker when it wrote the checkpoint itself
+ * on an idle journal - completes the request: it encodes and sends the
+ * reply (svc_complete). When data must be durable too and that force
+ * wrote no log (so no device flush happened after the data was written:
+ * rule 5), the request is woken instead (svc_wake) and a worker flushes the
+ * data device, since a flush is too slow for the push thread. No thread
+ * waits for the log; the waiter lives in the request's scratch space, not
+ * in any protocol's result struct.
+ *
+ * Where completions send their replies: on the thread that made the
+ * sequence durable. Encoding a reply is a copy of its result struct into
+ * the reply buffer and a non-blocking send (svc.h invariant 5), a few
+ * microseconds per request, so the push thread pays a few microseconds per
+ * waiter before it can start the next checkpoint (docs/design.md §6 has
+ * the measurement).
+ */
+#include "srv/srv.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/compiler.h"
+#include "base/rand.h"
+#include "base/time.h"
+
+/* ---- set-up ---- */
+
+void srv_init(struct srv *s, struct fs *fs, const struct exports *e)
+{
+	memset(s, 0, sizeof(*s));
+	s->fs = fs;
+	atomic_init(&s->exports, e);
+	const uint8_t *secret = fs_handle_secret(fs);
+	memcpy(s->fh_key, secret, sizeof(s->fh_key));
+	memcpy(s->verf_key, secret + 16, sizeof(s->verf_key));
+	/* a new verifier at every start (rule 8): clients resend unstable data */
+	uint64_t seed = wall_ns() ^ ((uint64_t)getpid() << 32);
+	uint64_t v = splitmix64(&seed);
+	memcpy(s->boot_verf, &v, sizeof(v));
+}
+
+const struct exports *srv_swap_exports(struct srv *s, const struct exports *e)
+{
+	return atomic_exchange_explicit(&s->exports, e, memory_order_acq_rel);
+}
+
+void srv_stats(struct srv *s, const struct stat_sink *sink)
+{
+#define C(name) stat_emitf(sink, "srv", #name, counter_get(&s->st.name))
+	C(stale);
+	C(badhandle);
+	C(perm_denied);
+	C(sync_waits);
+	C(sync_flushes);
+	C(jukebox);
+#undef C
+}
+
+void srv_write_verf(struct srv *s, uint8_t out[8])
+{
+	uint64_t v;
+	memcpy(&v, s->boot_verf, sizeof(v));
+	/* every failed data flush gives another verifier (rule 8) */
+	v ^= fs_data_epoch(s->fs) * 0x9e3779b97f4a7c15ull;
+	memcpy(out, &v, sizeof(v));
+}
+
+/* ---- admission ---- */
+
+int srv_admit(struct srv *s, const struct export *ex, struct svc_req *rq,
+	      const struct rpc_cred *rc, struct srv_exp *out)
+{
+	const struct sockaddr_storage *peer = svc_conn_peer(svc_req_conn(rq));
+	const struct export_opts *o = export_client_opts(ex, peer);
+	if (!o) {
+		counter_inc(&s->st.perm_denied);
+		return -EACCES;
+	}
+	if (o->secure && !export_peer_secure(peer)) {
+		counter_inc(&s->st.perm_denied);
+		return -EPERM;
+	}
+	out->ex = ex;
+	out->opts = o;
+	export_squash(o, rc->flavor == RPC_AUTH_SYS, rc->uid, rc->gid, rc->gids, rc->ngids,
+		      &out->cred);
+	return 0;
+}
+
+/* ---- file handles ---- */
+
+void srv_fh_make(const struct srv *s, const struct export *ex, const struct fs_attr *a,
+		 uint8_t out[FH_SIZE])
+{
+	struct fh fh = {.fsid = ex->fsid, .ino = a->ino, .gen = a->gen};
+	fh_encode(s->fh_key, &fh, out);
+}
+
+int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc,
+		   const void *wfh, size_t len, struct srv_exp *e, struct fs_inode **ip)
+{
+	struct fh fh;
+	*ip = NULL;
+	if (fh_decode(s->fh_key, wfh, len, &fh)) {
+		counter_inc(&s->st.badhandle);
+		return -SRV_EBADHANDLE;
+	}
+	if (e->ex) {
+		if (fh.fsid != e->ex->fsid)
+			return -EXDEV;
+	} else {
+		const struct export *ex = exports_by_fsid(srv_exports(s), fh.fsid);
+		if (!ex) {
+			counter_inc(&s->st.stale);
+			return -ESTALE;
+		}
+		int err = srv_admit(s, ex, rq, rc, e);
+		if (err)
+			return err;
+	}
+	int err = fs_iget(s->fs, fh.ino, fh.gen, ip);
+	if (err == -ESTALE)
+		counter_inc(&s->st.stale);
+	return err;
+}
+
+/* ---- stability ---- */
+
+/* What a parked request keeps in its scratch space while it waits. */
+struct srv_wait {
+	struct fs_sync_waiter w;
+	struct svc_req *rq;
+	struct srv *s;
+	srv_failed_fn failed;
+	void *failed_arg;
+	bool need_flush;    /* a data sync: flush the device if the force did not */
+	bool flush_pending; /* woken to flush on a worker */
+};
+_Static_assert(sizeof(struct srv_wait) <= SVC_REQ_SCRATCH, "the waiter fits the request");
+
+static struct srv_wait *wait_of(struct svc_req *rq)
+{
+	return svc_req_scratch(rq);
+}
+
+static void wait_fail(struct srv_wait *sw, int err)
+{
+	if (sw->failed)
+		sw->failed(sw->failed_arg, err);
+}
+
+/* The force is done: on the journal's push thread, or on this request's own
+ * worker when it wrote the checkpoint itself before srv_reply_stable
+ * returned (fs_force_async on an idle journal). Never blocks. */
+static void sync_done(struct fs_sync_waiter *w, int err, bool log_flushed)
+{
+	struct srv_wait *sw = container_of(w, struct srv_wait, w);
+	struct svc_req *rq = sw->rq;
+	if (err)
+		wait_fail(sw, err);
+	if (!err && sw->need_flush && !log_flushed) {
+		sw->flush_pending = true;
+		svc_wake(rq);
+	} else {
+		svc_complete(rq, SVC_OK);
+	}
+	svc_req_put(rq);
+}
+
+/* A flush of the data device on this worker (rule 5). */
+static void flush_data(struct srv *s, struct srv_wait *sw)
+{
+	counter_inc(&s->st.sync_flushes);
+	int err = fs_flush_data(s->fs);
+	if (err)
+		wait_fail(sw, err);
+}
+
+enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
+			       srv_failed_fn failed, void *failed_arg)
+{
+	struct srv_wait *sw = wait_of(rq);
+	memset(sw, 0, sizeof(*sw));
+	sw->rq = rq;
+	sw->s = s;
+	sw->failed = failed;
+	sw->failed_arg = failed_arg;
+	if (!csn) {
+		/* nothing logged: only the device cache stands between the data
+		 * and stable storage; a flush on this worker is cheaper than a
+		 * round trip through the push thread */
+		if (data)
+			flush_data(s, sw);
+		return SVC_OK;
+	}
+	sw->need_flush = data;
+	sw->w.fn = sync_done;
+	counter_inc(&s->st.sync_waits);
+	svc_req_get(rq);
+	svc_defer(rq, 0);
+	int rc = fs_force_async(s->fs, csn, &sw->w);
+	if (rc == 1)
+		return SVC_DEFERRED;
+	/* durable already (or failed): nobody else will finish it */
+	if (rc < 0)
+		wait_fail(sw, rc);
+	else if (data)
+		flush_data(s, sw);
+	svc_complete(rq, SVC_OK);
+	svc_req_put(rq);
+	return SVC_DEFERRED;
+}
+
+enum svc_stat srv_stable_resume(struct srv *s, struct svc_req *rq)
+{
+	struct srv_wait *sw = wait_of(rq);
+	if (svc_req_wake(rq) == SVC_WAKE_SHUTDOWN)
+		return SVC_DROP; /* not stable yet: the client will retransmit */
+	if (sw->flush_pending)
+		flush_data(s, sw);
+	return SVC_OK;
+}

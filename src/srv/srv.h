@@ -1,0 +1,135 @@
+/*
+ * srv.h - the protocol-common server layer: what NFSv3, MOUNT and NFSv4 do
+ * around the engine, written once (docs/design.md §2).
+ *
+ *   - admission: which export a request is for, whether its client may use
+ *     it (client match, secure port), and the credential it acts with
+ *     (squashing);
+ *   - file handles: made and resolved here, with the export they name;
+ *   - the write verifier (rule 8);
+ *   - stability as a service: "send this request's reply once sequence S is
+ *     durable (and the data device flushed if that force wrote nothing)",
+ *     without a thread waiting (rules 5, 7, 8);
+ *   - the permission rules (perm.h).
+ * The protocols keep only the translation between their wire types and
+ * these calls. Nothing here includes a protocol's header.
+ *
+ * Errors are -errno, as the engine's; two more are this layer's own:
+ * SRV_EBADHANDLE (a handle that is malformed or was not made by this
+ * server: BADHANDLE) and -EXDEV (a second handle of a request names
+ * another export). Each protocol turns them into its status in its one
+ * translation function.
+ */
+#ifndef JNFS_SRV_SRV_H
+#define JNFS_SRV_SRV_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/stats.h"
+#include "export/exports.h"
+#include "export/fh.h"
+#include "fs/fs.h"
+#include "rpc/svc.h"
+
+/* A handle that does not decode or verify (no engine call returns it). */
+#define SRV_EBADHANDLE EBADR
+
+struct srv {
+	struct fs *fs;
+	/* Roots resolved (exports_resolve). Replaced while serving
+	 * (srv_swap_exports): a handler loads it once per use with
+	 * srv_exports() and may keep what it got until it returns, never
+	 * longer (the old table is freed after svc_synchronize()). */
+	const struct exports *_Atomic exports;
+	uint8_t fh_key[16];            /* file handle MACs */
+	uint8_t verf_key[16];          /* readdir cookie verifiers */
+	uint8_t boot_verf[8];          /* new at every start */
+	struct {
+		counter_t stale, badhandle, perm_denied, sync_waits, sync_flushes, jukebox;
+	} st;
+};
+
+/* Set up (keys from the filesystem's secret, a fresh boot verifier). */
+void srv_init(struct srv *s, struct fs *fs, const struct exports *e);
+/* The exports table now, for a handler. */
+static inline const struct exports *srv_exports(struct srv *s)
+{
+	return atomic_load_explicit(&s->exports, memory_order_acquire);
+}
+/* Serve e from now on; returns the table it replaces, which the caller
+ * frees once no handler can hold it (svc_synchronize). */
+const struct exports *srv_swap_exports(struct srv *s, const struct exports *e);
+
+/* "srv.*" counters. */
+void srv_stats(struct srv *s, const struct stat_sink *sink);
+
+/*
+ * The write verifier of WRITE and COMMIT replies (rule 8): new at every
+ * start, and changed whenever a flush of the data device failed, so that a
+ * client resends unstable data the device may have dropped.
+ */
+void srv_write_verf(struct srv *s, uint8_t out[8]);
+
+/* ---- admission ---- */
+
+/* A caller admitted to an export: its options for this client, and the
+ * credential after squashing. */
+struct srv_exp {
+	const struct export *ex;
+	const struct export_opts *opts;
+	struct export_cred cred;
+};
+
+/*
+ * May the caller of rq (credential rc) use ex? 0 and *out filled; -EACCES
+ * when the export does not admit the client's address, -EPERM when it
+ * asks for a privileged source port and the client has none. Refusals
+ * are counted.
+ */
+int srv_admit(struct srv *s, const struct export *ex, struct svc_req *rq,
+	      const struct rpc_cred *rc, struct srv_exp *out);
+
+/* ---- file handles ---- */
+
+/* The handle of the inode with attributes a in ex (FH_SIZE bytes). */
+void srv_fh_make(const struct srv *s, const struct export *ex, const struct fs_attr *a,
+		 uint8_t out[FH_SIZE]);
+
+/*
+ * The inode a wire handle names, for the caller of rq. When e->ex is NULL
+ * the handle decides the export, and e is filled by srv_admit; otherwise
+ * the handle must be of that export (-EXDEV: a second handle of LINK or
+ * RENAME). Returns 0 and a reference in *ip; SRV_EBADHANDLE (negated),
+ * -ESTALE (no such export or inode), or srv_admit's refusals.
+ */
+int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc,
+		   const void *fh, size_t len, struct srv_exp *e, struct fs_inode **ip);
+
+/* ---- stability as a service ---- */
+
+/* The force a parked reply waited for failed (the journal is shut down):
+ * put the protocol's I/O error into the reply. Runs before it is encoded. */
+typedef void (*srv_failed_fn)(void *arg, int err);
+
+/*
+ * Send rq's reply once csn is durable, and, with data, once the data device
+ * holds what was written before this call (rule 5: flushed when the force
+ * wrote no log). csn 0 and !data: nothing to wait for (SVC_OK at once).
+ * The request is parked (svc_defer) while it waits: no thread waits with
+ * it. Returns what the handler returns: SVC_OK (the reply may go now,
+ * possibly with failed() applied) or SVC_DEFERRED (it will be sent by
+ * whoever completes the force).
+ *
+ * The waiter lives in the request (svc_req_scratch), so a handler that
+ * calls this must begin with srv_stable_resume() when it runs again
+ * (svc_req_wake(rq) != SVC_WAKE_NONE).
+ */
+enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
+			       srv_failed_fn failed, void *failed_arg);
+/* The rerun of a request parked by srv_reply_stable: finishes what is left
+ * (a data flush on this worker) and says what to answer. */
+enum svc_stat srv_stable_resume(struct srv *s, struct svc_req *rq);
+
+#endif
