@@ -429,6 +429,14 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 		status = NFS4S_BADSESSION;
 		goto out_unlock;
 	}
+	if (a->nops > s->se_fore.maxoperations) {
+		status = NFS4S_TOO_MANY_OPS;
+		goto out_unlock;
+	}
+	if (a->req_len > s->se_fore.maxrequestsize) {
+		status = NFS4S_REQ_TOO_BIG;
+		goto out_unlock;
+	}
 	if (a->slotid >= s->se_nslots || a->slotid > s->se_highest) {
 		status = NFS4S_BADSLOT;
 		goto out_unlock;
@@ -454,7 +462,7 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 			goto out_unlock;
 		}
 		kind = sl->sl_cached ? NFS4_SEQ_REPLAY : NFS4_SEQ_REPLAY_UNCACHED;
-		if (kind == NFS4_SEQ_REPLAY && a->replay_cap < sl->sl_len) {
+		if (kind == NFS4_SEQ_REPLAY && a->replay_buf && a->replay_cap < sl->sl_len) {
 			status = NFS4S_SERVERFAULT;
 			goto out_unlock;
 		}
@@ -509,7 +517,8 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 		sl->sl_status_flags = flags;
 		s->se_inuse++;
 	} else if (kind == NFS4_SEQ_REPLAY) {
-		memcpy(a->replay_buf, sl->sl_buf, sl->sl_len);
+		r->replay = a->replay_buf ? a->replay_buf : xmalloc(sl->sl_len ? sl->sl_len : 1);
+		memcpy(r->replay, sl->sl_buf, sl->sl_len);
 		r->replay_len = sl->sl_len;
 		counter_inc(&st->c_replays);
 	} else {

@@ -126,8 +126,15 @@ struct nfs4_seq_args {
 	/* The connection (bound to the fore channel if it is not yet). */
 	void *conn;
 	uint64_t conn_id;
+	/* The compound's operation count and the request's size, checked
+	 * against the session's maxoperations (TOO_MANY_OPS) and
+	 * maxrequestsize (REQ_TOO_BIG) before the slot is looked at, so such a
+	 * request leaves the slot as it was (0: not checked). */
+	uint32_t nops;
+	uint32_t req_len;
 	/* Where a cached reply is copied: at least maxresponsesize_cached
-	 * (and NFS4_SLOT_SOLO_MAX) bytes. */
+	 * (and NFS4_SLOT_SOLO_MAX) bytes; NULL: a buffer of the reply's size
+	 * is allocated and returned in res.replay (the caller frees it). */
 	void *replay_buf;
 	size_t replay_cap;
 };
@@ -147,12 +154,14 @@ struct nfs4_seq_res {
 	uint32_t target_highest_slotid;
 	uint32_t status_flags; /* NFS4_SEQ_* */
 	size_t replay_len;
+	void *replay; /* NFS4_SEQ_REPLAY: the cached reply (replay_buf, or allocated) */
 };
 
 /*
  * SEQUENCE: find the session and check the slot. NFS4S_OK with *sess
  * referenced (nfs4_session_put() when the compound is answered), or an
- * error with nothing held: BADSESSION, BADSLOT (slotid above the highest),
+ * error with nothing held: BADSESSION, TOO_MANY_OPS, REQ_TOO_BIG, BADSLOT
+ * (slotid above the highest),
  * BAD_HIGH_SLOT, SEQ_MISORDERED, DELAY (the original is still in progress),
  * SEQ_FALSE_RETRY, SERVERFAULT (replay_cap too small). Renews the client's
  * lease (a COURTESY client becomes CONFIRMED, client invariant 3).

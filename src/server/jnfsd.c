@@ -57,6 +57,8 @@
 #include "fs/fs.h"
 #include "nfs3/nfs3.h"
 #include "nfs3/nfs3_xdr.h"
+#include "nfs4/nfs4.h"
+#include "srv/srv.h"
 #include "rpc/rpcb.h"
 #include "rpc/svc.h"
 #include "server/admin.h"
@@ -74,7 +76,9 @@
 struct server {
 	struct svc *svc;
 	struct fs *fs;
+	struct srv srv; /* what NFSv3, MOUNT and NFSv4 share */
 	struct nfs3_server nfs3;
+	struct nfs4_server *nfs4;
 	struct exports *exports; /* the table served now, owned (reload_exports) */
 	counter_t reloads, reload_failures;
 };
@@ -93,7 +97,9 @@ static enum svc_stat proc_null(struct svc_req *rq, const struct rpc_cred *cred, 
 static void server_stats(struct server *srv, const struct stat_sink *sink)
 {
 	svc_stats(srv->svc, sink);
+	srv_stats(&srv->srv, sink);
 	nfs3_stats(&srv->nfs3, sink);
+	nfs4_stats(srv->nfs4, sink);
 	stat_emit(sink, "exports.reloads", counter_get(&srv->reloads));
 	stat_emit(sink, "exports.reload_failures", counter_get(&srv->reload_failures));
 	fs_stats(srv->fs, sink);
@@ -169,16 +175,11 @@ static const struct svc_version admin_versions[] = {
 
 /* ---- programs ---- */
 
-static const struct svc_proc nfs4_procs[] = {
-	[0] = {.name = "null", .decode = svc_dec_void, .handler = proc_null, .encode = svc_enc_void,
-	       .flags = SVC_PROC_INLINE, .reply_max = SVC_REPLY_HDR},
-};
-static const struct svc_version nfs4_versions[] = {{.vers = 4, .nprocs = 1, .procs = nfs4_procs}};
 
 static const struct svc_program nfs3_program = {
 	.prog = NFS_PROGRAM, .name = "nfs", .nversions = 1, .versions = &nfs3_version};
 static const struct svc_program nfs4_program = {
-	.prog = NFS_PROGRAM, .name = "nfs", .nversions = 1, .versions = nfs4_versions};
+	.prog = NFS_PROGRAM, .name = "nfs", .nversions = 1, .versions = &nfs4_version};
 static const struct svc_program mount_program = {
 	.prog = MOUNT_PROGRAM, .name = "mount", .nversions = 1, .versions = &mount3_version};
 static const struct svc_program admin_program = {
@@ -202,6 +203,8 @@ static void usage(FILE *f)
 		"  --listen ADDR:PORT     listen here (repeatable; [::1]:2049 for IPv6);\n"
 		"                         default 127.0.0.1:2049, port 0 picks a free port\n"
 		"  --threads N            worker threads (default 8)\n"
+		"  --lease-seconds N      NFSv4 lease time (default 90, at least 5)\n"
+		"  --grace-seconds N      NFSv4 grace period after a start (default 90)\n"
 		"  --flush-latency-us N   add N us to every device flush and FUA write\n"
 		"  --crash                keep unflushed writes in memory: SIGKILL is a power\n"
 		"                         failure (for tests)\n"
@@ -409,8 +412,11 @@ static void reload_exports(struct server *srv, const char *file)
 	for (unsigned i = 0; i < old->n; i++)
 		removed += !exports_by_path(next, old->v[i].path);
 	nfs3_swap_exports(&srv->nfs3, next);
+	srv_swap_exports(&srv->srv, next);
+	struct nfs4_pseudo *old_pseudo = nfs4_exports_changed(srv->nfs4);
 	srv->exports = next;
 	svc_synchronize(srv->svc);
+	nfs4_pseudo_put(old_pseudo);
 	exports_free(old);
 	free(old);
 	counter_inc(&srv->reloads);
@@ -443,6 +449,8 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{"metrics", required_argument, NULL, 'M'},
 		{"metrics-remote", no_argument, NULL, 'R'},
+		{"lease-seconds", required_argument, NULL, 'E'},
+		{"grace-seconds", required_argument, NULL, 'G'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *listen[MAX_LISTEN];
@@ -453,11 +461,13 @@ int main(int argc, char **argv)
 	uint64_t size = DEFAULT_SIZE, flush_us = 0;
 	bool crash = false, max_conns_given = false, flush_fault = false;
 	struct svc_config cfg;
+	struct nfs4_server_config nfs4cfg;
 	unsigned long long v;
 	int opt;
 
 	msg_set_prog("jnfsd");
 	svc_config_default(&cfg);
+	nfs4_server_config_default(&nfs4cfg);
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'I':
@@ -495,6 +505,16 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			listen[nlisten++] = optarg;
+			break;
+		case 'E':
+			if (!parse_num(optarg, 3600, &v) || v < 5)
+				goto bad_value;
+			nfs4cfg.lease_seconds = (unsigned)v;
+			break;
+		case 'G':
+			if (!parse_num(optarg, 3600, &v))
+				goto bad_value;
+			nfs4cfg.grace_seconds = (unsigned)v;
 			break;
 		case 't':
 			if (!parse_num(optarg, 1024, &v) || v == 0)
@@ -649,11 +669,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	nfs3_server_init(&srv.nfs3, srv.fs, exports);
+	srv_init(&srv.srv, srv.fs, exports);
+	srv.nfs4 = nfs4_server_create(&srv.srv, &nfs4cfg);
+	if (!srv.nfs4) {
+		nfs3_server_destroy(&srv.nfs3);
+		fs_unmount(srv.fs);
+		close_storage(file, ddev, ldev);
+		exports_free(exports);
+		free(exports);
+		return 1;
+	}
 
 	struct svc *s = svc_create(&cfg);
 	srv.svc = s;
 	if (svc_add_program(s, &nfs3_program, &srv.nfs3) ||
-	    svc_add_program(s, &nfs4_program, NULL) ||
+	    svc_add_program(s, &nfs4_program, srv.nfs4) ||
 	    svc_add_program(s, &mount_program, &srv.nfs3) ||
 	    svc_add_program(s, &admin_program, &srv))
 		panic("cannot register the RPC programs");
@@ -754,6 +784,7 @@ out_stop:
 	svc_stop(s);
 out:
 	svc_destroy(s);
+	nfs4_server_destroy(srv.nfs4);
 	nfs3_server_destroy(&srv.nfs3);
 	if ((err = fs_unmount(srv.fs))) {
 		msg_err("unmount: %s", strerror(-err));

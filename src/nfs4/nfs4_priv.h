@@ -1,0 +1,326 @@
+/*
+ * nfs4_priv.h - what the NFSv4.1/4.2 server's source files share: the
+ * server, one COMPOUND being served, the current and saved filehandles,
+ * and the operation table's row type.
+ *
+ * Lock order (ranks; see docs/locking.md): the server takes no lock of its
+ * own on the COMPOUND path. The state core (client.h: 80 registry, 550
+ * stateid, 610-630 tables) and the byte-range/share tables (570-580) rank
+ * below every engine lock they may be held across... none is: an op never
+ * holds a state lock while it calls the engine, except nfs4.stid (550),
+ * which an OPEN or LOCK holds across the share/lock tables only.
+ */
+#ifndef JNFS_NFS4_NFS4_PRIV_H
+#define JNFS_NFS4_NFS4_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <pthread.h>
+
+#include "base/stats.h"
+#include "nfs4/attr.h"
+#include "nfs4/brlock.h"
+#include "nfs4/client.h"
+#include "nfs4/nfs4.h"
+#include "nfs4/session.h"
+#include "nfs4/share.h"
+#include "nfs4/stateid.h"
+#include "rpc/svc.h"
+#include "srv/srv.h"
+#include "xdr/nfs4.h"
+
+/* Operations decoded in one compound (sessions get at most this as
+ * maxoperations), and the largest request and reply a session allows:
+ * a READ or WRITE of NFS4_MAXIO plus its compound. */
+#define NFS4_MAX_OPS     128
+#define NFS4_MAXIO       (1u << 20)
+#define NFS4_MAX_REQUEST (NFS4_MAXIO + (64u << 10))
+#define NFS4_MAX_REPLY   (NFS4_MAXIO + (64u << 10))
+/* The fsid of the pseudo filesystem's handles (no export may have it). */
+#define NFS4_PSEUDO_FSID 0xffffffffu
+
+/* ---- the server ---- */
+
+struct nfs4_pseudo;
+
+struct nfs4_op_stats {
+	counter_t calls, errors;
+	struct stat_lat lat;
+};
+
+struct nfs4_open_table;
+struct nfs4_lock_table;
+
+struct nfs4_server {
+	struct srv *srv;
+	struct nfs4_state *state;
+	/* Built from the exports table; replaced with it (nfs4_exports_changed):
+	 * a compound loads it once (c->pseudo) and keeps it until it ends. */
+	struct nfs4_pseudo *_Atomic pseudo;
+	struct share_table *shares;
+	struct brl_table *brl;
+	struct nfs4_open_table *opens; /* op_open.c */
+	struct nfs4_lock_table *locks; /* op_lock.c */
+	uint32_t lease_s;
+	uint64_t start_sec; /* the pseudo filesystem's times */
+	bool pnfs;          /* some export offers pNFS: EXCHANGE_ID says USE_PNFS_MDS */
+	struct nfs4_op_stats ops[OP_CLONE + 1];
+	struct {
+		counter_t compounds, replays, too_many_ops, minor_mismatch;
+	} st;
+	pthread_t reaper;
+	pthread_mutex_t reap_mu;
+	pthread_cond_t reap_cv;
+	bool reap_stop;
+};
+
+/* An open (op_open.c): the payload of an open stateid. */
+struct nfs4_open {
+	struct nfs4_open *next; /* in the open table's bucket */
+	struct nfs4_server *s;
+	struct nfs4_stid *stid;
+	uint64_t file;          /* the inode number */
+	struct fs_inode *ip;    /* held while the open lives */
+	struct share_owner owner;
+	/* the lock stateids made from it (op_lock.c), under the open
+	 * stateid's lock (nfs4_stid_lock) */
+	struct nfs4_lockst *lockl;
+};
+struct nfs4_lockst;
+
+/* ---- filehandles ---- */
+
+enum nfs4_fh_kind {
+	NFS4_FH_NONE = 0,
+	NFS4_FH_FS,     /* an inode of an export */
+	NFS4_FH_PSEUDO, /* a directory of the pseudo filesystem */
+};
+
+/* A current or saved filehandle, with what the caller may do under it. */
+struct nfs4_fh {
+	enum nfs4_fh_kind kind;
+	struct fs_inode *ip;  /* NFS4_FH_FS: a reference, released with the fh */
+	struct srv_exp exp;   /* NFS4_FH_FS: export, options, squashed credential */
+	uint32_t pnode;       /* NFS4_FH_PSEUDO: node index */
+};
+
+void nfs4_fh_clear(struct nfs4_fh *fh);
+/* dst becomes a copy of src (a new inode reference). */
+void nfs4_fh_copy(struct nfs4_fh *dst, const struct nfs4_fh *src);
+
+/* ---- one COMPOUND ---- */
+
+/* The decoded request (svc args): ops are decoded one by one into the
+ * request's arena (nfs4_dec_compound). */
+struct nfs4_compound_args {
+	struct xdr_arena arena;
+	const uint8_t *tag;
+	uint32_t tag_len;
+	uint32_t minorversion;
+	uint32_t count;      /* operations the client sent */
+	uint32_t nops;       /* decoded: ops[0..nops) */
+	struct nfs_argop4 *ops;
+	uint32_t bad_status; /* nonzero: op nops could not be decoded: this status */
+	uint32_t bad_opcode;
+	size_t record_len;
+	_Alignas(16) uint8_t arena_buf[2048];
+};
+
+/* The COMPOUND being served (svc res). */
+struct nfs4_compound {
+	struct nfs4_server *s;
+	struct nfs4_pseudo *pseudo; /* as the compound started */
+	struct svc_req *rq;
+	const struct rpc_cred *rc;
+	struct nfs4_compound_args *args;
+
+	/* the reply body as it is built: status, tag, count, results */
+	struct xdr_enc enc;
+	size_t status_off, count_off;
+	uint32_t status;
+	uint32_t nres;
+	unsigned next_op;       /* the op to run (a resumed compound goes on there) */
+
+	struct nfs4_fh cfh, sfh;
+	struct nfs4_stateid cur_sid;
+	bool have_cur_sid, saved_have_sid;
+	struct nfs4_stateid saved_sid;
+
+	/* SEQUENCE */
+	struct nfs4_session *sess; /* referenced while the compound runs */
+	struct nfs4_client *clp;   /* the session's client (borrowed from sess) */
+	uint32_t slotid;
+	bool slot_held;            /* nfs4_sequence_done() still owed */
+	bool cachethis;
+	bool replayed;             /* the reply is a slot's cached one, whole */
+	uint32_t maxresp, maxresp_cached;
+
+	/* stability: the highest commit sequence the ops made, and whether
+	 * data must be durable too (rules 7 and 8, once per compound) */
+	uint64_t csn;
+	bool sync_data;
+	unsigned first_change; /* index+1 of the first op that made csn (0: none) */
+	struct xdr_mark first_change_mark;
+	struct xdr_mark op_mark; /* where the result of the op being run starts */
+
+	/* what the encoded reply points into, freed at release */
+	struct xdr_arena resarena;
+	void *free_list[8];
+	unsigned nfree;
+	_Alignas(16) uint8_t resarena_buf[1024];
+	uint8_t enc_buf[512];
+};
+
+/* Allocate n bytes that live until the reply has been sent. */
+void *nfs4_res_alloc(struct nfs4_compound *c, size_t n);
+/* Keep a heap buffer until the reply has been sent (READ data). */
+void nfs4_res_keep(struct nfs4_compound *c, void *p);
+
+/* Note what an op changed (its commit sequence) for the stability wait;
+ * data: data must be durable too (WRITE stable, COMMIT). */
+void nfs4_note_change(struct nfs4_compound *c, uint64_t csn, bool data);
+
+/* ---- the operation table ---- */
+
+#define OP4_CFH       0x01u /* needs a current filehandle (NOFILEHANDLE) */
+#define OP4_SFH       0x02u /* needs a saved filehandle (NOFILEHANDLE) */
+#define OP4_FIRST     0x04u /* may start a compound without SEQUENCE (then alone) */
+#define OP4_SETS_CFH  0x08u /* a new current filehandle: the current stateid goes */
+#define OP4_MODIFIES  0x10u /* changes the filesystem: refused on a pseudo fh (ROFS) */
+#define OP4_V42       0x20u /* minor version 2 and later */
+#define OP4_NOTSUPP   0x40u /* known, not supported here: NOTSUPP */
+#define OP4_ERRDATA   0x80u /* its result carries data on some errors: encoded whole */
+
+struct nfs4_op {
+	const char *name;
+	/* The op's work: fills res (its union arm; res->resop and the status
+	 * word are the caller's) and returns the nfsstat4. */
+	uint32_t (*fn)(struct nfs4_compound *c, struct nfs_argop4 *arg, struct nfs_resop4 *res);
+	unsigned flags;
+	/* Largest encoded result (bytes), before the op runs: the reply space
+	 * it is checked against (REP_TOO_BIG). NULL: 256 bytes. */
+	uint32_t (*reply_size)(const struct nfs_argop4 *arg);
+};
+
+extern const struct nfs4_op nfs4_ops[];
+extern const unsigned nfs4_nops;
+
+/* Engine errors become nfsstat4 here, and only here. */
+uint32_t nfs4_status(int err);
+
+/* ---- what the files share ---- */
+
+/* compound.c */
+uint32_t nfs4_op_sequence(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+/* nfs4.c: the connection's closing unbinds it from every session */
+void nfs4_conn_watch(struct nfs4_server *s, struct svc_conn *conn);
+
+/* op_fh.c: the pseudo filesystem and the current filehandle */
+struct nfs4_pseudo *nfs4_pseudo_build(const struct exports *e);
+void nfs4_pseudo_free(struct nfs4_pseudo *p);
+unsigned nfs4_pseudo_count(const struct nfs4_pseudo *p);
+unsigned nfs4_pseudo_parent(const struct nfs4_pseudo *p, unsigned k);
+uint64_t nfs4_pseudo_fileid(const struct nfs4_pseudo *p, unsigned k);
+const char *nfs4_pseudo_name(const struct nfs4_pseudo *p, unsigned k);
+uint32_t nfs4_pnode_resolve(struct nfs4_compound *c, unsigned k, struct nfs4_fh *out);
+/* fh (of an export) stands at the root of another export that admits the
+ * caller: it becomes that export's */
+void nfs4_fh_cross(struct nfs4_compound *c, struct nfs4_fh *fh);
+int nfs4_fh_attr(struct nfs4_compound *c, const struct nfs4_fh *fh, struct fs_attr *a);
+void nfs4_fh_wire(struct nfs4_compound *c, const struct nfs4_fh *fh, const struct fs_attr *a,
+		  nfs_fh4 *out);
+void nfs4_fh_fsinfo(struct nfs4_compound *c, const struct nfs4_fh *fh, struct nfs4_fsinfo *fsi);
+/* for an object whose attributes cannot be read (rdattr_error) */
+void nfs4_fsinfo_none(struct nfs4_fsinfo *fsi);
+uint64_t nfs4_fh_mounted_on(struct nfs4_compound *c, const struct nfs4_fh *fh,
+			    const struct fs_attr *a);
+uint32_t nfs4_name_check(const component4 *n);
+
+/* op_attr.c */
+void nfs4_attr_obj_of(struct nfs4_compound *c, const struct nfs4_fh *fh,
+		      const struct fs_attr *a, struct nfs4_fsinfo *fsi, nfs_fh4 *wfh,
+		      struct nfs4_attr_obj *obj);
+int nfs4_fattr(struct nfs4_compound *c, const bitmap4 *req, const struct nfs4_attr_obj *obj,
+	       struct fattr4 *out);
+void nfs4_sattr_to_fs(const struct nfs4_sattr *sa, struct fs_setattr *fsa);
+static inline bool nfs4_bm_isset_wire(const bitmap4 *b, unsigned n)
+{
+	return n / 32 < b->len && (b->val[n / 32] >> (n % 32)) & 1;
+}
+
+/* op_open.c */
+void nfs4_opens_init(struct nfs4_server *s);
+void nfs4_opens_destroy(struct nfs4_server *s);
+uint64_t nfs4_owner_key(const struct nfs4_server *s, uint64_t clientid, const void *owner,
+			uint32_t len);
+void nfs4_open_release(struct nfs4_server *s, struct nfs4_open *op);
+void nfs4_sid_from_wire(const struct stateid4 *w, struct nfs4_stateid *sid);
+void nfs4_sid_to_wire(const struct nfs4_stateid *sid, struct stateid4 *w);
+uint32_t nfs4_sid_resolve(struct nfs4_compound *c, const struct stateid4 *w,
+			  struct nfs4_stateid *sid);
+void nfs4_set_cur_sid(struct nfs4_compound *c, const struct nfs4_stateid *sid);
+/* May an I/O (write or read) of ip go ahead under the stateid w? */
+uint32_t nfs4_check_io_stateid(struct nfs4_compound *c, const struct stateid4 *w,
+			       struct fs_inode *ip, bool write);
+
+/* op_lock.c */
+void nfs4_locks_init(struct nfs4_server *s);
+void nfs4_locks_destroy(struct nfs4_server *s);
+struct nfs4_open *nfs4_lock_open(struct nfs4_lockst *ls);
+/* Do op's lock owners hold byte-range locks? (open stateid locked) */
+bool nfs4_open_has_locks(struct nfs4_server *s, struct nfs4_open *op);
+/* The open is closed (open stateid locked): its lock stateids, which hold
+ * no locks, go too; *out gets them referenced, to be ended by
+ * nfs4_lockst_end_all() once the open's lock is dropped. */
+size_t nfs4_open_take_locks(struct nfs4_open *op, struct nfs4_stid ***out);
+void nfs4_lockst_end_all(struct nfs4_stid **v, size_t n);
+bool nfs4_lockst_has_locks(struct nfs4_server *s, struct nfs4_lockst *ls);
+void nfs4_lockst_release(struct nfs4_server *s, struct nfs4_lockst *ls);
+
+/* op_io.c */
+uint32_t nfs4_read_reply_size(const struct nfs_argop4 *a);
+
+/* The operations, one handler each (ops.c has the table). */
+#define NFS4_OP(name)                                                                              \
+	uint32_t nfs4_op_##name(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+NFS4_OP(exchange_id);
+NFS4_OP(create_session);
+NFS4_OP(destroy_session);
+NFS4_OP(destroy_clientid);
+NFS4_OP(bind_conn);
+NFS4_OP(backchannel_ctl);
+NFS4_OP(reclaim_complete);
+NFS4_OP(test_stateid);
+NFS4_OP(free_stateid);
+NFS4_OP(putfh);
+NFS4_OP(putrootfh);
+NFS4_OP(getfh);
+NFS4_OP(savefh);
+NFS4_OP(restorefh);
+NFS4_OP(lookup);
+NFS4_OP(lookupp);
+NFS4_OP(secinfo);
+NFS4_OP(secinfo_no_name);
+NFS4_OP(getattr);
+NFS4_OP(setattr);
+NFS4_OP(verify);
+NFS4_OP(nverify);
+NFS4_OP(access);
+NFS4_OP(create);
+NFS4_OP(remove);
+NFS4_OP(rename);
+NFS4_OP(link);
+NFS4_OP(readlink);
+NFS4_OP(readdir);
+NFS4_OP(open);
+NFS4_OP(open_downgrade);
+NFS4_OP(close);
+NFS4_OP(lock);
+NFS4_OP(lockt);
+NFS4_OP(locku);
+NFS4_OP(read);
+NFS4_OP(write);
+NFS4_OP(commit);
+
+#endif

@@ -1,0 +1,459 @@
+/*
+ * op_lock.c - LOCK, LOCKT, LOCKU and RELEASE_LOCKOWNER's 4.1 successor
+ * FREE_STATEID's lock part (RFC 8881 §18.10-§18.12): byte-range locks with
+ * POSIX semantics on the table of brlock.h, and their stateids.
+ *
+ * Design note.
+ *
+ * A lock stateid (struct nfs4_lockst, the payload of a NFS4_STID_LOCK
+ * stateid) is one lock owner's state on one file, made by the first LOCK of
+ * that owner through an open stateid (open_to_lock_owner4) and used by the
+ * later ones (exist_lock_owner4), by LOCKU and as an I/O stateid. It keeps
+ * its open alive (a reference to the open's stateid) and counts itself in
+ * the open, so that CLOSE can tell whether locks are still held
+ * (LOCKS_HELD). It goes when the client frees it (FREE_STATEID with no lock
+ * left), when its open is closed... no: CLOSE is refused while it holds
+ * locks, and when its client goes (its locks are released then).
+ *
+ * Lock owners are keyed like open owners (a keyed hash of clientid and the
+ * owner bytes). A conflict answer (LOCK4denied) names the holder by its
+ * clientid and owner bytes, which the lock owner registry keeps while the
+ * owner has a lock stateid.
+ *
+ * No server thread waits for a lock: a conflicting LOCK (of either the
+ * blocking or the non-blocking type) is DENIED at once and the client
+ * polls (RFC 8881 §9.6). A conflict with a courtesy client's lock expires
+ * that client (the courteous server) and the LOCK is tried again.
+ *
+ * Lock order: the lock state table's bucket mutex (nfs4.locks, 545) is
+ * taken before the state core's locks and never with a stateid lock held;
+ * the stateid lock (550, open stateid first, then lock stateid) is held
+ * across the byte-range table (570).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/lock.h"
+#include "base/mem.h"
+#include "nfs4/grace.h"
+#include "nfs4/nfs4_priv.h"
+
+#define LOCK_BUCKETS 1024
+
+static struct lock_class locks_class = LOCK_CLASS_INIT("nfs4.locks", 545);
+
+struct lockowner {
+	struct lockowner *next;
+	uint64_t key, clientid;
+	unsigned refs;     /* lock stateids of this owner */
+	uint32_t len;
+	uint8_t bytes[];
+};
+
+struct nfs4_lockst {
+	struct nfs4_lockst *next; /* in its bucket */
+	struct nfs4_lockst *onext; /* in its open's list (open->lockl) */
+	struct nfs4_stid *stid;
+	struct nfs4_open *open;
+	struct nfs4_stid *open_stid; /* a reference: the open lives while we do */
+	uint64_t file;
+	struct brl_owner owner;
+};
+
+struct nfs4_lock_table {
+	struct {
+		struct mutex lock;
+		struct nfs4_lockst *head;
+		struct lockowner *owners;
+	} b[LOCK_BUCKETS];
+};
+
+void nfs4_locks_init(struct nfs4_server *s)
+{
+	s->locks = xcalloc(1, sizeof(*s->locks));
+	for (unsigned i = 0; i < LOCK_BUCKETS; i++)
+		mutex_init(&s->locks->b[i].lock, &locks_class);
+}
+
+void nfs4_locks_destroy(struct nfs4_server *s)
+{
+	for (unsigned i = 0; i < LOCK_BUCKETS; i++)
+		mutex_destroy(&s->locks->b[i].lock);
+	free(s->locks);
+	s->locks = NULL;
+}
+
+struct nfs4_open *nfs4_lock_open(struct nfs4_lockst *ls)
+{
+	return ls->open;
+}
+
+bool nfs4_open_has_locks(struct nfs4_server *s, struct nfs4_open *op)
+{
+	for (struct nfs4_lockst *ls = op->lockl; ls; ls = ls->onext)
+		if (brl_holds_file(s->brl, ls->file, &ls->owner))
+			return true;
+	return false;
+}
+
+size_t nfs4_open_take_locks(struct nfs4_open *op, struct nfs4_stid ***out)
+{
+	size_t n = 0;
+	for (struct nfs4_lockst *ls = op->lockl; ls; ls = ls->onext)
+		n++;
+	*out = n ? xmalloc(n * sizeof(**out)) : NULL;
+	n = 0;
+	for (struct nfs4_lockst *ls = op->lockl; ls; ls = ls->onext) {
+		nfs4_stid_get(ls->stid);
+		(*out)[n++] = ls->stid;
+	}
+	return n;
+}
+
+void nfs4_lockst_end_all(struct nfs4_stid **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		nfs4_stid_unhash(v[i]);
+		nfs4_stid_put(v[i]);
+	}
+	free(v);
+}
+
+bool nfs4_lockst_has_locks(struct nfs4_server *s, struct nfs4_lockst *ls)
+{
+	return brl_holds_file(s->brl, ls->file, &ls->owner);
+}
+
+static unsigned lbucket(uint64_t owner, uint64_t file)
+{
+	return (unsigned)(((owner ^ (file * 0x9e3779b97f4a7c15ull)) >> 40) % LOCK_BUCKETS);
+}
+
+static unsigned obucket(uint64_t owner)
+{
+	return (unsigned)((owner >> 40) % LOCK_BUCKETS);
+}
+
+static void owner_ref(struct nfs4_lock_table *t, uint64_t key, uint64_t clientid,
+		      const uint8_t *bytes, uint32_t len)
+{
+	unsigned b = obucket(key);
+	mutex_lock(&t->b[b].lock);
+	struct lockowner *lo;
+	for (lo = t->b[b].owners; lo; lo = lo->next)
+		if (lo->key == key && lo->clientid == clientid)
+			break;
+	if (!lo) {
+		lo = xmalloc(sizeof(*lo) + len);
+		lo->key = key;
+		lo->clientid = clientid;
+		lo->refs = 0;
+		lo->len = len;
+		memcpy(lo->bytes, bytes, len);
+		lo->next = t->b[b].owners;
+		t->b[b].owners = lo;
+	}
+	lo->refs++;
+	mutex_unlock(&t->b[b].lock);
+}
+
+static void owner_unref(struct nfs4_lock_table *t, uint64_t key, uint64_t clientid)
+{
+	unsigned b = obucket(key);
+	mutex_lock(&t->b[b].lock);
+	for (struct lockowner **pp = &t->b[b].owners; *pp; pp = &(*pp)->next) {
+		struct lockowner *lo = *pp;
+		if (lo->key == key && lo->clientid == clientid) {
+			if (--lo->refs == 0) {
+				*pp = lo->next;
+				free(lo);
+			}
+			break;
+		}
+	}
+	mutex_unlock(&t->b[b].lock);
+}
+
+/* LOCK4denied for a conflicting lock: its owner's bytes from the registry. */
+static void denied_of(struct nfs4_compound *c, const struct brl_info *in, struct LOCK4denied *d)
+{
+	struct nfs4_lock_table *t = c->s->locks;
+	d->offset = in->offset;
+	d->length = in->length;
+	d->locktype = in->type == BRL_WRITE ? WRITE_LT : READ_LT;
+	d->owner.clientid = in->owner.client;
+	d->owner.owner.len = 0;
+	unsigned b = obucket(in->owner.owner);
+	mutex_lock(&t->b[b].lock);
+	for (struct lockowner *lo = t->b[b].owners; lo; lo = lo->next) {
+		if (lo->key == in->owner.owner && lo->clientid == in->owner.client) {
+			uint8_t *copy = nfs4_res_alloc(c, lo->len ? lo->len : 1);
+			if (copy) {
+				memcpy(copy, lo->bytes, lo->len);
+				d->owner.owner.len = lo->len;
+				d->owner.owner.val = copy;
+			}
+			break;
+		}
+	}
+	mutex_unlock(&t->b[b].lock);
+}
+
+/* The payload goes (stid_ops.release): its locks, its owner, its open. */
+void nfs4_lockst_release(struct nfs4_server *s, struct nfs4_lockst *ls)
+{
+	struct nfs4_lock_table *t = s->locks;
+	unsigned b = lbucket(ls->owner.owner, ls->file);
+	mutex_lock(&t->b[b].lock);
+	for (struct nfs4_lockst **pp = &t->b[b].head; *pp; pp = &(*pp)->next) {
+		if (*pp == ls) {
+			*pp = ls->next;
+			break;
+		}
+	}
+	mutex_unlock(&t->b[b].lock);
+	brl_release_file_owner(s->brl, ls->file, &ls->owner);
+	owner_unref(t, ls->owner.owner, ls->owner.client);
+	nfs4_stid_lock(ls->open_stid);
+	for (struct nfs4_lockst **pp = &ls->open->lockl; *pp; pp = &(*pp)->onext) {
+		if (*pp == ls) {
+			*pp = ls->onext;
+			break;
+		}
+	}
+	nfs4_stid_unlock(ls->open_stid);
+	nfs4_stid_put(ls->open_stid);
+	free(ls);
+}
+
+static enum brl_type brl_type_of(nfs_lock_type4 t)
+{
+	return t == WRITE_LT || t == WRITEW_LT ? BRL_WRITE : BRL_READ;
+}
+
+/* RFC 8881 §18.10.3: a length of 0 is INVAL; one past the end of the
+ * offset space is INVAL unless it is "to the end" (all ones). */
+static uint32_t range_check(uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return NFS4ERR_INVAL;
+	if (len != BRL_EOF && off > UINT64_MAX - len)
+		return NFS4ERR_INVAL;
+	return NFS4_OK;
+}
+
+/* The lock stateid of (owner, the open's file), found or made. */
+static uint32_t lockst_get(struct nfs4_compound *c, struct nfs4_stid *open_stid,
+			   const lock_owner4 *lo, struct nfs4_stid **out, bool *fresh)
+{
+	struct nfs4_lock_table *t = c->s->locks;
+	struct nfs4_open *op = nfs4_stid_payload(open_stid);
+	struct brl_owner owner = {
+		.client = nfs4_client_id(c->clp),
+		.owner = nfs4_owner_key(c->s, lo->clientid, lo->owner.val, lo->owner.len) ^ 1,
+	};
+	unsigned b = lbucket(owner.owner, op->file);
+	uint32_t st = NFS4_OK;
+	mutex_lock(&t->b[b].lock);
+	struct nfs4_lockst *ls;
+	for (ls = t->b[b].head; ls; ls = ls->next)
+		if (ls->file == op->file && ls->owner.owner == owner.owner &&
+		    ls->owner.client == owner.client)
+			break;
+	*fresh = !ls;
+	if (ls) {
+		nfs4_stid_get(ls->stid);
+	} else {
+		ls = xcalloc(1, sizeof(*ls));
+		ls->open = op;
+		ls->file = op->file;
+		ls->owner = owner;
+		st = nfs4_stid_alloc(c->clp, NFS4_STID_LOCK, ls, &ls->stid);
+		if (st) {
+			free(ls);
+			ls = NULL;
+		} else {
+			nfs4_stid_get(open_stid);
+			ls->open_stid = open_stid;
+			nfs4_stid_lock(open_stid);
+			ls->onext = op->lockl;
+			op->lockl = ls;
+			nfs4_stid_unlock(open_stid);
+			ls->next = t->b[b].head;
+			t->b[b].head = ls;
+		}
+	}
+	mutex_unlock(&t->b[b].lock);
+	if (ls && *fresh)
+		owner_ref(t, owner.owner, owner.client, lo->owner.val, lo->owner.len);
+	*out = ls ? ls->stid : NULL;
+	return st;
+}
+
+/* A stateid of the compound's client, of the current file, of type. */
+static uint32_t find_sid(struct nfs4_compound *c, const struct stateid4 *w, unsigned type,
+			 struct nfs4_stid **out)
+{
+	struct nfs4_stateid sid;
+	uint32_t st = nfs4_sid_resolve(c, w, &sid);
+	if (st)
+		return st;
+	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
+		return NFS4ERR_BAD_STATEID;
+	if ((st = nfs4_stid_find(c->clp, &sid, type, out)))
+		return st;
+	uint64_t file = type == NFS4_STID_OPEN
+				? ((struct nfs4_open *)nfs4_stid_payload(*out))->file
+				: ((struct nfs4_lockst *)nfs4_stid_payload(*out))->file;
+	if (c->cfh.kind != NFS4_FH_FS || file != fs_ino(c->cfh.ip)) {
+		nfs4_stid_put(*out);
+		return NFS4ERR_BAD_STATEID;
+	}
+	return NFS4_OK;
+}
+
+/* Take the lock, expiring a courtesy client that stands in the way. */
+static uint32_t do_lock(struct nfs4_compound *c, struct nfs4_lockst *ls, enum brl_type type,
+			uint64_t off, uint64_t len, struct LOCK4denied *denied)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		struct brl_info d;
+		int err = brl_lock(c->s->brl, ls->file, &ls->owner, type, off, len, &d);
+		if (!err)
+			return NFS4_OK;
+		if (err == -ENOLCK)
+			return NFS4ERR_DENIED; /* a bound: the client tries again later */
+		if (err != -EAGAIN)
+			return NFS4ERR_INVAL;
+		uint64_t seq = 0;
+		if (d.owner.client == ls->owner.client ||
+		    !nfs4_client_expire_if_courtesy(c->s->state, d.owner.client, &seq)) {
+			denied_of(c, &d, denied);
+			return NFS4ERR_DENIED;
+		}
+		nfs4_note_change(c, seq, false);
+	}
+	return NFS4ERR_DELAY;
+}
+
+uint32_t nfs4_op_lock(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+{
+	struct LOCK4args *la = &a->oplock;
+	struct nfs4_stid *open_stid = NULL, *sp = NULL;
+	bool fresh = false;
+	uint32_t st;
+	if (la->locktype < READ_LT || la->locktype > WRITEW_LT)
+		return r->oplock.status = NFS4ERR_INVAL;
+	if ((st = range_check(la->offset, la->length)))
+		return r->oplock.status = st;
+	st = la->reclaim ? nfs4_grace_check_reclaim(c->s->state, c->clp)
+			 : nfs4_grace_check_new(c->s->state);
+	if (st)
+		return r->oplock.status = st;
+	if (la->locker.new_lock_owner) {
+		const struct open_to_lock_owner4 *oo = &la->locker.open_owner;
+		if (oo->lock_owner.clientid != nfs4_client_id(c->clp))
+			return r->oplock.status = NFS4ERR_STALE_CLIENTID;
+		if ((st = find_sid(c, &oo->open_stateid, NFS4_STID_OPEN, &open_stid)))
+			return r->oplock.status = st;
+		st = lockst_get(c, open_stid, &oo->lock_owner, &sp, &fresh);
+		nfs4_stid_put(open_stid);
+		if (st)
+			return r->oplock.status = st;
+	} else {
+		if ((st = find_sid(c, &la->locker.lock_owner.lock_stateid, NFS4_STID_LOCK, &sp)))
+			return r->oplock.status = st;
+	}
+	struct nfs4_lockst *ls = nfs4_stid_payload(sp);
+	/* a write lock needs the file open for writing (RFC 8881 §18.10.3) */
+	unsigned access = 0;
+	share_get(c->s->shares, ls->file, &ls->open->owner, &access, NULL);
+	enum brl_type type = brl_type_of(la->locktype);
+	struct nfs4_stateid sid;
+	nfs4_stid_lock(ls->open_stid);
+	nfs4_stid_lock(sp);
+	if (type == BRL_WRITE && !(access & SHARE_ACCESS_WRITE))
+		st = NFS4ERR_OPENMODE;
+	else if (type == BRL_READ && !(access & SHARE_ACCESS_READ))
+		st = NFS4ERR_OPENMODE;
+	else
+		st = do_lock(c, ls, type, la->offset, la->length, &r->oplock.denied);
+	if (!st) {
+		if (fresh)
+			nfs4_stid_value(sp, &sid);
+		else
+			nfs4_stid_bump(sp, &sid);
+	}
+	nfs4_stid_unlock(sp);
+	nfs4_stid_unlock(ls->open_stid);
+	if (st && fresh)
+		nfs4_stid_unhash(sp); /* nothing was locked with it */
+	nfs4_stid_put(sp);
+	r->oplock.status = st;
+	if (st)
+		return st;
+	nfs4_sid_to_wire(&sid, &r->oplock.resok4.lock_stateid);
+	nfs4_set_cur_sid(c, &sid);
+	return NFS4_OK;
+}
+
+uint32_t nfs4_op_lockt(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+{
+	struct LOCKT4args *la = &a->oplockt;
+	uint32_t st;
+	struct fs_attr at;
+	if (la->locktype < READ_LT || la->locktype > WRITEW_LT)
+		return r->oplockt.status = NFS4ERR_INVAL;
+	if ((st = range_check(la->offset, la->length)))
+		return r->oplockt.status = st;
+	if (la->owner.clientid != nfs4_client_id(c->clp))
+		return r->oplockt.status = NFS4ERR_STALE_CLIENTID;
+	if (c->cfh.kind != NFS4_FH_FS)
+		return r->oplockt.status = NFS4ERR_ISDIR;
+	int err = fs_getattr(c->cfh.ip, &at);
+	if (err)
+		return r->oplockt.status = nfs4_status(err);
+	if (!S_ISREG(at.mode))
+		return r->oplockt.status = S_ISDIR(at.mode) ? NFS4ERR_ISDIR : NFS4ERR_INVAL;
+	struct brl_owner owner = {
+		.client = nfs4_client_id(c->clp),
+		.owner = nfs4_owner_key(c->s, la->owner.clientid, la->owner.owner.val,
+					la->owner.owner.len) ^ 1,
+	};
+	struct brl_info d;
+	err = brl_test(c->s->brl, fs_ino(c->cfh.ip), &owner, brl_type_of(la->locktype),
+		       la->offset, la->length, &d);
+	if (err == -EAGAIN) {
+		denied_of(c, &d, &r->oplockt.denied);
+		return r->oplockt.status = NFS4ERR_DENIED;
+	}
+	return r->oplockt.status = err ? NFS4ERR_INVAL : NFS4_OK;
+}
+
+uint32_t nfs4_op_locku(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+{
+	struct LOCKU4args *la = &a->oplocku;
+	struct nfs4_stid *sp;
+	uint32_t st;
+	if (la->locktype < READ_LT || la->locktype > WRITEW_LT)
+		return NFS4ERR_INVAL;
+	if ((st = range_check(la->offset, la->length)))
+		return st;
+	if ((st = find_sid(c, &la->lock_stateid, NFS4_STID_LOCK, &sp)))
+		return st;
+	struct nfs4_lockst *ls = nfs4_stid_payload(sp);
+	struct nfs4_stateid sid;
+	nfs4_stid_lock(sp);
+	int err = brl_unlock(c->s->brl, ls->file, &ls->owner, la->offset, la->length);
+	if (!err)
+		nfs4_stid_bump(sp, &sid);
+	nfs4_stid_unlock(sp);
+	nfs4_stid_put(sp);
+	if (err)
+		return err == -ENOLCK ? NFS4ERR_DELAY : NFS4ERR_INVAL;
+	nfs4_sid_to_wire(&sid, &r->oplocku.lock_stateid);
+	nfs4_set_cur_sid(c, &sid);
+	return NFS4_OK;
+}

@@ -1,0 +1,639 @@
+/*
+ * op_open.c - OPEN, OPEN_DOWNGRADE and CLOSE (RFC 8881 §18.16, §18.18,
+ * §18.2), the open table, and the stateid check of READ, WRITE and
+ * SETATTR of the size.
+ *
+ * Design note.
+ *
+ * An open (struct nfs4_open) is one open owner's open of one file: in
+ * NFSv4.1 an open owner has one open stateid per file, which a second OPEN
+ * upgrades (the stateid's seqid moves). The open is the payload of its
+ * stateid (stateid.h) and lives until that stateid is released: at CLOSE,
+ * or when its client goes (lease expiry, DESTROY_CLIENTID), through the
+ * release callback (nfs4_open_release). It holds a reference to its inode,
+ * so an open file that is unlinked lives on until it is closed, as POSIX
+ * wants, and its inode number names it for as long (the share and lock
+ * tables key files by inode number).
+ *
+ * Open owners are known by a keyed hash of (clientid, owner bytes): the
+ * key is the server's, so a client cannot aim at another owner's value.
+ *
+ * The open table finds the open of (owner, file): find-or-create happens
+ * under the bucket's mutex, so two OPENs of one owner and file never make
+ * two stateids. The change of the share reservation and the stateid's
+ * seqid then happen under the stateid's own lock (nfs4_stid_lock), as one
+ * step.
+ *
+ * Conflicts and the courteous server: an OPEN that another client's open
+ * denies asks the state core to expire that client if it is only a
+ * courtesy client (its lease ran out, its state kept until someone
+ * conflicts), and tries again; a live client's open is SHARE_DENIED.
+ *
+ * Delegations are not handed out: OPEN answers OPEN_DELEGATE_NONE (or
+ * NONE_EXT with WND4_NOT_WANTED... when the client asked for one), and
+ * the claims that refer to a delegation answer as for a stateid never
+ * issued.
+ *
+ * Lock order: the open table's bucket mutex (nfs4.opens, 540) is taken
+ * before the state core's locks (nfs4_stid_alloc takes 610-630) and never
+ * together with a stateid lock (550).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/lock.h"
+#include "base/mem.h"
+#include "base/siphash.h"
+#include "nfs4/grace.h"
+#include "nfs4/nfs4_priv.h"
+#include "srv/ops.h"
+
+#define OPEN_BUCKETS 1024
+
+static struct lock_class opens_class = LOCK_CLASS_INIT("nfs4.opens", 540);
+
+struct nfs4_open_table {
+	struct {
+		struct mutex lock;
+		struct nfs4_open *head;
+	} b[OPEN_BUCKETS];
+	uint8_t key[16];
+};
+
+void nfs4_opens_init(struct nfs4_server *s)
+{
+	s->opens = xcalloc(1, sizeof(*s->opens));
+	for (unsigned i = 0; i < OPEN_BUCKETS; i++)
+		mutex_init(&s->opens->b[i].lock, &opens_class);
+	memcpy(s->opens->key, s->srv->verf_key, sizeof(s->opens->key));
+	s->opens->key[0] ^= 0x5a; /* not the readdir verifiers' key */
+}
+
+void nfs4_opens_destroy(struct nfs4_server *s)
+{
+	/* the state core released every open before (nfs4_state_destroy) */
+	for (unsigned i = 0; i < OPEN_BUCKETS; i++)
+		mutex_destroy(&s->opens->b[i].lock);
+	free(s->opens);
+	s->opens = NULL;
+}
+
+uint64_t nfs4_owner_key(const struct nfs4_server *s, uint64_t clientid, const void *owner,
+			uint32_t len)
+{
+	/* siphash over clientid || owner, without a copy */
+	uint64_t h = siphash24(s->opens->key, owner, len);
+	uint64_t in[2] = {clientid, h};
+	return siphash24(s->opens->key, in, sizeof(in));
+}
+
+static unsigned bucket_of(const struct share_owner *o, uint64_t file)
+{
+	uint64_t h = o->owner ^ (file * 0x9e3779b97f4a7c15ull);
+	return (unsigned)(h >> 40) % OPEN_BUCKETS;
+}
+
+/* The open of (o, file), referenced through its stateid, or NULL. */
+static struct nfs4_open *open_find_locked(struct nfs4_open_table *t, unsigned b,
+					  const struct share_owner *o, uint64_t file)
+{
+	for (struct nfs4_open *op = t->b[b].head; op; op = op->next)
+		if (op->file == file && op->owner.owner == o->owner && op->owner.client == o->client)
+			return op;
+	return NULL;
+}
+
+/*
+ * The open of (o, file), found or made (with a new stateid): NFS4_OK and a
+ * reference to its stateid in *sid, or DELAY when the bounds are reached.
+ */
+static uint32_t open_get(struct nfs4_compound *c, const struct share_owner *o,
+			 struct fs_inode *ip, struct nfs4_open **out, bool *fresh)
+{
+	struct nfs4_open_table *t = c->s->opens;
+	uint64_t file = fs_ino(ip);
+	unsigned b = bucket_of(o, file);
+	uint32_t st = NFS4_OK;
+	mutex_lock(&t->b[b].lock);
+	struct nfs4_open *op = open_find_locked(t, b, o, file);
+	*fresh = !op;
+	if (op) {
+		nfs4_stid_get(op->stid);
+	} else {
+		op = xcalloc(1, sizeof(*op));
+		op->s = c->s;
+		op->file = file;
+		op->owner = *o;
+		fs_igrab(ip);
+		op->ip = ip;
+		st = nfs4_stid_alloc(c->clp, NFS4_STID_OPEN, op, &op->stid);
+		if (st) {
+			fs_iput(ip);
+			free(op);
+			op = NULL;
+		} else {
+			op->next = t->b[b].head;
+			t->b[b].head = op;
+		}
+	}
+	mutex_unlock(&t->b[b].lock);
+	*out = op;
+	return st;
+}
+
+/* The stateid's payload goes (stid_ops.release): no state lock is held. */
+void nfs4_open_release(struct nfs4_server *s, struct nfs4_open *op)
+{
+	struct nfs4_open_table *t = s->opens;
+	unsigned b = bucket_of(&op->owner, op->file);
+	mutex_lock(&t->b[b].lock);
+	for (struct nfs4_open **pp = &t->b[b].head; *pp; pp = &(*pp)->next) {
+		if (*pp == op) {
+			*pp = op->next;
+			break;
+		}
+	}
+	mutex_unlock(&t->b[b].lock);
+	share_close(s->shares, op->file, &op->owner);
+	fs_iput(op->ip);
+	free(op);
+}
+
+/* ---- stateids of a compound ---- */
+
+void nfs4_sid_from_wire(const struct stateid4 *w, struct nfs4_stateid *sid)
+{
+	sid->seqid = w->seqid;
+	memcpy(sid->other, w->other, NFS4_OTHER_SIZE);
+}
+
+void nfs4_sid_to_wire(const struct nfs4_stateid *sid, struct stateid4 *w)
+{
+	w->seqid = sid->seqid;
+	memcpy(w->other, sid->other, NFS4_OTHER_SIZE);
+}
+
+/* The stateid an op names: the compound's current stateid stands for the
+ * special value "current" (RFC 8881 §16.2.3.1.2). */
+uint32_t nfs4_sid_resolve(struct nfs4_compound *c, const struct stateid4 *w,
+			  struct nfs4_stateid *sid)
+{
+	nfs4_sid_from_wire(w, sid);
+	if (nfs4_stateid_special(sid) != NFS4_STATEID_CURRENT)
+		return NFS4_OK;
+	if (!c->have_cur_sid)
+		return NFS4ERR_BAD_STATEID;
+	*sid = c->cur_sid;
+	return NFS4_OK;
+}
+
+void nfs4_set_cur_sid(struct nfs4_compound *c, const struct nfs4_stateid *sid)
+{
+	c->cur_sid = *sid;
+	c->have_cur_sid = true;
+}
+
+/* The access bits an open grants (share_get), 0 if it has gone. */
+static unsigned open_access(struct nfs4_compound *c, struct nfs4_open *op)
+{
+	unsigned access = 0;
+	share_get(c->s->shares, op->file, &op->owner, &access, NULL);
+	return access;
+}
+
+uint32_t nfs4_check_io_stateid(struct nfs4_compound *c, const struct stateid4 *w,
+			       struct fs_inode *ip, bool write)
+{
+	struct nfs4_stateid sid;
+	uint32_t st = nfs4_sid_resolve(c, w, &sid);
+	if (st)
+		return st;
+	unsigned need = write ? SHARE_ACCESS_WRITE : SHARE_ACCESS_READ;
+	switch (nfs4_stateid_special(&sid)) {
+	case NFS4_STATEID_ANONYMOUS:
+		/* no open: allowed unless another open denies it */
+		return share_check(c->s->shares, fs_ino(ip), NULL, need, NULL) ? NFS4ERR_LOCKED
+										: NFS4_OK;
+	case NFS4_STATEID_BYPASS:
+		/* READ bypasses deny modes; WRITE may not use it */
+		if (!write)
+			return NFS4_OK;
+		return share_check(c->s->shares, fs_ino(ip), NULL, need, NULL) ? NFS4ERR_LOCKED
+										: NFS4_OK;
+	case NFS4_STATEID_CURRENT:
+	case NFS4_STATEID_INVALID:
+		return NFS4ERR_BAD_STATEID;
+	case NFS4_STATEID_NORMAL:
+		break;
+	}
+	if (!c->clp)
+		return NFS4ERR_BAD_STATEID;
+	struct nfs4_stid *sp;
+	if ((st = nfs4_stid_find(c->clp, &sid, NFS4_STID_OPEN | NFS4_STID_LOCK, &sp)))
+		return st;
+	struct nfs4_open *op = nfs4_stid_type(sp) == NFS4_STID_OPEN
+				       ? nfs4_stid_payload(sp)
+				       : nfs4_lock_open(nfs4_stid_payload(sp));
+	if (op->file != fs_ino(ip))
+		st = NFS4ERR_BAD_STATEID; /* a stateid of another file */
+	else if (!(open_access(c, op) & need))
+		st = NFS4ERR_OPENMODE;
+	nfs4_stid_put(sp);
+	return st;
+}
+
+/* ---- OPEN ---- */
+
+/* The object an OPEN opens must be a regular file. */
+static uint32_t check_reg(const struct fs_attr *a)
+{
+	if (S_ISREG(a->mode))
+		return NFS4_OK;
+	if (S_ISDIR(a->mode))
+		return NFS4ERR_ISDIR;
+	if (S_ISLNK(a->mode))
+		return NFS4ERR_SYMLINK;
+	return NFS4ERR_INVAL;
+}
+
+/* The exclusive-create verifier lives in atime and mtime, as NFSv3's
+ * (suppattr_exclcreat leaves the times out for that reason). */
+static void verf_times(const uint8_t v[NFS4_VERIFIER_SIZE], struct timespec *at,
+		       struct timespec *mt)
+{
+	uint32_t hi, lo;
+	memcpy(&hi, v, 4);
+	memcpy(&lo, v + 4, 4);
+	*at = (struct timespec){.tv_sec = hi};
+	*mt = (struct timespec){.tv_sec = lo};
+}
+
+static bool verf_matches(const struct fs_attr *a, const uint8_t v[NFS4_VERIFIER_SIZE])
+{
+	struct timespec at, mt;
+	verf_times(v, &at, &mt);
+	return S_ISREG(a->mode) && a->atime.tv_sec == at.tv_sec && a->atime.tv_nsec == 0 &&
+	       a->mtime.tv_sec == mt.tv_sec && a->mtime.tv_nsec == 0;
+}
+
+struct open_ctx {
+	struct nfs4_compound *c;
+	struct OPEN4args *oa;
+	struct OPEN4resok *ok;
+	struct fs_inode *ip;   /* what is opened, referenced */
+	bool created;
+	bool truncated;
+};
+
+/* Decode the attributes an OPEN(CREATE) sent. */
+static uint32_t create_attrs(const struct fattr4 *fa, struct nfs4_sattr *set,
+			     struct fs_setattr *req)
+{
+	struct nfs4_bitmap bm;
+	nfs4_bm_from_wire(&bm, fa->attrmask.val, fa->attrmask.len);
+	uint32_t st = nfs4_attr_decode(&bm, fa->attr_vals.val, fa->attr_vals.len, set);
+	if (st)
+		return st;
+	nfs4_sattr_to_fs(set, req);
+	return NFS4_OK;
+}
+
+/* OPEN(CREATE) of a name: find or make the file (RFC 8881 §18.16.3). */
+static uint32_t open_create(struct open_ctx *o, const component4 *name)
+{
+	struct nfs4_compound *c = o->c;
+	const struct createhow4 *how = &o->oa->openhow.how;
+	struct nfs4_sattr set = {0};
+	struct fs_setattr req = {0};
+	const uint8_t *verf = NULL;
+	uint32_t st;
+	int err;
+	switch (how->mode) {
+	case UNCHECKED4:
+	case GUARDED4:
+		st = create_attrs(&how->createattrs, &set, &req);
+		break;
+	case EXCLUSIVE4:
+		verf = how->createverf;
+		st = NFS4_OK;
+		break;
+	case EXCLUSIVE4_1:
+		verf = how->ch_createboth.cva_verf;
+		st = create_attrs(&how->ch_createboth.cva_attrs, &set, &req);
+		/* the times hold the verifier (suppattr_exclcreat) */
+		if (!st && (set.mask & (NFS4_SA_ATIME | NFS4_SA_MTIME)))
+			st = NFS4ERR_INVAL;
+		break;
+	default:
+		st = NFS4ERR_INVAL;
+	}
+	if (st)
+		return st;
+	o->ok->attrset.len = NFS4_ATTR_WORDS;
+	struct fs_result res = {.want = FS_RES_ATTRS};
+	struct fs_create_args ca = {.mode = S_IFREG | 0644};
+	err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)name->val, name->len, &o->ip);
+	if (err == -ENOENT) {
+		err = srv_create(&c->cfh.exp, c->cfh.ip, (const char *)name->val, name->len, &ca,
+				 verf ? NULL : &req, &o->ip, &res);
+		if (!err) {
+			o->created = true;
+			memcpy(o->ok->attrset.val, set.set.w, sizeof(set.set.w));
+		}
+		if (err == -EEXIST) /* made meanwhile: the existing file's rules */
+			err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)name->val,
+					 name->len, &o->ip);
+	}
+	if (o->created && verf) {
+		struct fs_setattr vsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
+		struct fs_result vres = {0};
+		verf_times(verf, &vsa.atime, &vsa.mtime);
+		err = fs_setattr(o->ip, &vsa, &vres);
+		if (!err && how->mode == EXCLUSIVE4_1 && req.mask)
+			err = srv_setattr(&c->cfh.exp, o->ip, &req, &vres);
+		if (vres.csn > res.csn)
+			res.csn = vres.csn;
+	}
+	if (c->cfh.exp.opts->sync)
+		nfs4_note_change(c, res.csn, false);
+	if (err)
+		return nfs4_status(err);
+	if (o->created) {
+		o->ok->cinfo.atomic = res.ino[0].has_pre && res.ino[0].has_post;
+		o->ok->cinfo.before = res.ino[0].pre.change;
+		o->ok->cinfo.after = res.ino[0].post.change;
+		return NFS4_OK;
+	}
+	/* the name was there */
+	struct fs_attr at;
+	if ((err = fs_getattr(o->ip, &at)))
+		return nfs4_status(err);
+	if (how->mode == GUARDED4)
+		return NFS4ERR_EXIST;
+	if (verf) {
+		if (!verf_matches(&at, verf))
+			return NFS4ERR_EXIST;
+		return NFS4_OK; /* the retransmission of our own create */
+	}
+	if ((st = check_reg(&at)))
+		return st;
+	/* an existing file takes only the size (O_TRUNC), with a SETATTR's
+	 * permission (docs/permissions.md) */
+	srv_existing_sattr(&req);
+	if (req.mask) {
+		struct fs_result tres = {0};
+		if ((err = srv_setattr(&c->cfh.exp, o->ip, &req, &tres)))
+			return nfs4_status(err);
+		if (c->cfh.exp.opts->sync)
+			nfs4_note_change(c, tres.csn, false);
+		o->truncated = true;
+		memcpy(o->ok->attrset.val, set.set.w, sizeof(set.set.w));
+	}
+	return NFS4_OK;
+}
+
+/* May the caller open ip for access (a file it did not just create)? */
+static uint32_t open_permission(struct nfs4_compound *c, struct fs_inode *ip, unsigned access)
+{
+	int err = 0;
+	if (access & SHARE_ACCESS_READ)
+		err = srv_may_read(&c->cfh.exp, ip);
+	if (!err && (access & SHARE_ACCESS_WRITE)) {
+		struct fs_attr at;
+		err = fs_getattr(ip, &at);
+		if (!err)
+			err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &at,
+				      SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE);
+	}
+	return err ? nfs4_status(err) : NFS4_OK;
+}
+
+/* The share reservation, with the courteous server's second chance. */
+static uint32_t open_share(struct nfs4_compound *c, struct nfs4_open *op, unsigned access,
+			   unsigned deny)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		struct share_info conflict;
+		int err = share_open(c->s->shares, op->file, &op->owner, access, deny, &conflict);
+		if (!err)
+			return NFS4_OK;
+		if (err == -ENOLCK)
+			return NFS4ERR_DELAY;
+		if (err != -EAGAIN)
+			return NFS4ERR_INVAL;
+		uint64_t seq = 0;
+		if (conflict.owner.client == op->owner.client ||
+		    !nfs4_client_expire_if_courtesy(c->s->state, conflict.owner.client, &seq))
+			return NFS4ERR_SHARE_DENIED;
+		nfs4_note_change(c, seq, false);
+	}
+	return NFS4ERR_DELAY;
+}
+
+uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+{
+	struct OPEN4args *oa = &a->opopen;
+	struct OPEN4resok *ok = &r->opopen.resok4;
+	struct open_ctx o = {.c = c, .oa = oa, .ok = ok};
+	unsigned access = oa->share_access & ~(uint32_t)(OPEN4_SHARE_ACCESS_WANT_DELEG_MASK |
+							  OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL |
+							  OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED);
+	unsigned deny = oa->share_deny;
+	uint32_t st;
+	int err;
+	if (access < 1 || access > 3 || deny > 3)
+		return NFS4ERR_INVAL;
+	if (!c->clp || oa->owner.clientid != nfs4_client_id(c->clp))
+		return NFS4ERR_STALE_CLIENTID;
+	if (oa->owner.owner.len > NFS4_OPAQUE_LIMIT)
+		return NFS4ERR_BADXDR;
+	struct fs_attr dat;
+	if ((err = nfs4_fh_attr(c, &c->cfh, &dat)))
+		return nfs4_status(err);
+
+	/* what is opened */
+	switch (oa->claim.claim) {
+	case CLAIM_NULL:
+		if ((st = nfs4_grace_check_new(c->s->state)))
+			return st;
+		if (c->cfh.kind == NFS4_FH_PSEUDO)
+			return oa->openhow.opentype == OPEN4_CREATE ? NFS4ERR_ROFS : NFS4ERR_NOENT;
+		if (S_ISLNK(dat.mode))
+			return NFS4ERR_SYMLINK;
+		if (!S_ISDIR(dat.mode))
+			return NFS4ERR_NOTDIR;
+		if ((st = nfs4_name_check(&oa->claim.file)))
+			return st;
+		ok->cinfo.atomic = true;
+		ok->cinfo.before = ok->cinfo.after = dat.change;
+		if (oa->openhow.opentype == OPEN4_CREATE) {
+			if (!c->cfh.exp.opts->rw)
+				return NFS4ERR_ROFS;
+			st = open_create(&o, &oa->claim.file);
+		} else {
+			err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)oa->claim.file.val,
+					 oa->claim.file.len, &o.ip);
+			st = err ? nfs4_status(err) : NFS4_OK;
+		}
+		if (st)
+			goto out;
+		break;
+	case CLAIM_FH:
+	case CLAIM_PREVIOUS:
+		st = oa->claim.claim == CLAIM_FH ? nfs4_grace_check_new(c->s->state)
+						 : nfs4_grace_check_reclaim(c->s->state, c->clp);
+		if (st)
+			return st;
+		if (oa->openhow.opentype == OPEN4_CREATE)
+			return NFS4ERR_INVAL;
+		if (oa->claim.claim == CLAIM_PREVIOUS &&
+		    oa->claim.delegate_type != OPEN_DELEGATE_NONE)
+			return NFS4ERR_RECLAIM_BAD; /* no delegation was ever given */
+		if (c->cfh.kind == NFS4_FH_PSEUDO)
+			return NFS4ERR_ISDIR;
+		fs_igrab(c->cfh.ip);
+		o.ip = c->cfh.ip;
+		ok->cinfo.atomic = true;
+		break;
+	case CLAIM_DELEGATE_CUR:
+	case CLAIM_DELEG_CUR_FH:
+		return NFS4ERR_BAD_STATEID; /* no delegation stateid was ever issued */
+	case CLAIM_DELEGATE_PREV:
+	case CLAIM_DELEG_PREV_FH:
+		return NFS4ERR_NOTSUPP; /* nor could one be reclaimed */
+	default:
+		return NFS4ERR_INVAL;
+	}
+
+	struct fs_attr at;
+	if ((err = fs_getattr(o.ip, &at))) {
+		st = nfs4_status(err);
+		goto out;
+	}
+	if ((st = check_reg(&at)))
+		goto out;
+	if (!o.created && (st = open_permission(c, o.ip, access)))
+		goto out;
+
+	/* the share reservation and the stateid, as one step */
+	struct share_owner owner = {
+		.client = nfs4_client_id(c->clp),
+		.owner = nfs4_owner_key(c->s, oa->owner.clientid, oa->owner.owner.val,
+					oa->owner.owner.len),
+	};
+	struct nfs4_open *op;
+	bool fresh;
+	if ((st = open_get(c, &owner, o.ip, &op, &fresh)))
+		goto out;
+	nfs4_stid_lock(op->stid);
+	st = open_share(c, op, access, deny);
+	struct nfs4_stateid sid;
+	if (!st) {
+		if (fresh)
+			nfs4_stid_value(op->stid, &sid);
+		else
+			nfs4_stid_bump(op->stid, &sid);
+	}
+	nfs4_stid_unlock(op->stid);
+	if (st && fresh)
+		nfs4_stid_unhash(op->stid); /* a new open that was refused goes */
+	nfs4_stid_put(op->stid);
+	if (st)
+		goto out;
+	nfs4_sid_to_wire(&sid, &ok->stateid);
+	ok->rflags = OPEN4_RESULT_LOCKTYPE_POSIX;
+	if (oa->share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK) {
+		ok->delegation.delegation_type = OPEN_DELEGATE_NONE_EXT;
+		ok->delegation.od_whynone.ond_why = WND4_NOT_SUPP_FTYPE;
+	} else {
+		ok->delegation.delegation_type = OPEN_DELEGATE_NONE;
+	}
+	/* the opened file is the current filehandle, its stateid the current one */
+	if (c->cfh.kind == NFS4_FH_FS && c->cfh.ip != o.ip) {
+		fs_iput(c->cfh.ip);
+		c->cfh.ip = o.ip;
+		o.ip = NULL;
+	}
+	nfs4_set_cur_sid(c, &sid);
+out:
+	if (o.ip)
+		fs_iput(o.ip);
+	return st;
+}
+
+/* The open stateid an OPEN_DOWNGRADE or CLOSE names, locked. */
+static uint32_t open_stid(struct nfs4_compound *c, const struct stateid4 *w,
+			  struct nfs4_stid **out)
+{
+	struct nfs4_stateid sid;
+	uint32_t st = nfs4_sid_resolve(c, w, &sid);
+	if (st)
+		return st;
+	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
+		return NFS4ERR_BAD_STATEID;
+	if ((st = nfs4_stid_find(c->clp, &sid, NFS4_STID_OPEN, out)))
+		return st;
+	struct nfs4_open *op = nfs4_stid_payload(*out);
+	if (c->cfh.kind != NFS4_FH_FS || op->file != fs_ino(c->cfh.ip)) {
+		nfs4_stid_put(*out);
+		return NFS4ERR_BAD_STATEID;
+	}
+	return NFS4_OK;
+}
+
+uint32_t nfs4_op_open_downgrade(struct nfs4_compound *c, struct nfs_argop4 *a,
+				struct nfs_resop4 *r)
+{
+	struct OPEN_DOWNGRADE4args *da = &a->opopen_downgrade;
+	unsigned access = da->share_access & ~(uint32_t)OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
+	struct nfs4_stid *sp;
+	uint32_t st;
+	if (access < 1 || access > 3 || da->share_deny > 3)
+		return NFS4ERR_INVAL;
+	if ((st = open_stid(c, &da->open_stateid, &sp)))
+		return st;
+	struct nfs4_open *op = nfs4_stid_payload(sp);
+	struct nfs4_stateid sid;
+	nfs4_stid_lock(sp);
+	int err = share_downgrade(c->s->shares, op->file, &op->owner, access, da->share_deny);
+	if (!err)
+		nfs4_stid_bump(sp, &sid);
+	nfs4_stid_unlock(sp);
+	nfs4_stid_put(sp);
+	if (err)
+		return NFS4ERR_INVAL;
+	nfs4_sid_to_wire(&sid, &r->opopen_downgrade.resok4.open_stateid);
+	nfs4_set_cur_sid(c, &sid);
+	return NFS4_OK;
+}
+
+uint32_t nfs4_op_close(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+{
+	struct nfs4_stid *sp;
+	uint32_t st;
+	if ((st = open_stid(c, &a->opclose.open_stateid, &sp)))
+		return st;
+	struct nfs4_open *op = nfs4_stid_payload(sp);
+	struct nfs4_stid **locks = NULL;
+	size_t nlocks = 0;
+	nfs4_stid_lock(sp);
+	if (nfs4_open_has_locks(c->s, op)) {
+		st = NFS4ERR_LOCKS_HELD;
+	} else {
+		nfs4_stid_unhash(sp); /* the open goes with the last reference */
+		nlocks = nfs4_open_take_locks(op, &locks);
+	}
+	nfs4_stid_unlock(sp);
+	nfs4_lockst_end_all(locks, nlocks); /* they hold no locks: they go with it */
+	nfs4_stid_put(sp);
+	if (st)
+		return st;
+	/* the stateid is over: the special invalid one (RFC 8881 §18.2.4) */
+	struct stateid4 *w = &r->opclose.open_stateid;
+	w->seqid = UINT32_MAX;
+	memset(w->other, 0, sizeof(w->other));
+	c->have_cur_sid = false;
+	return NFS4_OK;
+}
