@@ -8,11 +8,16 @@
 # the host, one line each, all starting with "KCLIENT: ":
 #   step NAME uptime=S     progress (the log's only use for them)
 #   fail step=NAME WHY     the first mismatch or failed command
-#   result=PASS | result=FAIL
+#   skip WHY               the server does not serve the NFS version asked for
+#   restart-server         (restart mode) kill and restart the server now;
+#                          the host answers with a line on /dev/ttyS1
+#   result=PASS | result=FAIL | result=SKIP
 # The host passes the test only on "result=PASS"; a guest that dies before
 # printing a result (panic=-1 and QEMU's -no-reboot end it) is a failure.
 #
-# Kernel command line: kc.server=ADDR kc.port=PORT kc.ip=ADDR/PREFIX
+# Kernel command line: kc.server=ADDR kc.port=PORT kc.ip=ADDR/PREFIX, and
+# optionally kc.vers=3|4.1|4.2 kc.path=PATH kc.mode=workload|restart
+# kc.copy=required|fallback (see workload.sh)
 /bin/busybox --install -s
 export PATH=/sbin:/usr/sbin:/bin:/usr/bin
 mount -t proc proc /proc
@@ -23,19 +28,23 @@ mount -t tmpfs tmpfs /run
 
 finish() {
 	echo "KCLIENT: result=$1"
-	if [ "$1" != PASS ]; then
+	if [ "$1" = FAIL ]; then
 		echo "KCLIENT: kernel messages about NFS, RPC and the network:"
 		dmesg | grep -iE 'nfs|rpc|lockd|virtio|eth0' | tail -30
 	fi
 	poweroff -f
 }
 
-SERVER= PORT= IP=
+SERVER= PORT= IP= VERS=3 EXPORT=/ MODE=workload COPY=fallback
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	kc.server=*) SERVER=${arg#*=} ;;
 	kc.port=*) PORT=${arg#*=} ;;
 	kc.ip=*) IP=${arg#*=} ;;
+	kc.vers=*) VERS=${arg#*=} ;;
+	kc.path=*) EXPORT=${arg#*=} ;;
+	kc.mode=*) MODE=${arg#*=} ;;
+	kc.copy=*) COPY=${arg#*=} ;;
 	esac
 done
 if [ -z "$SERVER" ] || [ -z "$PORT" ] || [ -z "$IP" ]; then
@@ -49,6 +58,8 @@ while read -r mod; do
 	insmod "$mod" || { echo "KCLIENT: fail step=boot insmod $mod"; finish FAIL; }
 done </etc/kclient-modules
 
+# the NFSv4 client names itself after the host name in its client owner
+hostname kclient
 ip link set lo up
 if ! ip addr add "$IP" dev eth0 || ! ip link set eth0 up; then
 	echo "KCLIENT: fail step=boot no eth0"
@@ -64,7 +75,10 @@ until ping -c 1 -W 1 "$SERVER" >/dev/null 2>&1; do
 	fi
 done
 
-if sh /workload.sh "$SERVER" "$PORT"; then
-	finish PASS
-fi
-finish FAIL
+status=0
+sh /workload.sh "$SERVER" "$PORT" "$VERS" "$EXPORT" "$MODE" "$COPY" || status=$?
+case $status in
+0) finish PASS ;;
+77) finish SKIP ;;
+*) finish FAIL ;;
+esac

@@ -1,0 +1,518 @@
+/*
+ * kcio.c - the file-system calls the kernel-client test's NFSv4 workload
+ * needs and busybox does not make: byte-range and flock locks between
+ * processes, fallocate, SEEK_DATA/SEEK_HOLE, copy_file_range. kclient.sh
+ * builds it on the host (static, so the guest needs no libraries) into the
+ * guest's initramfs; workload.sh runs it in the reference tree and on the
+ * NFS mount alike where both must agree.
+ *
+ * usage:
+ *   kcio lockwait fcntl|flock FILE [FILE2]
+ *                                    a holder locks FILE; a waiter's blocking
+ *                                    request through FILE2 (default FILE)
+ *                                    must wait in the kernel until the
+ *                                    holder unlocks, then be granted
+ *   kcio ranges FILE [FILE2]         POSIX byte-range semantics between two
+ *                                    lock owners, the second through FILE2
+ *                                    (conflict, the conflicting lock's range,
+ *                                    adjacency, split, downgrade, upgrade,
+ *                                    shared reads, 64-bit offsets)
+ *   kcio hold FILE OFF LEN           write-lock [OFF, OFF+LEN), print "held";
+ *                                    then per line on stdin: "write" writes
+ *                                    and fsyncs inside the range, "release"
+ *                                    (or end of input) unlocks and exits
+ *   kcio trylock FILE OFF LEN        non-blocking write lock: "locked" (and
+ *                                    unlocks) or "denied"
+ *   kcio falloc FILE OFF LEN         fallocate mode 0
+ *   kcio punch FILE OFF LEN          fallocate PUNCH_HOLE|KEEP_SIZE
+ *   kcio seek FILE data|hole OFF     the offset lseek returns, or ENXIO
+ *   kcio copy SRC DST OFFIN OFFOUT LEN   copy_file_range until LEN or EOF
+ * FILE2 names the same file through a second mount of the same server
+ * made with nosharecache: the Linux client checks a lock against the locks
+ * its own processes hold on the same inode before it asks the server, so
+ * only through another inode does the server decide the conflicts.
+ *
+ * Results go to stdout, one line; "EOPNOTSUPP" from falloc and punch exits
+ * 3 (the caller decides whether the protocol version allows it); any other
+ * failure prints "kcio: ..." on stderr and exits 1.
+ *
+ * How "the waiter waits" is proven without timing: the waiter is known to
+ * be blocked once /proc/PID/syscall shows it inside fcntl or flock (the
+ * number of the call it is sleeping in) while it has not been granted; the
+ * holder then sets a shared "released" flag before it unlocks, and the
+ * waiter, once granted, must see that flag set. A grant before the release
+ * would see it clear. Every process has an alarm() watchdog, so a lock that
+ * is never granted fails the run instead of hanging it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A blocked NFSv4 lock is retried by the client with a back-off that grows
+ * to 30 s; a waiter is given several of those. */
+#define WATCHDOG_SECONDS 300
+
+static const char *prog_cmd = "";
+
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "kcio %s: ", prog_cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static uint64_t parse_u64(const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (!*s || *end || errno)
+		die("not a number: %s", s);
+	return v;
+}
+
+static int open_rw(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT, 0644);
+	if (fd < 0)
+		die("open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* fcntl lock of [start, start+len) (len 0: to infinity): 0 or -errno */
+static int range_lock(int fd, int cmd, short type, uint64_t start, uint64_t len)
+{
+	struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)start,
+			   .l_len = (off_t)len};
+	return fcntl(fd, cmd, &fl) ? -errno : 0;
+}
+
+/* --- lockwait */
+
+struct shared {
+	volatile int held;     /* the holder has its lock */
+	volatile int released; /* set by the holder just before it unlocks */
+	volatile int granted;  /* the waiter has its lock */
+	volatile int release_seen; /* "released" as the waiter saw it when granted */
+	volatile int go;       /* the parent tells the holder to release */
+};
+
+static int lock_whole(int fd, bool use_flock, bool wait)
+{
+	if (use_flock)
+		return flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) ? -errno : 0;
+	return range_lock(fd, wait ? F_SETLKW : F_SETLK, F_WRLCK, 100, 100);
+}
+
+static int unlock_whole(int fd, bool use_flock)
+{
+	if (use_flock)
+		return flock(fd, LOCK_UN) ? -errno : 0;
+	return range_lock(fd, F_SETLK, F_UNLCK, 100, 100);
+}
+
+/* Is pid sleeping inside system call nr? (/proc/PID/syscall: "NR args...",
+ * or "running") */
+static bool in_syscall(pid_t pid, long nr)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool in = fgets(buf, sizeof(buf), f) && strtol(buf, NULL, 10) == nr &&
+		  buf[0] >= '0' && buf[0] <= '9';
+	fclose(f);
+	return in;
+}
+
+static int cmd_lockwait(int argc, char **argv)
+{
+	if (argc != 2 && argc != 3)
+		die("usage: lockwait fcntl|flock FILE [FILE2]");
+	bool use_flock = !strcmp(argv[0], "flock");
+	if (!use_flock && strcmp(argv[0], "fcntl"))
+		die("fcntl or flock, not %s", argv[0]);
+	const char *path = argv[1], *path2 = argc == 3 ? argv[2] : argv[1];
+	long nr = use_flock ? SYS_flock : SYS_fcntl;
+	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		die("mmap: %s", strerror(errno));
+	close(open_rw(path));
+
+	pid_t holder = fork();
+	if (holder < 0)
+		die("fork: %s", strerror(errno));
+	if (holder == 0) {
+		alarm(WATCHDOG_SECONDS);
+		int fd = open_rw(path), err;
+		if ((err = lock_whole(fd, use_flock, false)))
+			die("holder: lock: %s", strerror(-err));
+		sh->held = 1;
+		while (!sh->go)
+			pause_ms(10);
+		sh->released = 1;
+		__sync_synchronize();
+		if ((err = unlock_whole(fd, use_flock)))
+			die("holder: unlock: %s", strerror(-err));
+		_exit(0);
+	}
+	alarm(WATCHDOG_SECONDS);
+	while (!sh->held)
+		pause_ms(10);
+
+	pid_t waiter = fork();
+	if (waiter < 0)
+		die("fork: %s", strerror(errno));
+	if (waiter == 0) {
+		alarm(WATCHDOG_SECONDS);
+		int fd = open_rw(path2), err;
+		/* a non-blocking attempt must be refused first */
+		err = lock_whole(fd, use_flock, false);
+		if (err != -EAGAIN && err != -EACCES && err != -EWOULDBLOCK)
+			die("waiter: a non-blocking lock while held: %s",
+			    err ? strerror(-err) : "granted");
+		if ((err = lock_whole(fd, use_flock, true)))
+			die("waiter: blocking lock: %s", strerror(-err));
+		__sync_synchronize();
+		sh->release_seen = sh->released;
+		sh->granted = 1;
+		if ((err = unlock_whole(fd, use_flock)))
+			die("waiter: unlock: %s", strerror(-err));
+		_exit(0);
+	}
+	/* the waiter must be asleep in its blocking call, not granted */
+	int polls = 0;
+	while (!in_syscall(waiter, nr)) {
+		if (sh->granted)
+			die("the waiter was granted while the holder held the lock");
+		pause_ms(10);
+		polls++;
+	}
+	/* a little longer, so that the client has had its request refused by
+	 * the server at least once (it sleeps in the same call meanwhile) */
+	pause_ms(500);
+	if (sh->granted || !in_syscall(waiter, nr))
+		die("the waiter did not stay blocked while the lock was held");
+	sh->go = 1;
+
+	int st1, st2;
+	if (waitpid(holder, &st1, 0) < 0 || waitpid(waiter, &st2, 0) < 0)
+		die("waitpid: %s", strerror(errno));
+	if (!WIFEXITED(st1) || WEXITSTATUS(st1))
+		die("the holder failed (status %#x)", st1);
+	if (!WIFEXITED(st2) || WEXITSTATUS(st2))
+		die("the waiter failed (status %#x)", st2);
+	if (!sh->granted || !sh->release_seen)
+		die("the waiter was granted before the holder released");
+	printf("ok %s: waiter blocked, then granted after the release\n", argv[0]);
+	return 0;
+}
+
+/* --- ranges: the parent is one lock owner, a child the other; the child
+ * runs requests the parent sends it over a pipe */
+
+struct req {
+	int cmd;
+	short type;
+	uint64_t start, len;
+};
+
+struct res {
+	int err;		/* 0 or -errno */
+	short type;		/* F_GETLK: the conflicting lock's type, or F_UNLCK */
+	int64_t start, len;	/* F_GETLK: its range */
+};
+
+static int child_in, child_out;
+
+static struct res other_req(int cmd, short type, uint64_t start, uint64_t len)
+{
+	struct req r = {cmd, type, start, len};
+	struct res res = {0};
+	if (write(child_in, &r, sizeof(r)) != sizeof(r) ||
+	    read(child_out, &res, sizeof(res)) != sizeof(res))
+		die("the other lock owner is gone");
+	return res;
+}
+
+static int other(int cmd, short type, uint64_t start, uint64_t len)
+{
+	return other_req(cmd, type, start, len).err;
+}
+
+static void other_loop(const char *path, int in, int out)
+{
+	int fd = open_rw(path);
+	struct req r;
+	while (read(in, &r, sizeof(r)) == sizeof(r)) {
+		struct flock fl = {.l_type = r.type, .l_whence = SEEK_SET,
+				   .l_start = (off_t)r.start, .l_len = (off_t)r.len};
+		struct res res = {0};
+		if (fcntl(fd, r.cmd, &fl))
+			res.err = -errno;
+		res.type = fl.l_type;
+		res.start = fl.l_start;
+		res.len = fl.l_len;
+		if (write(out, &res, sizeof(res)) != sizeof(res))
+			_exit(1);
+	}
+	_exit(0);
+}
+
+static bool denied(int err)
+{
+	return err == -EAGAIN || err == -EACCES;
+}
+
+#define EXPECT(cond, what)                                                                         \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			die("%s", what);                                                           \
+	} while (0)
+
+static int cmd_ranges(int argc, char **argv)
+{
+	if (argc != 1 && argc != 2)
+		die("usage: ranges FILE [FILE2]");
+	const char *path = argv[0], *path2 = argc == 2 ? argv[1] : argv[0];
+	int to_child[2], from_child[2];
+	if (pipe(to_child) || pipe(from_child))
+		die("pipe: %s", strerror(errno));
+	int fd = open_rw(path);
+	alarm(WATCHDOG_SECONDS);
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(to_child[1]);
+		close(from_child[0]);
+		close(fd);
+		other_loop(path2, to_child[0], from_child[1]);
+	}
+	close(to_child[0]);
+	close(from_child[1]);
+	child_in = to_child[1];
+	child_out = from_child[0];
+	const uint64_t big = 1ull << 40;
+
+	/* a write lock excludes overlapping requests, not adjacent ones */
+	EXPECT(!range_lock(fd, F_SETLK, F_WRLCK, 0, 1000), "lock [0,1000)");
+	EXPECT(denied(other(F_SETLK, F_WRLCK, 500, 10)), "[500,510) granted under [0,1000)");
+	EXPECT(denied(other(F_SETLK, F_RDLCK, 999, 1)), "read [999,1000) granted under a write lock");
+	/* the test names the conflicting lock: its type and whole range */
+	struct res t = other_req(F_GETLK, F_WRLCK, 500, 10);
+	EXPECT(!t.err, "F_GETLK failed");
+	if (t.type != F_WRLCK || t.start != 0 || t.len != 1000)
+		die("F_GETLK of [500,510) under [0,1000) gave type %d [%jd,+%jd)", t.type,
+		    (intmax_t)t.start, (intmax_t)t.len);
+	t = other_req(F_GETLK, F_WRLCK, 1000, 10);
+	EXPECT(!t.err && t.type == F_UNLCK, "F_GETLK of a free range found a conflict");
+	EXPECT(!other(F_SETLK, F_WRLCK, 1000, 10), "adjacent [1000,1010) refused");
+	EXPECT(!other(F_SETLK, F_UNLCK, 1000, 10), "unlock [1000,1010)");
+	/* unlocking the middle splits the lock in two */
+	EXPECT(!range_lock(fd, F_SETLK, F_UNLCK, 400, 200), "unlock [400,600)");
+	EXPECT(!other(F_SETLK, F_WRLCK, 450, 100), "[450,550) refused after the split");
+	EXPECT(!other(F_SETLK, F_UNLCK, 450, 100), "unlock [450,550)");
+	EXPECT(denied(other(F_SETLK, F_WRLCK, 300, 10)), "[300,310) granted: the left part was lost");
+	EXPECT(denied(other(F_SETLK, F_WRLCK, 700, 10)), "[700,710) granted: the right part was lost");
+	/* a downgrade to a read lock lets the other owner read-lock, not write */
+	EXPECT(!range_lock(fd, F_SETLK, F_RDLCK, 0, 400), "downgrade [0,400) to read");
+	EXPECT(!other(F_SETLK, F_RDLCK, 100, 10), "read [100,110) refused under a read lock");
+	EXPECT(denied(other(F_SETLK, F_WRLCK, 100, 10)), "write [100,110) granted under a read lock");
+	/* an upgrade must now wait for the other owner's read lock */
+	EXPECT(denied(range_lock(fd, F_SETLK, F_WRLCK, 95, 20)), "upgrade over another read lock granted");
+	EXPECT(!other(F_SETLK, F_UNLCK, 100, 10), "unlock read [100,110)");
+	EXPECT(!range_lock(fd, F_SETLK, F_WRLCK, 95, 20), "upgrade [95,115) refused");
+	/* 64-bit offsets, and a lock to the end of all offsets */
+	EXPECT(!range_lock(fd, F_SETLK, F_WRLCK, big, 10), "lock at 2^40");
+	EXPECT(denied(other(F_SETLK, F_WRLCK, big + 5, 1)), "[2^40+5] granted under [2^40,+10)");
+	EXPECT(!other(F_SETLK, F_WRLCK, big + 10, 0), "[2^40+10, end) refused");
+	EXPECT(denied(range_lock(fd, F_SETLK, F_WRLCK, big * 2, 1)), "2^41 granted under [2^40+10, end)");
+	EXPECT(!other(F_SETLK, F_UNLCK, 0, 0), "the other owner's unlock of everything");
+	/* everything released: the other owner takes the whole file */
+	EXPECT(!range_lock(fd, F_SETLK, F_UNLCK, 0, 0), "unlock everything");
+	EXPECT(!other(F_SETLK, F_WRLCK, 0, 0), "the whole file refused after everything was released");
+	EXPECT(denied(range_lock(fd, F_SETLK, F_RDLCK, 12345, 1)), "read granted under a whole-file lock");
+	EXPECT(!other(F_SETLK, F_UNLCK, 0, 0), "unlock the whole file");
+
+	close(child_in);
+	int st;
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		die("the other lock owner failed");
+	printf("ok ranges\n");
+	return 0;
+}
+
+/* --- hold, trylock */
+
+static int cmd_hold(int argc, char **argv)
+{
+	if (argc != 3)
+		die("usage: hold FILE OFF LEN");
+	uint64_t off = parse_u64(argv[1]), len = parse_u64(argv[2]);
+	int fd = open_rw(argv[0]), err;
+	if ((err = range_lock(fd, F_SETLK, F_WRLCK, off, len)))
+		die("lock: %s", strerror(-err));
+	printf("held\n");
+	fflush(stdout);
+	char line[64], buf[64];
+	unsigned n = 0;
+	while (fgets(line, sizeof(line), stdin)) {
+		if (!strncmp(line, "release", 7))
+			break;
+		if (strncmp(line, "write", 5))
+			die("unknown command %s", line);
+		/* a lock the client lost makes I/O under it fail with EIO */
+		int l = snprintf(buf, sizeof(buf), "written under the lock %u\n", n++);
+		if (pwrite(fd, buf, (size_t)l, (off_t)off) != l || fsync(fd))
+			die("write under the lock: %s", strerror(errno));
+		printf("written\n");
+		fflush(stdout);
+	}
+	if ((err = range_lock(fd, F_SETLK, F_UNLCK, off, len)))
+		die("unlock: %s", strerror(-err));
+	if (close(fd))
+		die("close: %s", strerror(errno));
+	printf("released\n");
+	return 0;
+}
+
+static int cmd_trylock(int argc, char **argv)
+{
+	if (argc != 3)
+		die("usage: trylock FILE OFF LEN");
+	uint64_t off = parse_u64(argv[1]), len = parse_u64(argv[2]);
+	alarm(WATCHDOG_SECONDS);
+	int fd = open_rw(argv[0]);
+	int err = range_lock(fd, F_SETLK, F_WRLCK, off, len);
+	if (denied(err)) {
+		printf("denied\n");
+		return 0;
+	}
+	if (err)
+		die("lock: %s", strerror(-err));
+	if ((err = range_lock(fd, F_SETLK, F_UNLCK, off, len)))
+		die("unlock: %s", strerror(-err));
+	printf("locked\n");
+	return 0;
+}
+
+/* --- fallocate, seek, copy */
+
+static int cmd_fallocate(int argc, char **argv, int mode)
+{
+	if (argc != 3)
+		die("usage: falloc|punch FILE OFF LEN");
+	int fd = open(argv[0], O_RDWR);
+	if (fd < 0)
+		die("open %s: %s", argv[0], strerror(errno));
+	if (fallocate(fd, mode, (off_t)parse_u64(argv[1]), (off_t)parse_u64(argv[2]))) {
+		if (errno == EOPNOTSUPP) {
+			printf("EOPNOTSUPP\n");
+			return 3;
+		}
+		die("fallocate: %s", strerror(errno));
+	}
+	if (close(fd))
+		die("close: %s", strerror(errno));
+	printf("ok\n");
+	return 0;
+}
+
+static int cmd_seek(int argc, char **argv)
+{
+	if (argc != 3 || (strcmp(argv[1], "data") && strcmp(argv[1], "hole")))
+		die("usage: seek FILE data|hole OFF");
+	int fd = open(argv[0], O_RDONLY);
+	if (fd < 0)
+		die("open %s: %s", argv[0], strerror(errno));
+	off_t r = lseek(fd, (off_t)parse_u64(argv[2]), argv[1][0] == 'd' ? SEEK_DATA : SEEK_HOLE);
+	if (r < 0 && errno == ENXIO)
+		printf("ENXIO\n");
+	else if (r < 0)
+		die("lseek: %s", strerror(errno));
+	else
+		printf("%jd\n", (intmax_t)r);
+	close(fd);
+	return 0;
+}
+
+static int cmd_copy(int argc, char **argv)
+{
+	if (argc != 5)
+		die("usage: copy SRC DST OFFIN OFFOUT LEN");
+	int in = open(argv[0], O_RDONLY), out = open(argv[1], O_WRONLY | O_CREAT, 0644);
+	if (in < 0 || out < 0)
+		die("open: %s", strerror(errno));
+	loff_t oi = (loff_t)parse_u64(argv[2]), oo = (loff_t)parse_u64(argv[3]);
+	uint64_t left = parse_u64(argv[4]), total = 0;
+	while (left) {
+		ssize_t n = copy_file_range(in, &oi, out, &oo, left, 0);
+		if (n < 0)
+			die("copy_file_range: %s", strerror(errno));
+		if (n == 0)
+			break;
+		left -= (uint64_t)n;
+		total += (uint64_t)n;
+	}
+	if (close(out) || close(in))
+		die("close: %s", strerror(errno));
+	printf("%" PRIu64 "\n", total);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		die("usage: kcio lockwait|ranges|hold|trylock|falloc|punch|seek|copy ARGS");
+	prog_cmd = argv[1];
+	/* a watchdog's SIGALRM must end the process, whatever it inherited */
+	signal(SIGALRM, SIG_DFL);
+	int n = argc - 2;
+	char **a = argv + 2;
+	if (!strcmp(argv[1], "lockwait"))
+		return cmd_lockwait(n, a);
+	if (!strcmp(argv[1], "ranges"))
+		return cmd_ranges(n, a);
+	if (!strcmp(argv[1], "hold"))
+		return cmd_hold(n, a);
+	if (!strcmp(argv[1], "trylock"))
+		return cmd_trylock(n, a);
+	if (!strcmp(argv[1], "falloc"))
+		return cmd_fallocate(n, a, 0);
+	if (!strcmp(argv[1], "punch"))
+		return cmd_fallocate(n, a, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE);
+	if (!strcmp(argv[1], "seek"))
+		return cmd_seek(n, a);
+	if (!strcmp(argv[1], "copy"))
+		return cmd_copy(n, a);
+	die("unknown command");
+	return 1;
+}
