@@ -314,28 +314,28 @@ static uint32_t find_sid(struct nfs4_compound *c, const struct stateid4 *w, unsi
 	return NFS4_OK;
 }
 
-/* Take the lock, expiring a courtesy client that stands in the way. */
-static uint32_t do_lock(struct nfs4_compound *c, struct nfs4_lockst *ls, enum brl_type type,
-			uint64_t off, uint64_t len, struct LOCK4denied *denied)
+/* One try at the lock, under the stateids' locks: NFS4_OK, DENIED with
+ * *conflict, OPENMODE, or INVAL. */
+static uint32_t try_lock(struct nfs4_compound *c, struct nfs4_lockst *ls, enum brl_type type,
+			 uint64_t off, uint64_t len, struct brl_info *conflict)
 {
-	for (int tries = 0; tries < 4; tries++) {
-		struct brl_info d;
-		int err = brl_lock(c->s->brl, ls->file, &ls->owner, type, off, len, &d);
-		if (!err)
-			return NFS4_OK;
-		if (err == -ENOLCK)
-			return NFS4ERR_DENIED; /* a bound: the client tries again later */
-		if (err != -EAGAIN)
-			return NFS4ERR_INVAL;
-		uint64_t seq = 0;
-		if (d.owner.client == ls->owner.client ||
-		    !nfs4_client_expire_if_courtesy(c->s->state, d.owner.client, &seq)) {
-			denied_of(c, &d, denied);
-			return NFS4ERR_DENIED;
-		}
-		nfs4_note_change(c, seq, false);
+	/* a write lock needs the file open for writing (RFC 8881 §18.10.3) */
+	unsigned access = 0;
+	share_get(c->s->shares, ls->file, &ls->open->owner, &access, NULL);
+	if (!(access & (type == BRL_WRITE ? SHARE_ACCESS_WRITE : SHARE_ACCESS_READ)))
+		return NFS4ERR_OPENMODE;
+	int err = brl_lock(c->s->brl, ls->file, &ls->owner, type, off, len, conflict);
+	if (!err)
+		return NFS4_OK;
+	if (err == -ENOLCK) {
+		/* a bound: DENIED (possibly temporary: the client tries again),
+		 * naming no conflicting lock */
+		memset(conflict, 0, sizeof(*conflict));
+		conflict->type = type;
+		conflict->owner = ls->owner;
+		return NFS4ERR_DENIED;
 	}
-	return NFS4ERR_DELAY;
+	return err == -EAGAIN ? NFS4ERR_DENIED : NFS4ERR_INVAL;
 }
 
 uint32_t nfs4_op_lock(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
@@ -367,27 +367,31 @@ uint32_t nfs4_op_lock(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 			return r->oplock.status = st;
 	}
 	struct nfs4_lockst *ls = nfs4_stid_payload(sp);
-	/* a write lock needs the file open for writing (RFC 8881 §18.10.3) */
-	unsigned access = 0;
-	share_get(c->s->shares, ls->file, &ls->open->owner, &access, NULL);
 	enum brl_type type = brl_type_of(la->locktype);
 	struct nfs4_stateid sid;
-	nfs4_stid_lock(ls->open_stid);
-	nfs4_stid_lock(sp);
-	if (type == BRL_WRITE && !(access & SHARE_ACCESS_WRITE))
-		st = NFS4ERR_OPENMODE;
-	else if (type == BRL_READ && !(access & SHARE_ACCESS_READ))
-		st = NFS4ERR_OPENMODE;
-	else
-		st = do_lock(c, ls, type, la->offset, la->length, &r->oplock.denied);
-	if (!st) {
-		if (fresh)
-			nfs4_stid_value(sp, &sid);
-		else
-			nfs4_stid_bump(sp, &sid);
+	struct brl_info conflict;
+	for (int tries = 0;; tries++) {
+		nfs4_stid_lock(ls->open_stid);
+		nfs4_stid_lock(sp);
+		st = try_lock(c, ls, type, la->offset, la->length, &conflict);
+		if (!st) {
+			if (fresh)
+				nfs4_stid_value(sp, &sid);
+			else
+				nfs4_stid_bump(sp, &sid);
+		}
+		nfs4_stid_unlock(sp);
+		nfs4_stid_unlock(ls->open_stid);
+		/* the courteous server: a courtesy client's lock goes when it is
+		 * in the way (expiring it takes state locks: none may be held) */
+		uint64_t seq = 0;
+		if (st != NFS4ERR_DENIED || tries == 3 || conflict.owner.client == ls->owner.client ||
+		    !nfs4_client_expire_if_courtesy(c->s->state, conflict.owner.client, &seq))
+			break;
+		nfs4_note_change(c, seq, false);
 	}
-	nfs4_stid_unlock(sp);
-	nfs4_stid_unlock(ls->open_stid);
+	if (st == NFS4ERR_DENIED)
+		denied_of(c, &conflict, &r->oplock.denied);
 	if (st && fresh)
 		nfs4_stid_unhash(sp); /* nothing was locked with it */
 	nfs4_stid_put(sp);

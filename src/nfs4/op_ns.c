@@ -193,6 +193,13 @@ static void readdir_verf(const struct nfs4_compound *c, const struct fs_attr *da
 	memcpy(out, &h, sizeof(h));
 }
 
+/* An entry as readdir gave it, before its attributes are read. */
+struct rd_name {
+	const char *name;
+	uint32_t len;
+	uint64_t ino, cookie;
+};
+
 struct rd {
 	struct nfs4_compound *c;
 	const struct READDIR4args *ra;
@@ -201,7 +208,10 @@ struct rd {
 	uint32_t dirleft;  /* dircount bytes left (UINT32_MAX: not bounded) */
 	uint32_t n;
 	bool stopped;
-	uint32_t err;      /* a failure that ends the whole READDIR */
+	/* the names gathered under the directory's lock (rd_gather) */
+	struct rd_name *names;
+	uint32_t nnames, cap;
+	uint64_t guess;    /* bytes the gathered entries take at least */
 };
 
 /* XDR size of an entry4 in a reply: value_follows, cookie, name, fattr4. */
@@ -265,8 +275,7 @@ static int rd_add(struct rd *d, const char *name, size_t len, uint64_t cookie,
 		return 1;
 	}
 	struct entry4 *e = nfs4_res_alloc(d->c, sizeof(*e));
-	char *nm = e ? nfs4_res_alloc(d->c, len ? len : 1) : NULL;
-	if (!nm) {
+	if (!e) {
 		/* the compound's result memory is used up: end the page here */
 		d->stopped = true;
 		return 1;
@@ -274,11 +283,10 @@ static int rd_add(struct rd *d, const char *name, size_t len, uint64_t cookie,
 	d->left -= need;
 	if (d->dirleft != UINT32_MAX)
 		d->dirleft -= dneed;
-	memcpy(nm, name, len);
 	memset(e, 0, sizeof(*e));
 	e->cookie = cookie;
 	e->name.len = (uint32_t)len;
-	e->name.val = (const uint8_t *)nm;
+	e->name.val = (const uint8_t *)name; /* in the result arena, or a pseudo node's */
 	e->attrs = *fa;
 	*d->tail = e;
 	d->tail = &e->nextentry;
@@ -286,19 +294,59 @@ static int rd_add(struct rd *d, const char *name, size_t len, uint64_t cookie,
 	return 0;
 }
 
-static int rd_fill(void *arg, const char *name, size_t len, uint64_t ino, unsigned type,
-		   uint64_t cookie)
+/*
+ * The engine calls this with the directory's lock held, so nothing here
+ * may look a name up: it only keeps the names, as many as could fit the
+ * reply with the smallest attributes; their attributes are read after
+ * fs_readdir returned (rd_attrs).
+ */
+static int rd_gather(void *arg, const char *name, size_t len, uint64_t ino, unsigned type,
+		     uint64_t cookie)
 {
 	struct rd *d = arg;
 	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
 		return 0; /* not NFSv4 entries */
-	struct fattr4 fa = {0};
-	uint32_t st = entry_attrs(d, &d->c->cfh, name, len, ino, &fa);
-	if (st) {
-		d->err = st;
+	uint32_t least = entry_size((uint32_t)len, &(struct fattr4){0});
+	if (d->guess + least > d->left) {
+		d->stopped = true;
 		return 1;
 	}
-	return rd_add(d, name, len, cookie, &fa);
+	if (d->nnames == d->cap) {
+		uint32_t cap = d->cap ? 2 * d->cap : 64;
+		struct rd_name *v = nfs4_res_alloc(d->c, cap * sizeof(*v));
+		if (!v) {
+			d->stopped = true;
+			return 1;
+		}
+		if (d->nnames)
+			memcpy(v, d->names, d->nnames * sizeof(*v));
+		d->names = v;
+		d->cap = cap;
+	}
+	char *nm = nfs4_res_alloc(d->c, len ? len : 1);
+	if (!nm) {
+		d->stopped = true;
+		return 1;
+	}
+	memcpy(nm, name, len);
+	d->names[d->nnames++] = (struct rd_name){nm, (uint32_t)len, ino, cookie};
+	d->guess += least;
+	return 0;
+}
+
+/* The attributes of the gathered names, as many entries as fit. */
+static uint32_t rd_attrs(struct rd *d)
+{
+	for (uint32_t i = 0; i < d->nnames; i++) {
+		const struct rd_name *e = &d->names[i];
+		struct fattr4 fa = {0};
+		uint32_t st = entry_attrs(d, &d->c->cfh, e->name, e->len, e->ino, &fa);
+		if (st)
+			return st;
+		if (rd_add(d, e->name, e->len, e->cookie, &fa))
+			break; /* full: the rest comes with the next READDIR */
+	}
+	return NFS4_OK;
 }
 
 static uint32_t readdir_pseudo(struct rd *d)
@@ -368,8 +416,8 @@ uint32_t nfs4_op_readdir(struct nfs4_compound *c, struct nfs_argop4 *a, struct n
 	} else {
 		if ((err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &dat, SRV_MAY_READ)))
 			return nfs4_status(err);
-		err = fs_readdir(c->cfh.ip, ra->cookie, rd_fill, &d);
-		st = err ? nfs4_status(err) : d.err;
+		err = fs_readdir(c->cfh.ip, ra->cookie, rd_gather, &d);
+		st = err ? nfs4_status(err) : rd_attrs(&d);
 	}
 	if (st)
 		return st;

@@ -410,26 +410,17 @@ static uint32_t open_permission(struct nfs4_compound *c, struct fs_inode *ip, un
 	return err ? nfs4_status(err) : NFS4_OK;
 }
 
-/* The share reservation, with the courteous server's second chance. */
-static uint32_t open_share(struct nfs4_compound *c, struct nfs4_open *op, unsigned access,
-			   unsigned deny)
+/* One try at the share reservation (the open's stateid locked): OK,
+ * SHARE_DENIED with *conflict, DELAY at a bound, INVAL. */
+static uint32_t try_share(struct nfs4_compound *c, struct nfs4_open *op, unsigned access,
+			  unsigned deny, struct share_info *conflict)
 {
-	for (int tries = 0; tries < 4; tries++) {
-		struct share_info conflict;
-		int err = share_open(c->s->shares, op->file, &op->owner, access, deny, &conflict);
-		if (!err)
-			return NFS4_OK;
-		if (err == -ENOLCK)
-			return NFS4ERR_DELAY;
-		if (err != -EAGAIN)
-			return NFS4ERR_INVAL;
-		uint64_t seq = 0;
-		if (conflict.owner.client == op->owner.client ||
-		    !nfs4_client_expire_if_courtesy(c->s->state, conflict.owner.client, &seq))
-			return NFS4ERR_SHARE_DENIED;
-		nfs4_note_change(c, seq, false);
-	}
-	return NFS4ERR_DELAY;
+	int err = share_open(c->s->shares, op->file, &op->owner, access, deny, conflict);
+	if (!err)
+		return NFS4_OK;
+	if (err == -ENOLCK)
+		return NFS4ERR_DELAY;
+	return err == -EAGAIN ? NFS4ERR_SHARE_DENIED : NFS4ERR_INVAL;
 }
 
 uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
@@ -527,16 +518,27 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	bool fresh;
 	if ((st = open_get(c, &owner, o.ip, &op, &fresh)))
 		goto out;
-	nfs4_stid_lock(op->stid);
-	st = open_share(c, op, access, deny);
 	struct nfs4_stateid sid;
-	if (!st) {
-		if (fresh)
-			nfs4_stid_value(op->stid, &sid);
-		else
-			nfs4_stid_bump(op->stid, &sid);
+	for (int tries = 0;; tries++) {
+		struct share_info conflict;
+		nfs4_stid_lock(op->stid);
+		st = try_share(c, op, access, deny, &conflict);
+		if (!st) {
+			if (fresh)
+				nfs4_stid_value(op->stid, &sid);
+			else
+				nfs4_stid_bump(op->stid, &sid);
+		}
+		nfs4_stid_unlock(op->stid);
+		/* the courteous server: a courtesy client's open goes when it is
+		 * in the way (expiring it takes state locks: none may be held) */
+		uint64_t seq = 0;
+		if (st != NFS4ERR_SHARE_DENIED || tries == 3 ||
+		    conflict.owner.client == op->owner.client ||
+		    !nfs4_client_expire_if_courtesy(c->s->state, conflict.owner.client, &seq))
+			break;
+		nfs4_note_change(c, seq, false);
 	}
-	nfs4_stid_unlock(op->stid);
 	if (st && fresh)
 		nfs4_stid_unhash(op->stid); /* a new open that was refused goes */
 	nfs4_stid_put(op->stid);
