@@ -209,6 +209,9 @@ uint32_t nfs4_op_sequence(struct nfs4_compound *c, struct nfs_argop4 *arg, struc
 	uint32_t st = nfs4_sequence(c->s->state, &a, &r, &c->sess);
 	if (st)
 		return st;
+	/* SEQUENCE binds a new connection to the session (SP4_NONE): its
+	 * close must be heard */
+	nfs4_conn_watch(c->s, conn);
 	c->clp = nfs4_session_client(c->sess);
 	if (r.kind == NFS4_SEQ_REPLAY) {
 		/* the whole reply is the slot's: send those bytes as they are */

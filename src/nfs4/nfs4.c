@@ -161,6 +161,7 @@ static void conn_closed(struct svc_conn *conn, void *data)
 {
 	struct conn_data *cd = data;
 	nfs4_conn_closed(cd->s->state, cd->id);
+	nfs4_conns_remove(cd->s, cd->id);
 }
 
 static void conn_free(void *data)
@@ -177,8 +178,13 @@ void nfs4_conn_watch(struct nfs4_server *s, struct svc_conn *conn)
 	struct conn_data *cd = xmalloc(sizeof(*cd));
 	cd->s = s;
 	cd->id = svc_conn_id(conn);
-	if (svc_conn_set_data(conn, &conn_ops, cd))
-		free(cd); /* another request got there first, or it closed */
+	/* in the registry first: once the data is set, closed() may run */
+	nfs4_conns_add(s, conn);
+	if (svc_conn_set_data(conn, &conn_ops, cd)) {
+		/* another request got there first (it added it too), or it closed */
+		nfs4_conns_remove(s, cd->id);
+		free(cd);
+	}
 }
 
 /* ---- the reaper ---- */
@@ -257,6 +263,7 @@ struct nfs4_server *nfs4_server_create(struct srv *srv, const struct nfs4_server
 	s->brl = brl_create(&bc);
 	nfs4_opens_init(s);
 	nfs4_locks_init(s);
+	nfs4_conns_init(s);
 	atomic_init(&s->pseudo, nfs4_pseudo_build(srv_exports(srv)));
 
 	if ((err = fs_rec_iterate(srv->fs, rec_load, s)))
@@ -290,6 +297,7 @@ void nfs4_server_destroy(struct nfs4_server *s)
 	pthread_cond_destroy(&s->reap_cv);
 	pthread_mutex_destroy(&s->reap_mu);
 	nfs4_state_destroy(s->state); /* releases every open and lock */
+	nfs4_conns_destroy(s);
 	nfs4_locks_destroy(s);
 	nfs4_opens_destroy(s);
 	brl_destroy(s->brl);
@@ -315,6 +323,9 @@ void nfs4_stats(struct nfs4_server *s, const struct stat_sink *sink)
 	stat_emit(sink, "nfs4.replays", counter_get(&s->st.replays));
 	stat_emit(sink, "nfs4.too_many_ops", counter_get(&s->st.too_many_ops));
 	stat_emit(sink, "nfs4.minor_vers_mismatch", counter_get(&s->st.minor_mismatch));
+	stat_emit(sink, "nfs4.cb.calls", counter_get(&s->st.cb_calls));
+	stat_emit(sink, "nfs4.cb.replies", counter_get(&s->st.cb_replies));
+	stat_emit(sink, "nfs4.cb.failures", counter_get(&s->st.cb_failures));
 	for (unsigned op = 0; op < nfs4_nops; op++) {
 		const struct nfs4_op_stats *os = &s->ops[op];
 		uint64_t calls = counter_get(&os->calls);

@@ -51,6 +51,7 @@ struct nfs4_op_stats {
 
 struct nfs4_open_table;
 struct nfs4_lock_table;
+struct nfs4_conn_table;
 
 struct nfs4_server {
 	struct srv *srv;
@@ -62,12 +63,14 @@ struct nfs4_server {
 	struct brl_table *brl;
 	struct nfs4_open_table *opens; /* op_open.c */
 	struct nfs4_lock_table *locks; /* op_lock.c */
+	struct nfs4_conn_table *conns; /* cb.c */
 	uint32_t lease_s;
 	uint64_t start_sec; /* the pseudo filesystem's times */
 	bool pnfs;          /* some export offers pNFS: EXCHANGE_ID says USE_PNFS_MDS */
 	struct nfs4_op_stats ops[OP_CLONE + 1];
 	struct {
 		counter_t compounds, replays, too_many_ops, minor_mismatch;
+		counter_t cb_calls, cb_replies, cb_failures;
 	} st;
 	pthread_t reaper;
 	pthread_mutex_t reap_mu;
@@ -209,6 +212,39 @@ extern const unsigned nfs4_nops;
 /* Engine errors become nfsstat4 here, and only here. */
 uint32_t nfs4_status(int err);
 
+/* ---- the back channel (cb.c) ---- */
+
+/* One call to a client; freed after its done() ran. */
+struct nfs4_cb {
+	struct svc_call call;
+	struct nfs4_server *s;
+	struct nfs4_session *sess; /* referenced */
+	struct svc_conn *conn;     /* referenced */
+	struct nfs4_cb_seq seq;
+	bool probe;
+	struct CB_COMPOUND4args args;
+	struct nfs_cb_argop4 ops[2];
+	struct CB_COMPOUND4res res;
+	struct xdr_arena arena;
+	_Alignas(16) uint8_t arena_buf[512];
+	/* the answer: the compound's status, or DELAY when none came */
+	void (*done)(struct nfs4_cb *cb, uint32_t status);
+	void *arg;
+};
+
+void nfs4_conns_init(struct nfs4_server *s);
+void nfs4_conns_destroy(struct nfs4_server *s);
+void nfs4_conns_add(struct nfs4_server *s, struct svc_conn *conn);
+void nfs4_conns_remove(struct nfs4_server *s, uint64_t id);
+/* A CB_NULL on the session's back channel; no reply marks it faulty. */
+void nfs4_cb_probe(struct nfs4_server *s, struct nfs4_session *sess);
+/* CB_SEQUENCE + op on the session's back channel: NFS4_OK (done() will
+ * run on a worker), or DELAY (the slot is busy: try later),
+ * CONN_NOT_BOUND_TO_SESSION, BADSESSION. */
+uint32_t nfs4_cb_compound(struct nfs4_server *s, struct nfs4_session *sess,
+			  const struct nfs_cb_argop4 *op, void (*done)(struct nfs4_cb *, uint32_t),
+			  void *arg);
+
 /* ---- what the files share ---- */
 
 /* compound.c */
@@ -278,8 +314,9 @@ void nfs4_lockst_end_all(struct nfs4_stid **v, size_t n);
 bool nfs4_lockst_has_locks(struct nfs4_server *s, struct nfs4_lockst *ls);
 void nfs4_lockst_release(struct nfs4_server *s, struct nfs4_lockst *ls);
 
-/* op_io.c */
+/* op_io.c, op_io42.c */
 uint32_t nfs4_read_reply_size(const struct nfs_argop4 *a);
+uint32_t nfs4_read_plus_reply_size(const struct nfs_argop4 *a);
 
 /* The operations, one handler each (ops.c has the table). */
 #define NFS4_OP(name)                                                                              \
@@ -322,5 +359,10 @@ NFS4_OP(locku);
 NFS4_OP(read);
 NFS4_OP(write);
 NFS4_OP(commit);
+NFS4_OP(allocate);
+NFS4_OP(deallocate);
+NFS4_OP(seek);
+NFS4_OP(copy);
+NFS4_OP(read_plus);
 
 #endif

@@ -83,6 +83,16 @@ uint32_t nfs4_op_exchange_id(struct nfs4_compound *c, struct nfs_argop4 *a, stru
 	return NFS4_OK;
 }
 
+/* A new back channel connection: see that it answers (cb.c). */
+static void probe_back_channel(struct nfs4_server *s, const uint8_t *sessionid)
+{
+	struct nfs4_session *sess = nfs4_session_find(s->state, sessionid);
+	if (sess) {
+		nfs4_cb_probe(s, sess);
+		nfs4_session_put(sess);
+	}
+}
+
 static void chan_from_wire(const struct channel_attrs4 *w, struct nfs4_channel_attrs *a)
 {
 	a->headerpadsize = w->ca_headerpadsize;
@@ -138,6 +148,8 @@ uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a,
 	if (st)
 		return st;
 	nfs4_conn_watch(c->s, conn);
+	if (sr.flags & NFS4_CREATE_SESSION_CONN_BACK_CHAN)
+		probe_back_channel(c->s, sr.sessionid);
 	memcpy(ok->csr_sessionid, sr.sessionid, NFS4_SESSIONID_SIZE);
 	ok->csr_sequence = sr.sequence;
 	ok->csr_flags = sr.flags;
@@ -174,6 +186,8 @@ uint32_t nfs4_op_bind_conn(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 	if (st)
 		return st;
 	nfs4_conn_watch(c->s, conn);
+	if (dir & NFS4_CDFS_BACK)
+		probe_back_channel(c->s, ba->bctsa_sessid);
 	memcpy(ok->bctsr_sessid, ba->bctsa_sessid, NFS4_SESSIONID_SIZE);
 	ok->bctsr_dir = dir;
 	ok->bctsr_use_conn_in_rdma_mode = false;

@@ -177,7 +177,7 @@ static struct nfs4_session *find_locked(struct nfs4_state *st, const uint8_t *si
 	return s;
 }
 
-static struct nfs4_session *find(struct nfs4_state *st, const uint8_t *sid)
+struct nfs4_session *nfs4_session_find(struct nfs4_state *st, const uint8_t *sid)
 {
 	rwlock_rdlock(&st->lock);
 	struct nfs4_session *s = find_locked(st, sid);
@@ -632,7 +632,7 @@ uint32_t nfs4_bind_conn_to_session(struct nfs4_state *st, const uint8_t *session
 	default:
 		return NFS4S_INVAL;
 	}
-	struct nfs4_session *s = find(st, sessionid);
+	struct nfs4_session *s = nfs4_session_find(st, sessionid);
 	if (!s)
 		return NFS4S_BADSESSION;
 	uint32_t status = NFS4S_OK;
@@ -703,6 +703,39 @@ uint32_t nfs4_cb_sequence_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb)
 	}
 	mutex_unlock(&s->se_lock);
 	return status;
+}
+
+uint32_t nfs4_cb_probe_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb)
+{
+	uint32_t status = NFS4S_OK;
+	mutex_lock(&s->se_lock);
+	struct nfs4_conn *c = NULL;
+	for (unsigned i = 0; i < s->se_nconns && !c; i++)
+		if (s->se_conns[i].cn_dir & NFS4_CDFS_BACK)
+			c = &s->se_conns[i];
+	if (s->se_dead)
+		status = NFS4S_BADSESSION;
+	else if (!c)
+		status = NFS4S_CONN_NOT_BOUND_TO_SESSION;
+	if (status == NFS4S_OK) {
+		memset(cb, 0, sizeof(*cb));
+		memcpy(cb->sessionid, s->se_id, NFS4_SESSIONID_SIZE);
+		cb->cb_program = s->se_cb_program;
+		cb->conn = c->cn_conn;
+		cb->conn_id = c->cn_id;
+	}
+	mutex_unlock(&s->se_lock);
+	return status;
+}
+
+void nfs4_cb_probe_end(struct nfs4_session *s, bool replied)
+{
+	if (replied)
+		return;
+	mutex_lock(&s->se_lock);
+	s->se_cb_fault = true;
+	update_cb_locked(s);
+	mutex_unlock(&s->se_lock);
 }
 
 void nfs4_cb_sequence_end(struct nfs4_session *s, uint32_t slotid, bool replied)

@@ -179,6 +179,8 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
  */
 int nfs4_sequence_done(struct nfs4_session *s, uint32_t slotid, const void *reply, size_t len);
 
+/* The session with this id, referenced, or NULL. */
+struct nfs4_session *nfs4_session_find(struct nfs4_state *st, const uint8_t *sessionid);
 void nfs4_session_get(struct nfs4_session *s);
 void nfs4_session_put(struct nfs4_session *s);
 /* The session's client: valid while the session is referenced. */
@@ -241,6 +243,12 @@ struct nfs4_cb_seq {
  * when no connection is bound for the back channel.
  */
 uint32_t nfs4_cb_sequence_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb);
+/* A CB_NULL probe of the back channel: the connection to send it on (as
+ * nfs4_cb_sequence_begin, without taking the slot), then its outcome: no
+ * reply marks the back channel faulty as a lost CB_COMPOUND does. */
+uint32_t nfs4_cb_probe_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb);
+void nfs4_cb_probe_end(struct nfs4_session *s, bool replied);
+
 /*
  * The CB_COMPOUND is over. replied: the client answered CB_SEQUENCE (its
  * status decided), so the slot's sequence id advances. Otherwise (no reply,

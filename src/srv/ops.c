@@ -27,6 +27,8 @@ static int entry_attr(struct fs_inode *dir, const char *name, size_t len, struct
 	return err;
 }
 
+static int prepare_write(const struct srv_exp *e, struct fs_inode *ip, struct fs_inode *other);
+
 int srv_lookup(const struct srv_exp *e, struct fs_inode *dir, const char *name, size_t len,
 	       struct fs_inode **ip)
 {
@@ -136,18 +138,40 @@ int srv_setattr(const struct srv_exp *e, struct fs_inode *ip, struct fs_setattr 
 int srv_write(const struct srv_exp *e, struct fs_inode *ip, uint64_t off, const void *buf,
 	      size_t len, struct fs_result *res)
 {
+	/* set-id bits go before the data does; their change is covered by
+	 * the write's own sync */
+	int err = prepare_write(e, ip, NULL);
+	return err ? err : fs_write(ip, off, buf, len, res);
+}
+
+/* What a write to ip needs before its data goes: permission with the
+ * owner override, other clients' layouts recalled, set-id bits cleared. */
+static int prepare_write(const struct srv_exp *e, struct fs_inode *ip, struct fs_inode *other)
+{
 	struct fs_attr at;
 	int err;
 	if ((err = fs_getattr(ip, &at)) ||
 	    (err = srv_may(&e->cred, e->opts, &at, SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE)) ||
-	    (err = fs_break_layouts(ip, NULL, 0)))
+	    (err = fs_break_layouts(ip, other, 0)))
 		return err;
-	/* set-id bits go before the data does; their change is covered by
-	 * the write's own sync */
 	struct fs_setattr kill = {.mask = srv_write_kill(&e->cred, &at)};
-	if (kill.mask && (err = fs_setattr(ip, &kill, NULL)))
-		return err;
-	return fs_write(ip, off, buf, len, res);
+	return kill.mask ? fs_setattr(ip, &kill, NULL) : 0;
+}
+
+int srv_fallocate(const struct srv_exp *e, struct fs_inode *ip, int mode, uint64_t off,
+		  uint64_t len, struct fs_result *res)
+{
+	int err = prepare_write(e, ip, NULL);
+	return err ? err : fs_fallocate(ip, mode, off, len, res);
+}
+
+int srv_copy(const struct srv_exp *e, struct fs_inode *src, uint64_t soff, struct fs_inode *dst,
+	     uint64_t doff, uint64_t len, uint64_t *copied, struct fs_result *res)
+{
+	int err = srv_may_read(e, src);
+	if (!err)
+		err = prepare_write(e, dst, src);
+	return err ? err : fs_copy_range(src, soff, dst, doff, len, copied, res);
 }
 
 int srv_may_read(const struct srv_exp *e, struct fs_inode *ip)

@@ -53,6 +53,16 @@ int srv_setattr(const struct srv_exp *e, struct fs_inode *ip, struct fs_setattr 
 int srv_write(const struct srv_exp *e, struct fs_inode *ip, uint64_t off, const void *buf,
 	      size_t len, struct fs_result *res);
 
+/* ALLOCATE / DEALLOCATE (fs_fallocate's mode): a write of ip's space,
+ * with WRITE's permission, layouts broken, set-id bits cleared. */
+int srv_fallocate(const struct srv_exp *e, struct fs_inode *ip, int mode, uint64_t off,
+		  uint64_t len, struct fs_result *res);
+/* COPY len bytes (the engine's copy): read permission on src, WRITE's on
+ * dst; both files' layouts broken. *copied may be less than len at the
+ * end of src. */
+int srv_copy(const struct srv_exp *e, struct fs_inode *src, uint64_t soff, struct fs_inode *dst,
+	     uint64_t doff, uint64_t len, uint64_t *copied, struct fs_result *res);
+
 /* May the caller READ ip (read permission with the owner override, or
  * execute: a client runs a program it may not read)? */
 int srv_may_read(const struct srv_exp *e, struct fs_inode *ip);
