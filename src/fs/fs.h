@@ -401,6 +401,9 @@ int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t l
 /* Return the holder's layouts in the range (len UINT64_MAX: all). */
 void fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len);
 bool fs_layout_recalling(struct fs_inode *ip);
+/* Does holder hold layouts of ip covering [off, off+len) (rw: for
+ * writing)? A LAYOUTCOMMIT may name only what its client holds. */
+bool fs_layout_covers(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw);
 
 /*
  * Break conflicting layouts of holders other than requester on ip (and ip2
@@ -423,8 +426,9 @@ struct fs_layout_waiter {
 /* Call w->fn once the inode's conflicting layouts are all returned (at
  * once, returning 0, if they already are). Returns -EINPROGRESS if queued. */
 int fs_layout_on_return(struct fs_inode *ip, struct fs_layout_waiter *w);
-/* Forget a queued waiter (its timer fired first). */
-void fs_layout_cancel_wait(struct fs_inode *ip, struct fs_layout_waiter *w);
+/* Forget a queued waiter (its timer fired first): true if it was still
+ * queued, false if a return already took it (its fn runs or ran). */
+bool fs_layout_cancel_wait(struct fs_inode *ip, struct fs_layout_waiter *w);
 
 /* ---- checking ---- */
 

@@ -274,6 +274,28 @@ void fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64
 	}
 }
 
+bool fs_layout_covers(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw)
+{
+	struct fs *fs = ip->i_fs;
+	uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+	mutex_lock(&fs->f_layout_lock);
+	/* walk forward from off: each step needs a layout that covers the
+	 * current position; layouts are few per holder and file */
+	bool progress = true;
+	while (off < end && progress) {
+		progress = false;
+		for (struct fs_layout *l = ip->i_layouts; l; l = l->next) {
+			uint64_t le = l->len > UINT64_MAX - l->off ? UINT64_MAX : l->off + l->len;
+			if (l->holder == holder && (l->rw || !rw) && l->off <= off && off < le) {
+				off = le;
+				progress = true;
+			}
+		}
+	}
+	mutex_unlock(&fs->f_layout_lock);
+	return off >= end;
+}
+
 bool fs_layout_recalling(struct fs_inode *ip)
 {
 	mutex_lock(&ip->i_fs->f_layout_lock);
@@ -365,15 +387,18 @@ int fs_layout_on_return(struct fs_inode *ip, struct fs_layout_waiter *w)
 	return err;
 }
 
-void fs_layout_cancel_wait(struct fs_inode *ip, struct fs_layout_waiter *w)
+bool fs_layout_cancel_wait(struct fs_inode *ip, struct fs_layout_waiter *w)
 {
 	struct fs *fs = ip->i_fs;
+	bool found = false;
 	mutex_lock(&fs->f_layout_lock);
 	for (struct fs_layout_waiter **pp = &ip->i_layout_waiters; *pp; pp = &(*pp)->next) {
 		if (*pp == w) {
 			*pp = w->next;
+			found = true;
 			break;
 		}
 	}
 	mutex_unlock(&fs->f_layout_lock);
+	return found;
 }

@@ -168,6 +168,16 @@ static int enc_op_status(struct xdr_enc *x, uint32_t opcode, uint32_t status)
 	return err;
 }
 
+uint32_t nfs4_err_on(struct nfs4_compound *c, int err, struct fs_inode *ip)
+{
+	if (err == -EINPROGRESS && !c->waited && !c->park_ip) {
+		fs_igrab(ip);
+		c->park_ip = ip;
+		return NFS4ERR_DELAY;
+	}
+	return nfs4_status(err);
+}
+
 /* ---- filehandles ---- */
 
 void nfs4_fh_clear(struct nfs4_fh *fh)
@@ -320,6 +330,8 @@ static uint32_t run_op(struct nfs4_compound *c, unsigned i)
 	if (row->flags & OP4_SETS_CFH)
 		c->have_cur_sid = false; /* a new current filehandle ends it (§16.2.3.1.2) */
 	st = row->fn(c, arg, &res);
+	if ((row->flags & OP4_SETS_CFH) && c->cfh.kind == NFS4_FH_FS && c->clp)
+		c->cfh.exp.holder = nfs4_client_id(c->clp); /* rule 9: whose layouts are its own */
 	if (c->replayed)
 		goto out; /* the reply is the cached one, whole */
 	if (st && !(row->flags & OP4_ERRDATA))
@@ -368,15 +380,49 @@ static void enc_finish(struct nfs4_compound *c)
 	xdr_enc_put_u32_at(&c->enc, c->count_off, c->nres);
 }
 
-/* Run the ops from c->next_op on. */
-static void run_ops(struct nfs4_compound *c)
+/* The layout being waited for was returned (any thread, no lock held). */
+static void layout_returned(struct fs_layout_waiter *w)
+{
+	struct nfs4_compound *c = container_of(w, struct nfs4_compound, lw);
+	struct svc_req *rq = c->rq;
+	svc_wake(rq);
+	svc_req_put(rq); /* the waiter's */
+}
+
+/*
+ * Op i asked to wait for a layout return (nfs4_err_on): its result goes,
+ * and the request is parked, holding no thread, until the return or the
+ * timer; then the compound runs again from op i (resume_layout). The
+ * request is referenced for the waiter.
+ */
+static void park_for_layout(struct nfs4_compound *c, unsigned i)
+{
+	counter_inc(&c->s->st.recall_waits);
+	xdr_enc_rollback(&c->enc, c->op_mark);
+	c->nres--;
+	c->next_op = i;
+	c->waited = true;
+	c->phase = NFS4_PARKED_LAYOUT;
+	c->lw.fn = layout_returned;
+	svc_req_get(c->rq);
+	svc_defer(c->rq, NFS4_RECALL_WAIT);
+	if (fs_layout_on_return(c->park_ip, &c->lw) == 0)
+		layout_returned(&c->lw); /* returned meanwhile */
+}
+
+/* Run the ops from c->next_op on; false if the compound is parked. */
+static bool run_ops(struct nfs4_compound *c)
 {
 	struct nfs4_compound_args *a = c->args;
 	while (c->next_op < a->nops) {
 		unsigned i = c->next_op++;
 		c->status = run_op(c, i);
+		if (c->status == NFS4ERR_DELAY && c->park_ip && c->phase == NFS4_RUNNING) {
+			park_for_layout(c, i);
+			return false;
+		}
 		if (c->status)
-			return;
+			return true;
 	}
 	if (a->bad_status && c->next_op == a->nops) {
 		/* the op that did not decode */
@@ -385,6 +431,7 @@ static void run_ops(struct nfs4_compound *c)
 		if (enc_op_status(&c->enc, a->bad_opcode, a->bad_status))
 			panic("nfs4: no room for an operation's status");
 	}
+	return true;
 }
 
 /* ---- stability and the end of a compound ---- */
@@ -404,10 +451,32 @@ static void compound_failed(void *arg, int err)
 
 static enum svc_stat finish(struct nfs4_compound *c)
 {
+	if (c->replayed)
+		return SVC_OK; /* the slot's bytes, stable when they were first sent */
 	enc_finish(c);
 	if (!c->csn && !c->sync_data)
 		return SVC_OK;
+	c->phase = NFS4_PARKED_STABLE;
 	return srv_reply_stable(c->s->srv, c->rq, c->csn, c->sync_data, compound_failed, c);
+}
+
+/* The rerun of a compound parked for a layout return (or its timer). */
+static enum svc_stat resume_layout(struct nfs4_compound *c)
+{
+	/* woken by the return (EVENT): layout_returned puts its reference.
+	 * By the timer or a shutdown: if the waiter is still queued it never
+	 * runs, so its reference goes here; if a return took it meanwhile,
+	 * its svc_wake fails and it puts its reference itself. */
+	if (svc_req_wake(c->rq) != SVC_WAKE_EVENT && fs_layout_cancel_wait(c->park_ip, &c->lw))
+		svc_req_put(c->rq);
+	fs_iput(c->park_ip);
+	c->park_ip = NULL;
+	c->phase = NFS4_RUNNING;
+	if (svc_req_wake(c->rq) == SVC_WAKE_SHUTDOWN)
+		return SVC_DROP;
+	if (!run_ops(c))
+		return SVC_DEFERRED;
+	return finish(c);
 }
 
 static enum svc_stat nfs4_proc_compound(struct svc_req *rq, const struct rpc_cred *rc,
@@ -415,7 +484,8 @@ static enum svc_stat nfs4_proc_compound(struct svc_req *rq, const struct rpc_cre
 {
 	struct nfs4_compound *c = resp;
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
-		return srv_stable_resume(c->s->srv, rq);
+		return c->phase == NFS4_PARKED_LAYOUT ? resume_layout(c)
+						      : srv_stable_resume(c->s->srv, rq);
 	c->s = svc_req_ctx(rq);
 	c->pseudo = atomic_load(&c->s->pseudo);
 	c->rq = rq;
@@ -435,9 +505,8 @@ static enum svc_stat nfs4_proc_compound(struct svc_req *rq, const struct rpc_cre
 	}
 	if (c->args->count > NFS4_MAX_OPS)
 		counter_inc(&c->s->st.too_many_ops);
-	run_ops(c);
-	if (c->replayed)
-		return SVC_OK; /* the slot's bytes, stable when they were first sent */
+	if (!run_ops(c))
+		return SVC_DEFERRED;
 	return finish(c);
 }
 
@@ -484,6 +553,8 @@ static void nfs4_release_compound(void *argp, void *resp)
 		nfs4_session_put(c->sess);
 	nfs4_fh_clear(&c->cfh);
 	nfs4_fh_clear(&c->sfh);
+	if (c->park_ip)
+		fs_iput(c->park_ip);
 	for (unsigned i = 0; i < c->nfree; i++)
 		free(c->free_list[i]);
 	xdr_arena_reset(&c->resarena);

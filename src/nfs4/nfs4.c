@@ -145,6 +145,8 @@ static void stid_release(void *arg, unsigned type, void *payload)
 		nfs4_open_release(arg, payload);
 	else if (type == NFS4_STID_LOCK)
 		nfs4_lockst_release(arg, payload);
+	else if (type == NFS4_STID_LAYOUT)
+		nfs4_layout_release(arg, payload);
 }
 
 static const struct nfs4_stid_ops stid_ops = {.has_locks = stid_has_locks,
@@ -198,6 +200,7 @@ static void *reaper_main(void *arg)
 		pthread_mutex_unlock(&s->reap_mu);
 		uint64_t seq = 0;
 		nfs4_state_reap(s->state, &seq);
+		nfs4_layouts_reap(s);
 		if (seq)
 			fs_force(s->srv->fs, seq, NULL); /* forgotten records: no hurry, but durable */
 		pthread_mutex_lock(&s->reap_mu);
@@ -264,6 +267,7 @@ struct nfs4_server *nfs4_server_create(struct srv *srv, const struct nfs4_server
 	nfs4_opens_init(s);
 	nfs4_locks_init(s);
 	nfs4_conns_init(s);
+	nfs4_layouts_init(s);
 	atomic_init(&s->pseudo, nfs4_pseudo_build(srv_exports(srv)));
 
 	if ((err = fs_rec_iterate(srv->fs, rec_load, s)))
@@ -283,6 +287,10 @@ struct nfs4_server *nfs4_server_create(struct srv *srv, const struct nfs4_server
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->reap_cv, &ca);
 	pthread_condattr_destroy(&ca);
+	if (s->pnfs)
+		nfs4_layouts_start(s);
+	if (cfg->fence_cmd)
+		s->fence_cmd = xstrdup(cfg->fence_cmd);
 	pthread_create(&s->reaper, NULL, reaper_main, s);
 	return s;
 }
@@ -297,12 +305,14 @@ void nfs4_server_destroy(struct nfs4_server *s)
 	pthread_cond_destroy(&s->reap_cv);
 	pthread_mutex_destroy(&s->reap_mu);
 	nfs4_state_destroy(s->state); /* releases every open and lock */
+	nfs4_layouts_destroy(s);
 	nfs4_conns_destroy(s);
 	nfs4_locks_destroy(s);
 	nfs4_opens_destroy(s);
 	brl_destroy(s->brl);
 	share_destroy(s->shares);
 	nfs4_pseudo_free(atomic_load(&s->pseudo));
+	free(s->fence_cmd);
 	free(s);
 }
 
@@ -326,6 +336,14 @@ void nfs4_stats(struct nfs4_server *s, const struct stat_sink *sink)
 	stat_emit(sink, "nfs4.cb.calls", counter_get(&s->st.cb_calls));
 	stat_emit(sink, "nfs4.cb.replies", counter_get(&s->st.cb_replies));
 	stat_emit(sink, "nfs4.cb.failures", counter_get(&s->st.cb_failures));
+	stat_emit(sink, "nfs4.layout.gets", counter_get(&s->st.layoutgets));
+	stat_emit(sink, "nfs4.layout.commits", counter_get(&s->st.layoutcommits));
+	stat_emit(sink, "nfs4.layout.returns", counter_get(&s->st.layoutreturns));
+	stat_emit(sink, "nfs4.layout.recalls_sent", counter_get(&s->st.recalls_sent));
+	stat_emit(sink, "nfs4.layout.recalls_answered", counter_get(&s->st.recalls_answered));
+	stat_emit(sink, "nfs4.layout.recalls_failed", counter_get(&s->st.recalls_failed));
+	stat_emit(sink, "nfs4.layout.fenced", counter_get(&s->st.fenced));
+	stat_emit(sink, "nfs4.layout.recall_waits", counter_get(&s->st.recall_waits));
 	for (unsigned op = 0; op < nfs4_nops; op++) {
 		const struct nfs4_op_stats *os = &s->ops[op];
 		uint64_t calls = counter_get(&os->calls);

@@ -22,6 +22,9 @@ struct nfs4_server;
 struct nfs4_server_config {
 	uint32_t lease_seconds; /* 90 */
 	uint32_t grace_seconds; /* 90 */
+	/* run with the client's address as $1 when a client did not return
+	 * a recalled layout within the lease (NULL: none) */
+	const char *fence_cmd;
 };
 
 void nfs4_server_config_default(struct nfs4_server_config *c);

@@ -52,6 +52,7 @@ struct nfs4_op_stats {
 struct nfs4_open_table;
 struct nfs4_lock_table;
 struct nfs4_conn_table;
+struct nfs4_layout_table;
 
 struct nfs4_server {
 	struct srv *srv;
@@ -64,6 +65,9 @@ struct nfs4_server {
 	struct nfs4_open_table *opens; /* op_open.c */
 	struct nfs4_lock_table *locks; /* op_lock.c */
 	struct nfs4_conn_table *conns; /* cb.c */
+	struct nfs4_layout_table *layouts; /* layout.c */
+	uint8_t deviceid[16];          /* the pNFS block device's id (layout.c) */
+	char *fence_cmd;               /* run for a client that kept a recalled layout */
 	uint32_t lease_s;
 	uint64_t start_sec; /* the pseudo filesystem's times */
 	bool pnfs;          /* some export offers pNFS: EXCHANGE_ID says USE_PNFS_MDS */
@@ -71,6 +75,9 @@ struct nfs4_server {
 	struct {
 		counter_t compounds, replays, too_many_ops, minor_mismatch;
 		counter_t cb_calls, cb_replies, cb_failures;
+		counter_t layoutgets, layoutcommits, layoutreturns;
+		counter_t recalls_sent, recalls_answered, recalls_failed, fenced;
+		counter_t recall_waits;
 	} st;
 	pthread_t reaper;
 	pthread_mutex_t reap_mu;
@@ -167,6 +174,14 @@ struct nfs4_compound {
 	struct xdr_mark first_change_mark;
 	struct xdr_mark op_mark; /* where the result of the op being run starts */
 
+	/* rule 9: an op that started the recall of another client's idle
+	 * layout may wait for its return, parked, up to NFS4_RECALL_WAIT;
+	 * then the compound goes on from that op (next_op) */
+	enum { NFS4_RUNNING, NFS4_PARKED_LAYOUT, NFS4_PARKED_STABLE } phase;
+	struct fs_inode *park_ip; /* referenced while parked */
+	struct fs_layout_waiter lw;
+	bool waited;              /* once per compound */
+
 	/* what the encoded reply points into, freed at release */
 	struct xdr_arena resarena;
 	void *free_list[8];
@@ -179,6 +194,16 @@ struct nfs4_compound {
 void *nfs4_res_alloc(struct nfs4_compound *c, size_t n);
 /* Keep a heap buffer until the reply has been sent (READ data). */
 void nfs4_res_keep(struct nfs4_compound *c, void *p);
+
+/*
+ * The status of an engine error for an op that changed (or would have
+ * changed) ip: an -EINPROGRESS of fs_break_layouts (this request started
+ * recalling another client's idle layout) parks the compound until the
+ * layout is returned or NFS4_RECALL_WAIT passed, and the op runs again;
+ * anything else is nfs4_status(err) (DELAY for a recall under way).
+ */
+#define NFS4_RECALL_WAIT (30 * 1000000ull)
+uint32_t nfs4_err_on(struct nfs4_compound *c, int err, struct fs_inode *ip);
 
 /* Note what an op changed (its commit sequence) for the stability wait;
  * data: data must be durable too (WRITE stable, COMMIT). */
@@ -314,6 +339,16 @@ void nfs4_lockst_end_all(struct nfs4_stid **v, size_t n);
 bool nfs4_lockst_has_locks(struct nfs4_server *s, struct nfs4_lockst *ls);
 void nfs4_lockst_release(struct nfs4_server *s, struct nfs4_lockst *ls);
 
+/* layout.c */
+struct nfs4_layout;
+void nfs4_layouts_init(struct nfs4_server *s);
+void nfs4_layouts_start(struct nfs4_server *s);
+void nfs4_layouts_destroy(struct nfs4_server *s);
+void nfs4_layout_release(struct nfs4_server *s, struct nfs4_layout *lo);
+/* Fence and revoke layouts recalled a lease ago and never returned. */
+void nfs4_layouts_reap(struct nfs4_server *s);
+uint32_t nfs4_layoutget_reply_size(const struct nfs_argop4 *a);
+
 /* op_io.c, op_io42.c */
 uint32_t nfs4_read_reply_size(const struct nfs_argop4 *a);
 uint32_t nfs4_read_plus_reply_size(const struct nfs_argop4 *a);
@@ -364,5 +399,10 @@ NFS4_OP(deallocate);
 NFS4_OP(seek);
 NFS4_OP(copy);
 NFS4_OP(read_plus);
+NFS4_OP(layoutget);
+NFS4_OP(layoutcommit);
+NFS4_OP(layoutreturn);
+NFS4_OP(getdeviceinfo);
+NFS4_OP(getdevicelist);
 
 #endif

@@ -158,7 +158,7 @@ uint32_t nfs4_op_setattr(struct nfs4_compound *c, struct nfs_argop4 *a, struct n
 	int err = srv_setattr(&c->cfh.exp, c->cfh.ip, &fsa, &res);
 	if (c->cfh.exp.opts->sync)
 		nfs4_note_change(c, res.csn, false);
-	st = nfs4_status(err);
+	st = err ? nfs4_err_on(c, err, c->cfh.ip) : NFS4_OK;
 	r->opsetattr.status = st;
 	if (!st) {
 		r->opsetattr.attrsset.len = NFS4_ATTR_WORDS;

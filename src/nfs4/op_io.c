@@ -96,7 +96,7 @@ uint32_t nfs4_op_write(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 	struct fs_result res = {0};
 	err = srv_write(&c->cfh.exp, c->cfh.ip, wa->offset, wa->data.val, wa->data.len, &res);
 	if (err)
-		return nfs4_status(err);
+		return nfs4_err_on(c, err, c->cfh.ip);
 	ok->count = wa->data.len;
 	ok->committed = wa->stable;
 	if (wa->stable != UNSTABLE4)

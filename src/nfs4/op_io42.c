@@ -63,7 +63,7 @@ static uint32_t falloc(struct nfs4_compound *c, const struct stateid4 *sid, uint
 	int err = srv_fallocate(&c->cfh.exp, c->cfh.ip, mode, off, len, &res);
 	if (c->cfh.exp.opts->sync)
 		nfs4_note_change(c, res.csn, false);
-	return nfs4_status(err);
+	return err ? nfs4_err_on(c, err, c->cfh.ip) : NFS4_OK;
 }
 
 uint32_t nfs4_op_allocate(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
@@ -143,7 +143,7 @@ uint32_t nfs4_op_copy(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 				 ca->ca_dst_offset, len, &copied, &res)
 		      : 0;
 	if (err)
-		return nfs4_status(err);
+		return nfs4_err_on(c, err, c->cfh.ip);
 	ok->cr_response.wr_callback_id.len = 0;
 	ok->cr_response.wr_count = copied;
 	ok->cr_response.wr_committed = UNSTABLE4;

@@ -385,7 +385,7 @@ static uint32_t open_create(struct open_ctx *o, const component4 *name)
 	if (req.mask) {
 		struct fs_result tres = {0};
 		if ((err = srv_setattr(&c->cfh.exp, o->ip, &req, &tres)))
-			return nfs4_status(err);
+			return nfs4_err_on(c, err, o->ip);
 		if (c->cfh.exp.opts->sync)
 			nfs4_note_change(c, tres.csn, false);
 		o->truncated = true;

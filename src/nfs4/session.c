@@ -177,6 +177,21 @@ static struct nfs4_session *find_locked(struct nfs4_state *st, const uint8_t *si
 	return s;
 }
 
+struct nfs4_session *nfs4_client_back_session(struct nfs4_client *clp)
+{
+	struct nfs4_session *found = NULL, *s;
+	mutex_lock(&clp->cl_lock);
+	list_for_each_entry (s, &clp->cl_sessions, se_client_link) {
+		if (atomic_load(&s->se_cb_up)) {
+			found = s;
+			nfs4_session_get(s);
+			break;
+		}
+	}
+	mutex_unlock(&clp->cl_lock);
+	return found;
+}
+
 struct nfs4_session *nfs4_session_find(struct nfs4_state *st, const uint8_t *sid)
 {
 	rwlock_rdlock(&st->lock);

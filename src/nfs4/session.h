@@ -179,6 +179,10 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
  */
 int nfs4_sequence_done(struct nfs4_session *s, uint32_t slotid, const void *reply, size_t len);
 
+/* A session of clp whose back channel is up (a connection bound for it,
+ * no fault), referenced; or NULL. For calls to the client (recalls). */
+struct nfs4_session *nfs4_client_back_session(struct nfs4_client *clp);
+
 /* The session with this id, referenced, or NULL. */
 struct nfs4_session *nfs4_session_find(struct nfs4_state *st, const uint8_t *sessionid);
 void nfs4_session_get(struct nfs4_session *s);

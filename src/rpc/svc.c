@@ -235,6 +235,16 @@ static const char *peer_str(const struct sockaddr_storage *ss, char *buf, size_t
 	return buf;
 }
 
+void svc_addr_name(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	const void *addr = ss->ss_family == AF_INET6
+				   ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+				   : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+	if ((ss->ss_family != AF_INET && ss->ss_family != AF_INET6) ||
+	    !inet_ntop(ss->ss_family, addr, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
 /* ---- connections ---- */
 
 void svc_conn_get(struct svc_conn *c)

@@ -350,6 +350,9 @@ void svc_conn_get(struct svc_conn *c);
 void svc_conn_put(struct svc_conn *c);
 /* The peer's address; valid while the caller holds a reference. */
 const struct sockaddr_storage *svc_conn_peer(const struct svc_conn *c);
+/* The host part of an address as text ("10.0.0.1", "::1"), for messages
+ * and helper commands; "?" for a family it does not know. */
+void svc_addr_name(const struct sockaddr_storage *ss, char *buf, size_t len);
 /* False once the connection has closed (calls then fail at once). */
 bool svc_conn_alive(const struct svc_conn *c);
 

@@ -205,6 +205,8 @@ static void usage(FILE *f)
 		"  --threads N            worker threads (default 8)\n"
 		"  --lease-seconds N      NFSv4 lease time (default 90, at least 5)\n"
 		"  --grace-seconds N      NFSv4 grace period after a start (default 90)\n"
+		"  --fence-cmd CMD        run CMD (sh -c, the client's address as $1) for a\n"
+		"                         pNFS client that kept a recalled layout\n"
 		"  --flush-latency-us N   add N us to every device flush and FUA write\n"
 		"  --crash                keep unflushed writes in memory: SIGKILL is a power\n"
 		"                         failure (for tests)\n"
@@ -451,6 +453,7 @@ int main(int argc, char **argv)
 		{"metrics-remote", no_argument, NULL, 'R'},
 		{"lease-seconds", required_argument, NULL, 'E'},
 		{"grace-seconds", required_argument, NULL, 'G'},
+		{"fence-cmd", required_argument, NULL, 'X'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *listen[MAX_LISTEN];
@@ -510,6 +513,9 @@ int main(int argc, char **argv)
 			if (!parse_num(optarg, 3600, &v) || v < 5)
 				goto bad_value;
 			nfs4cfg.lease_seconds = (unsigned)v;
+			break;
+		case 'X':
+			nfs4cfg.fence_cmd = optarg;
 			break;
 		case 'G':
 			if (!parse_num(optarg, 3600, &v))

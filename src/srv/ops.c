@@ -87,7 +87,7 @@ int srv_remove(const struct srv_exp *e, struct fs_inode *dir, const char *name, 
 		/* the last link: a client writing it through a layout must stop */
 		struct fs_inode *ip;
 		if (!fs_lookup(dir, name, len, &ip)) {
-			err = fs_break_layouts(ip, NULL, 0);
+			err = fs_break_layouts(ip, NULL, e->holder);
 			fs_iput(ip);
 			if (err)
 				return err;
@@ -113,6 +113,17 @@ int srv_rename(const struct srv_exp *e, struct fs_inode *sdir, const char *sname
 		return terr;
 	if ((err = srv_may_rename(&e->cred, e->opts, &sdat, &src, &ddat, terr ? NULL : &tgt)))
 		return err;
+	if (!terr && S_ISREG(tgt.mode) && tgt.nlink == 1) {
+		/* the target's last link goes: a client writing it through a
+		 * layout must stop first (rule 9) */
+		struct fs_inode *tp;
+		if (!fs_lookup(ddir, dname, dlen, &tp)) {
+			err = fs_break_layouts(tp, NULL, e->holder);
+			fs_iput(tp);
+			if (err)
+				return err;
+		}
+	}
 	return fs_rename(sdir, sname, slen, ddir, dname, dlen, res);
 }
 
@@ -130,7 +141,7 @@ int srv_setattr(const struct srv_exp *e, struct fs_inode *ip, struct fs_setattr 
 	int err;
 	if ((err = fs_getattr(ip, &at)) || (err = srv_setattr_prepare(&e->cred, e->opts, &at, sa)))
 		return err;
-	if ((sa->mask & FS_SET_SIZE) && (err = fs_break_layouts(ip, NULL, 0)))
+	if ((sa->mask & FS_SET_SIZE) && (err = fs_break_layouts(ip, NULL, e->holder)))
 		return err;
 	return fs_setattr(ip, sa, res);
 }
@@ -152,7 +163,7 @@ static int prepare_write(const struct srv_exp *e, struct fs_inode *ip, struct fs
 	int err;
 	if ((err = fs_getattr(ip, &at)) ||
 	    (err = srv_may(&e->cred, e->opts, &at, SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE)) ||
-	    (err = fs_break_layouts(ip, other, 0)))
+	    (err = fs_break_layouts(ip, other, e->holder)))
 		return err;
 	struct fs_setattr kill = {.mask = srv_write_kill(&e->cred, &at)};
 	return kill.mask ? fs_setattr(ip, &kill, NULL) : 0;

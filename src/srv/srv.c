@@ -90,6 +90,7 @@ int srv_admit(struct srv *s, const struct export *ex, struct svc_req *rq,
 	}
 	out->ex = ex;
 	out->opts = o;
+	out->holder = 0;
 	export_squash(o, rc->flavor == RPC_AUTH_SYS, rc->uid, rc->gid, rc->gids, rc->ngids,
 		      &out->cred);
 	return 0;

@@ -80,6 +80,10 @@ struct srv_exp {
 	const struct export *ex;
 	const struct export_opts *opts;
 	struct export_cred cred;
+	/* The caller as a holder of pNFS layouts (its NFSv4 clientid; 0 for
+	 * NFSv3): a change that conflicts with its own layout answers "delay"
+	 * at once, one that conflicts with another's may wait (rule 9). */
+	uint64_t holder;
 };
 
 /*

@@ -1,0 +1,765 @@
+/*
+ * layout.c - pNFS block layouts (RFC 8881 §12, §18.40-§18.44; RFC 5663):
+ * LAYOUTGET, GETDEVICEINFO, GETDEVICELIST, LAYOUTCOMMIT, LAYOUTRETURN,
+ * recalls (CB_LAYOUTRECALL) and fencing.
+ *
+ * Design note.
+ *
+ * One device. Every export marked `pnfs` lives on the one engine device,
+ * named by one device id (derived from the filesystem's UUID, so it is the
+ * same after a restart) and described by GETDEVICEINFO as one SIMPLE volume
+ * whose signature is the UUID at FS_SB_SIG_OFFSET of block 0: the Linux
+ * client's blkmapd finds the disk that carries it.
+ *
+ * Layouts. A client's layouts of one file share one layout stateid (struct
+ * nfs4_layout, its payload); the ranges themselves are the engine's layout
+ * leases (fs_layout_get, holder = clientid), which also decide conflicts
+ * and recalls (docs/design.md rule 9). LAYOUTGET maps the range with
+ * fs_map_blocks (RW: holes get unwritten blocks, durable before the reply)
+ * and hands out extents: written blocks READ_WRITE_DATA (READ_DATA for a
+ * READ layout), unwritten INVALID_DATA, holes NONE_DATA.
+ *
+ * LAYOUTCOMMIT is an fdatasync (rule 6): the file ranges of the extents the
+ * client says it wrote (storage offsets are never trusted: the engine maps
+ * the file range itself) are converted by fs_commit_blocks, which forces the
+ * log only to the inode's datasync sequence and flushes the data device when
+ * that wrote nothing. Ranges the client holds no layout for, or with no
+ * blocks, are refused with INVAL.
+ *
+ * Recalls. The engine calls nfs4_layout_recall() when another client's
+ * request (or the holder's own through the server) conflicts with a
+ * layout; it sends CB_LAYOUTRECALL for the whole file on a session of the
+ * holder that has a back channel, and never waits. A client that has not
+ * returned a recalled layout one lease later is fenced: its layout stateids
+ * of that file are revoked (SEQUENCE then reports
+ * RECALLABLE_STATE_REVOKED), the engine's leases are given back so that
+ * the waiting requests go on, and --fence-cmd, when given, is run with the
+ * client's address (as the Linux server's recall-failed helper), so that
+ * the client can no longer reach the storage.
+ *
+ * Lock order: the layout table's mutex (nfs4.layouts, 535) is a leaf; no
+ * engine call, state-core call or callback happens under it.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/lock.h"
+#include "base/mem.h"
+#include "base/msg.h"
+#include "base/siphash.h"
+#include "base/time.h"
+#include "fs/fs_format.h"
+#include "nfs4/nfs4_priv.h"
+#include "srv/perm.h"
+#include "xdr/pnfs_block.h"
+
+#define LAYOUT_BUCKETS 256
+/* Extents one LAYOUTGET hands out at most, and the longest range. */
+#define LAYOUT_MAX_EXTENTS 64
+#define LAYOUT_MAX_LEN     (1ull << 30)
+/* Bytes of one pnfs_block_extent4 on the wire. */
+#define BLOCK_EXTENT_XDR (NFS4_DEVICEID4_SIZE + 8 + 8 + 8 + 4)
+
+static struct lock_class layouts_class = LOCK_CLASS_INIT("nfs4.layouts", 535);
+
+struct nfs4_layout {
+	struct nfs4_layout *next; /* in its bucket */
+	struct nfs4_stid *stid;
+	struct nfs4_server *s;
+	uint64_t clientid;
+	uint64_t file; /* inode number */
+	struct fs_inode *ip;
+	nfs_fh4 fh;    /* for CB_LAYOUTRECALL */
+	bool recalled; /* [table] a recall was sent and not answered by a return */
+	uint64_t recall_ns;
+	struct sockaddr_storage peer; /* where the client was: --fence-cmd's argument */
+};
+
+struct nfs4_layout_table {
+	struct mutex lock;
+	struct nfs4_layout *b[LAYOUT_BUCKETS];
+};
+
+static unsigned lbucket(uint64_t clientid, uint64_t file)
+{
+	return (unsigned)(((clientid * 0x9e3779b97f4a7c15ull) ^ file) % LAYOUT_BUCKETS);
+}
+
+void nfs4_layouts_init(struct nfs4_server *s)
+{
+	s->layouts = xcalloc(1, sizeof(*s->layouts));
+	mutex_init(&s->layouts->lock, &layouts_class);
+	/* one device id for the one device, the same after a restart */
+	static const uint8_t key[16] = "jnfs-pnfs-device";
+	uint64_t h[2];
+	h[0] = siphash24(key, fs_uuid(s->srv->fs), 16);
+	h[1] = h[0] ^ 0x5a5a5a5a5a5a5a5aull;
+	memcpy(s->deviceid, h, sizeof(s->deviceid));
+}
+
+void nfs4_layouts_destroy(struct nfs4_server *s)
+{
+	mutex_destroy(&s->layouts->lock);
+	free(s->layouts);
+	s->layouts = NULL;
+}
+
+/* ---- the table ---- */
+
+static struct nfs4_layout *find_locked(struct nfs4_layout_table *t, uint64_t clientid,
+				       uint64_t file)
+{
+	for (struct nfs4_layout *lo = t->b[lbucket(clientid, file)]; lo; lo = lo->next)
+		if (lo->clientid == clientid && lo->file == file)
+			return lo;
+	return NULL;
+}
+
+/* The layout stateid of (client, file), referenced: found or made. */
+static uint32_t layout_get_stid(struct nfs4_compound *c, struct fs_inode *ip,
+				struct nfs4_stid **out, bool *fresh)
+{
+	struct nfs4_layout_table *t = c->s->layouts;
+	uint64_t clientid = nfs4_client_id(c->clp), file = fs_ino(ip);
+	uint32_t st = NFS4_OK;
+	mutex_lock(&t->lock);
+	struct nfs4_layout *lo = find_locked(t, clientid, file);
+	*fresh = !lo;
+	if (lo) {
+		nfs4_stid_get(lo->stid);
+	} else {
+		lo = xcalloc(1, sizeof(*lo));
+		lo->s = c->s;
+		lo->clientid = clientid;
+		lo->file = file;
+		fs_igrab(ip);
+		lo->ip = ip;
+		lo->peer = *svc_conn_peer(svc_req_conn(c->rq));
+		struct fs_attr at;
+		if (!fs_getattr(ip, &at))
+			nfs4_fh_wire(c, &c->cfh, &at, &lo->fh);
+		st = nfs4_stid_alloc(c->clp, NFS4_STID_LAYOUT, lo, &lo->stid);
+		if (st) {
+			fs_iput(ip);
+			free(lo);
+			lo = NULL;
+		} else {
+			unsigned b = lbucket(clientid, file);
+			lo->next = t->b[b];
+			t->b[b] = lo;
+		}
+	}
+	mutex_unlock(&t->lock);
+	*out = lo ? lo->stid : NULL;
+	return st;
+}
+
+/* The payload goes (stid_ops.release, or a revocation): its leases too. */
+void nfs4_layout_release(struct nfs4_server *s, struct nfs4_layout *lo)
+{
+	struct nfs4_layout_table *t = s->layouts;
+	mutex_lock(&t->lock);
+	for (struct nfs4_layout **pp = &t->b[lbucket(lo->clientid, lo->file)]; *pp;
+	     pp = &(*pp)->next) {
+		if (*pp == lo) {
+			*pp = lo->next;
+			break;
+		}
+	}
+	mutex_unlock(&t->lock);
+	fs_layout_return(lo->ip, lo->clientid, 0, UINT64_MAX);
+	fs_iput(lo->ip);
+	free(lo);
+}
+
+/* ---- operations ---- */
+
+/* The current filehandle as a regular file of a pnfs export. */
+static uint32_t pnfs_file(struct nfs4_compound *c, struct fs_attr *at)
+{
+	if (c->cfh.kind != NFS4_FH_FS)
+		return NFS4ERR_LAYOUTUNAVAILABLE;
+	int err = fs_getattr(c->cfh.ip, at);
+	if (err)
+		return nfs4_status(err);
+	if (!S_ISREG(at->mode))
+		return S_ISDIR(at->mode) ? NFS4ERR_ISDIR : NFS4ERR_INVAL;
+	return c->cfh.exp.opts->pnfs ? NFS4_OK : NFS4ERR_LAYOUTUNAVAILABLE;
+}
+
+static pnfs_block_extent_state4 extent_state(enum fs_map_state st, bool rw)
+{
+	switch (st) {
+	case FS_MAP_WRITTEN: return rw ? PNFS_BLOCK_READ_WRITE_DATA : PNFS_BLOCK_READ_DATA;
+	case FS_MAP_UNWRITTEN: return PNFS_BLOCK_INVALID_DATA;
+	default: return PNFS_BLOCK_NONE_DATA;
+	}
+}
+
+uint32_t nfs4_layoutget_reply_size(const struct nfs_argop4 *a)
+{
+	uint32_t n = a->oplayoutget.loga_maxcount;
+	uint32_t most = 64 + LAYOUT_MAX_EXTENTS * BLOCK_EXTENT_XDR;
+	return n && n < most ? n : most;
+}
+
+uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+{
+	const struct LAYOUTGET4args *la = &a->oplayoutget;
+	struct LAYOUTGET4resok *ok = &r->oplayoutget.logr_resok4;
+	struct fs_attr at;
+	uint32_t st;
+	int err;
+	if ((st = pnfs_file(c, &at)))
+		return st;
+	if (la->loga_layout_type != LAYOUT4_BLOCK_VOLUME)
+		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	if (la->loga_iomode != LAYOUTIOMODE4_READ && la->loga_iomode != LAYOUTIOMODE4_RW)
+		return NFS4ERR_BADIOMODE;
+	bool rw = la->loga_iomode == LAYOUTIOMODE4_RW;
+	if (la->loga_length == 0 || (la->loga_length != UINT64_MAX &&
+				     la->loga_offset > UINT64_MAX - la->loga_length) ||
+	    la->loga_minlength > la->loga_length)
+		return NFS4ERR_INVAL;
+	/* the stateid: an open, lock or layout stateid of this file */
+	struct nfs4_stateid sid;
+	if ((st = nfs4_sid_resolve(c, &la->loga_stateid, &sid)))
+		return st;
+	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
+		return NFS4ERR_BAD_STATEID;
+	struct nfs4_stid *given;
+	if ((st = nfs4_stid_find(c->clp, &sid, NFS4_STID_OPEN | NFS4_STID_LOCK | NFS4_STID_LAYOUT,
+				 &given)))
+		return st;
+	nfs4_stid_put(given);
+	if (rw && (st = nfs4_check_io_stateid(c, &la->loga_stateid, c->cfh.ip, true)))
+		return st == NFS4ERR_OPENMODE ? NFS4ERR_BADIOMODE : st;
+	/* a LAYOUTGET racing a recall fails: no layout escapes the recall */
+	if (fs_layout_recalling(c->cfh.ip))
+		return NFS4ERR_RECALLCONFLICT;
+
+	/* whole blocks, at most LAYOUT_MAX_LEN, within what a file may hold */
+	uint64_t off = la->loga_offset / FS_BLOCK_SIZE * FS_BLOCK_SIZE;
+	uint64_t end = la->loga_length == UINT64_MAX || la->loga_length > FS_MAX_FILE_SIZE
+			       ? FS_MAX_FILE_SIZE
+			       : la->loga_offset + la->loga_length;
+	if (off >= FS_MAX_FILE_SIZE)
+		return NFS4ERR_INVAL;
+	if (end > FS_MAX_FILE_SIZE)
+		end = FS_MAX_FILE_SIZE;
+	if (!rw && end > (at.size + FS_BLOCK_SIZE - 1) / FS_BLOCK_SIZE * FS_BLOCK_SIZE)
+		end = (at.size + FS_BLOCK_SIZE - 1) / FS_BLOCK_SIZE * FS_BLOCK_SIZE; /* past EOF: nothing to read */
+	if (end <= off)
+		end = off + FS_BLOCK_SIZE;
+	end = (end + FS_BLOCK_SIZE - 1) / FS_BLOCK_SIZE * FS_BLOCK_SIZE;
+	if (end - off > LAYOUT_MAX_LEN)
+		end = off + LAYOUT_MAX_LEN;
+	unsigned max = LAYOUT_MAX_EXTENTS;
+	if (la->loga_maxcount) {
+		uint32_t room = la->loga_maxcount > 64 ? (la->loga_maxcount - 64) / BLOCK_EXTENT_XDR : 0;
+		if (room == 0)
+			return NFS4ERR_TOOSMALL;
+		if (room < max)
+			max = room;
+	}
+
+	struct nfs4_stid *lsid;
+	bool fresh;
+	if ((st = layout_get_stid(c, c->cfh.ip, &lsid, &fresh)))
+		return st;
+	err = fs_layout_get(c->cfh.ip, nfs4_client_id(c->clp), off, end - off, rw);
+	if (err) {
+		/* another client's layout was in the way: it is being recalled */
+		st = err == -EAGAIN ? NFS4ERR_LAYOUTTRYLATER : nfs4_status(err);
+		goto out;
+	}
+	struct fs_map maps[LAYOUT_MAX_EXTENTS];
+	unsigned n = 0;
+	err = fs_map_blocks(c->cfh.ip, off, end - off, rw, maps, max, &n);
+	if (err) {
+		fs_layout_return(c->cfh.ip, nfs4_client_id(c->clp), off, end - off);
+		st = nfs4_status(err);
+		goto out;
+	}
+	uint64_t got_end = n ? maps[n - 1].off + maps[n - 1].len : off;
+	if (la->loga_minlength && got_end < la->loga_offset + la->loga_minlength &&
+	    got_end < FS_MAX_FILE_SIZE) {
+		/* fewer extents than the range needs: the client asks again */
+		fs_layout_return(c->cfh.ip, nfs4_client_id(c->clp), off, end - off);
+		st = NFS4ERR_LAYOUTTRYLATER;
+		goto out;
+	}
+	/* the layout body: a pnfs_block_layout4 */
+	struct pnfs_block_extent4 *ex = nfs4_res_alloc(c, (n ? n : 1) * sizeof(*ex));
+	struct layout4 *l4 = nfs4_res_alloc(c, sizeof(*l4));
+	uint8_t *body = nfs4_res_alloc(c, 4 + n * BLOCK_EXTENT_XDR + 8);
+	if (!ex || !l4 || !body) {
+		st = NFS4ERR_REP_TOO_BIG;
+		goto out;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(ex[i].bex_vol_id, c->s->deviceid, NFS4_DEVICEID4_SIZE);
+		ex[i].bex_file_offset = maps[i].off;
+		ex[i].bex_length = maps[i].len;
+		ex[i].bex_storage_offset = maps[i].state == FS_MAP_HOLE ? 0 : maps[i].addr;
+		ex[i].bex_state = extent_state(maps[i].state, rw);
+	}
+	struct pnfs_block_layout4 bl = {.blo_extents = {.len = n, .val = ex}};
+	struct xdr_enc x;
+	xdr_enc_init_buf(&x, body, 4 + n * BLOCK_EXTENT_XDR + 8, 4 + n * BLOCK_EXTENT_XDR + 8);
+	err = pnfs_block_enc_pnfs_block_layout4(&x, &bl);
+	size_t blen = xdr_enc_len(&x);
+	xdr_enc_destroy(&x);
+	if (err) {
+		st = NFS4ERR_SERVERFAULT;
+		goto out;
+	}
+	l4->lo_offset = off;
+	l4->lo_length = got_end - off;
+	l4->lo_iomode = la->loga_iomode;
+	l4->lo_content.loc_type = LAYOUT4_BLOCK_VOLUME;
+	l4->lo_content.loc_body.len = (uint32_t)blen;
+	l4->lo_content.loc_body.val = body;
+	nfs4_stid_lock(lsid);
+	if (fresh)
+		nfs4_stid_value(lsid, &sid);
+	else
+		nfs4_stid_bump(lsid, &sid);
+	nfs4_stid_unlock(lsid);
+	nfs4_sid_to_wire(&sid, &ok->logr_stateid);
+	ok->logr_return_on_close = false;
+	ok->logr_layout.len = 1;
+	ok->logr_layout.val = l4;
+	nfs4_set_cur_sid(c, &sid);
+	counter_inc(&c->s->st.layoutgets);
+out:
+	if (st && fresh)
+		nfs4_stid_unhash(lsid);
+	nfs4_stid_put(lsid);
+	return st;
+}
+
+uint32_t nfs4_op_getdeviceinfo(struct nfs4_compound *c, struct nfs_argop4 *a,
+			       struct nfs_resop4 *r)
+{
+	const struct GETDEVICEINFO4args *ga = &a->opgetdeviceinfo;
+	struct GETDEVICEINFO4resok *ok = &r->opgetdeviceinfo.gdir_resok4;
+	if (ga->gdia_layout_type != LAYOUT4_BLOCK_VOLUME)
+		return r->opgetdeviceinfo.gdir_status = NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	if (!c->s->pnfs || memcmp(ga->gdia_device_id, c->s->deviceid, NFS4_DEVICEID4_SIZE))
+		return r->opgetdeviceinfo.gdir_status = NFS4ERR_NOENT;
+	/* one SIMPLE volume: the UUID at its offset of block 0 */
+	uint8_t *uuid = nfs4_res_alloc(c, 16);
+	uint8_t *body = nfs4_res_alloc(c, 64);
+	if (!uuid || !body)
+		return r->opgetdeviceinfo.gdir_status = NFS4ERR_REP_TOO_BIG;
+	memcpy(uuid, fs_uuid(c->s->srv->fs), 16);
+	struct pnfs_block_sig_component4 sig = {
+		.bsc_sig_offset = FS_SB_SIG_OFFSET, .bsc_contents = {.len = 16, .val = uuid}};
+	struct pnfs_block_volume4 vol = {.type = PNFS_BLOCK_VOLUME_SIMPLE};
+	vol.bv_simple_info.bsv_ds.len = 1;
+	vol.bv_simple_info.bsv_ds.val = &sig;
+	struct pnfs_block_deviceaddr4 da = {.bda_volumes = {.len = 1, .val = &vol}};
+	struct xdr_enc x;
+	xdr_enc_init_buf(&x, body, 64, 64);
+	int err = pnfs_block_enc_pnfs_block_deviceaddr4(&x, &da);
+	size_t blen = xdr_enc_len(&x);
+	xdr_enc_destroy(&x);
+	if (err)
+		return r->opgetdeviceinfo.gdir_status = NFS4ERR_SERVERFAULT;
+	/* the device_addr4 takes its type, the body's length and the body */
+	uint32_t need = 4 + 4 + (uint32_t)blen + 4 + 4;
+	if (ga->gdia_maxcount && ga->gdia_maxcount < need) {
+		r->opgetdeviceinfo.gdir_mincount = need;
+		return r->opgetdeviceinfo.gdir_status = NFS4ERR_TOOSMALL;
+	}
+	ok->gdir_device_addr.da_layout_type = LAYOUT4_BLOCK_VOLUME;
+	ok->gdir_device_addr.da_addr_body.len = (uint32_t)blen;
+	ok->gdir_device_addr.da_addr_body.val = body;
+	/* the device never changes nor goes while the server runs: the client
+	 * may cache it, and the notifications it asked for will never be due */
+	ok->gdir_notification.len = ga->gdia_notify_types.len ? 1 : 0;
+	ok->gdir_notification.val[0] =
+		ga->gdia_notify_types.len
+			? ga->gdia_notify_types.val[0] &
+				  ((1u << NOTIFY_DEVICEID4_CHANGE) | (1u << NOTIFY_DEVICEID4_DELETE))
+			: 0;
+	return r->opgetdeviceinfo.gdir_status = NFS4_OK;
+}
+
+uint32_t nfs4_op_getdevicelist(struct nfs4_compound *c, struct nfs_argop4 *a,
+			       struct nfs_resop4 *r)
+{
+	const struct GETDEVICELIST4args *ga = &a->opgetdevicelist;
+	struct GETDEVICELIST4resok *ok = &r->opgetdevicelist.gdlr_resok4;
+	struct fs_attr at;
+	if (c->cfh.kind != NFS4_FH_FS || !c->cfh.exp.opts->pnfs)
+		return NFS4ERR_LAYOUTUNAVAILABLE;
+	(void)at;
+	if (ga->gdla_layout_type != LAYOUT4_BLOCK_VOLUME)
+		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	if (ga->gdla_maxdevices == 0)
+		return NFS4ERR_INVAL;
+	memset(ok->gdlr_cookieverf, 0, sizeof(ok->gdlr_cookieverf));
+	ok->gdlr_eof = true;
+	ok->gdlr_cookie = 1;
+	if (ga->gdla_cookie >= 1) {
+		ok->gdlr_deviceid_list.len = 0;
+		return NFS4_OK;
+	}
+	deviceid4 *ids = nfs4_res_alloc(c, sizeof(deviceid4));
+	if (!ids)
+		return NFS4ERR_REP_TOO_BIG;
+	memcpy(ids[0], c->s->deviceid, NFS4_DEVICEID4_SIZE);
+	ok->gdlr_deviceid_list.len = 1;
+	ok->gdlr_deviceid_list.val = ids;
+	return NFS4_OK;
+}
+
+/* The layout stateid an op names, of the current file, referenced. */
+static uint32_t layout_stid(struct nfs4_compound *c, const struct stateid4 *w,
+			    struct nfs4_stid **out)
+{
+	struct nfs4_stateid sid;
+	uint32_t st = nfs4_sid_resolve(c, w, &sid);
+	if (st)
+		return st;
+	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
+		return NFS4ERR_BAD_STATEID;
+	if ((st = nfs4_stid_find(c->clp, &sid, NFS4_STID_LAYOUT, out)))
+		return st;
+	struct nfs4_layout *lo = nfs4_stid_payload(*out);
+	if (c->cfh.kind != NFS4_FH_FS || lo->file != fs_ino(c->cfh.ip)) {
+		nfs4_stid_put(*out);
+		return NFS4ERR_BAD_STATEID;
+	}
+	return NFS4_OK;
+}
+
+uint32_t nfs4_op_layoutcommit(struct nfs4_compound *c, struct nfs_argop4 *a,
+			      struct nfs_resop4 *r)
+{
+	const struct LAYOUTCOMMIT4args *la = &a->oplayoutcommit;
+	struct LAYOUTCOMMIT4resok *ok = &r->oplayoutcommit.locr_resok4;
+	struct fs_attr at;
+	uint32_t st;
+	if ((st = pnfs_file(c, &at)))
+		return st;
+	if (la->loca_reclaim)
+		return NFS4ERR_NO_GRACE; /* no layout outlives a restart here */
+	if (la->loca_layoutupdate.lou_type != LAYOUT4_BLOCK_VOLUME)
+		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	struct nfs4_stid *sp;
+	if ((st = layout_stid(c, &la->loca_stateid, &sp)))
+		return st;
+	/* the extents the client wrote: their file ranges, whole blocks */
+	struct xdr_dec x;
+	struct xdr_arena arena;
+	uint8_t abuf[1024];
+	xdr_dec_init(&x, la->loca_layoutupdate.lou_body.val, la->loca_layoutupdate.lou_body.len);
+	xdr_arena_init(&arena, abuf, sizeof(abuf), 256u << 10);
+	x.arena = &arena;
+	struct pnfs_block_layoutupdate4 up;
+	memset(&up, 0, sizeof(up));
+	struct fs_range *ranges = NULL;
+	if (pnfs_block_dec_pnfs_block_layoutupdate4(&x, &up) || xdr_dec_remaining(&x)) {
+		st = NFS4ERR_BADXDR;
+		goto out;
+	}
+	ranges = xcalloc(up.blu_commit_list.len ? up.blu_commit_list.len : 1, sizeof(*ranges));
+	unsigned n = 0;
+	for (uint32_t i = 0; i < up.blu_commit_list.len; i++) {
+		const struct pnfs_block_extent4 *e = &up.blu_commit_list.val[i];
+		if (memcmp(e->bex_vol_id, c->s->deviceid, NFS4_DEVICEID4_SIZE) ||
+		    e->bex_file_offset % FS_BLOCK_SIZE || e->bex_length % FS_BLOCK_SIZE ||
+		    e->bex_length == 0 || e->bex_file_offset > FS_MAX_FILE_SIZE ||
+		    e->bex_length > FS_MAX_FILE_SIZE - e->bex_file_offset) {
+			st = NFS4ERR_INVAL;
+			goto out;
+		}
+		if (e->bex_state != PNFS_BLOCK_READ_WRITE_DATA &&
+		    e->bex_state != PNFS_BLOCK_INVALID_DATA)
+			continue; /* nothing was written there */
+		/* only what the client holds a layout for (never trusting the
+		 * storage offsets it sends: the engine maps the file range) */
+		if (!fs_layout_covers(c->cfh.ip, nfs4_client_id(c->clp), e->bex_file_offset,
+				      e->bex_length, true)) {
+			st = NFS4ERR_BADLAYOUT;
+			goto out;
+		}
+		ranges[n].off = e->bex_file_offset;
+		ranges[n].len = e->bex_length;
+		n++;
+	}
+	uint64_t new_size = 0;
+	if (la->loca_last_write_offset.no_newoffset) {
+		if (la->loca_last_write_offset.no_offset >= FS_MAX_FILE_SIZE) {
+			st = NFS4ERR_INVAL;
+			goto out;
+		}
+		new_size = la->loca_last_write_offset.no_offset + 1;
+	}
+	struct timespec mtime;
+	const struct timespec *mt = NULL;
+	if (la->loca_time_modify.nt_timechanged) {
+		if (la->loca_time_modify.nt_time.nseconds >= 1000000000u) {
+			st = NFS4ERR_INVAL;
+			goto out;
+		}
+		mtime.tv_sec = la->loca_time_modify.nt_time.seconds;
+		mtime.tv_nsec = la->loca_time_modify.nt_time.nseconds;
+		mt = &mtime;
+	}
+	/* the permission of a write, as through the server */
+	int err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &at,
+			  SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE);
+	if (!err)
+		err = fs_commit_blocks(c->cfh.ip, ranges, n, new_size, mt, NULL);
+	if (err) {
+		st = nfs4_status(err);
+		goto out;
+	}
+	counter_inc(&c->s->st.layoutcommits);
+	if ((err = fs_getattr(c->cfh.ip, &at))) {
+		st = nfs4_status(err);
+		goto out;
+	}
+	ok->locr_newsize.ns_sizechanged = new_size && at.size == new_size;
+	ok->locr_newsize.ns_size = at.size;
+out:
+	free(ranges);
+	xdr_arena_reset(&arena);
+	nfs4_stid_put(sp);
+	return st;
+}
+
+/* Give back the layouts of a layout stateid in a range; the stateid goes
+ * when nothing is left (lrs_present false). */
+static uint32_t return_file(struct nfs4_compound *c, const struct layoutreturn_file4 *rf,
+			    struct layoutreturn_stateid *out)
+{
+	struct nfs4_stid *sp;
+	uint32_t st = layout_stid(c, &rf->lrf_stateid, &sp);
+	if (st)
+		return st;
+	struct nfs4_layout *lo = nfs4_stid_payload(sp);
+	uint64_t len = rf->lrf_length == UINT64_MAX ? UINT64_MAX : rf->lrf_length;
+	bool all = rf->lrf_offset == 0 && len == UINT64_MAX;
+	fs_layout_return(lo->ip, lo->clientid, rf->lrf_offset, len);
+	mutex_lock(&c->s->layouts->lock);
+	lo->recalled = false;
+	mutex_unlock(&c->s->layouts->lock);
+	struct nfs4_stateid sid;
+	nfs4_stid_lock(sp);
+	nfs4_stid_bump(sp, &sid);
+	nfs4_stid_unlock(sp);
+	if (all) {
+		nfs4_stid_unhash(sp);
+		out->lrs_present = false;
+	} else {
+		out->lrs_present = true;
+		nfs4_sid_to_wire(&sid, &out->lrs_stateid);
+	}
+	nfs4_stid_put(sp);
+	counter_inc(&c->s->st.layoutreturns);
+	return NFS4_OK;
+}
+
+/* Every layout stateid of the client (FSID and ALL: one device holds all
+ * of them). */
+static void return_all(struct nfs4_compound *c)
+{
+	struct nfs4_layout_table *t = c->s->layouts;
+	uint64_t clientid = nfs4_client_id(c->clp);
+	for (;;) {
+		struct nfs4_stid *sp = NULL;
+		mutex_lock(&t->lock);
+		for (unsigned b = 0; b < LAYOUT_BUCKETS && !sp; b++)
+			for (struct nfs4_layout *lo = t->b[b]; lo && !sp; lo = lo->next)
+				if (lo->clientid == clientid) {
+					sp = lo->stid;
+					nfs4_stid_get(sp);
+					/* out of the table now, so the loop ends */
+					for (struct nfs4_layout **pp = &t->b[b]; *pp; pp = &(*pp)->next)
+						if (*pp == lo) {
+							*pp = lo->next;
+							break;
+						}
+					lo->next = NULL;
+				}
+		mutex_unlock(&t->lock);
+		if (!sp)
+			return;
+		struct nfs4_layout *lo = nfs4_stid_payload(sp);
+		fs_layout_return(lo->ip, lo->clientid, 0, UINT64_MAX);
+		nfs4_stid_unhash(sp);
+		nfs4_stid_put(sp);
+		counter_inc(&c->s->st.layoutreturns);
+	}
+}
+
+uint32_t nfs4_op_layoutreturn(struct nfs4_compound *c, struct nfs_argop4 *a,
+			      struct nfs_resop4 *r)
+{
+	const struct LAYOUTRETURN4args *la = &a->oplayoutreturn;
+	struct layoutreturn_stateid *out = &r->oplayoutreturn.lorr_stateid;
+	if (la->lora_layout_type != LAYOUT4_BLOCK_VOLUME)
+		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
+	if (la->lora_iomode < LAYOUTIOMODE4_READ || la->lora_iomode > LAYOUTIOMODE4_ANY)
+		return NFS4ERR_BADIOMODE;
+	switch (la->lora_layoutreturn.lr_returntype) {
+	case LAYOUTRETURN4_FILE:
+		if (c->cfh.kind != NFS4_FH_FS)
+			return NFS4ERR_NOFILEHANDLE;
+		return return_file(c, &la->lora_layoutreturn.lr_layout, out);
+	case LAYOUTRETURN4_FSID:
+	case LAYOUTRETURN4_ALL:
+		return_all(c);
+		out->lrs_present = false;
+		return NFS4_OK;
+	}
+	return NFS4ERR_INVAL;
+}
+
+/* ---- recalls and fencing ---- */
+
+static void recall_done(struct nfs4_cb *cb, uint32_t status)
+{
+	struct nfs4_server *s = cb->s;
+	struct nfs4_stid *sp = cb->arg; /* referenced by send_recall */
+	counter_inc(status == NFS4_OK || status == NFS4ERR_NOMATCHING_LAYOUT
+			    ? &s->st.recalls_answered
+			    : &s->st.recalls_failed);
+	if (status == NFS4ERR_NOMATCHING_LAYOUT) {
+		/* the client holds none (returned meanwhile, or never used it):
+		 * as if it had returned everything */
+		nfs4_stid_unhash(sp);
+	}
+	nfs4_stid_put(sp);
+}
+
+/* Send CB_LAYOUTRECALL for lo's file (no lock held). */
+static void send_recall(struct nfs4_server *s, struct nfs4_layout *lo, struct nfs4_stid *sp)
+{
+	struct nfs4_client *clp = nfs4_client_find(s->state, lo->clientid);
+	if (!clp)
+		return;
+	struct nfs4_session *sess = nfs4_client_back_session(clp);
+	nfs4_client_put(clp);
+	if (!sess) {
+		counter_inc(&s->st.recalls_failed);
+		return; /* no back channel: fenced after a lease */
+	}
+	struct nfs_cb_argop4 op;
+	memset(&op, 0, sizeof(op));
+	op.argop = OP_CB_LAYOUTRECALL;
+	struct CB_LAYOUTRECALL4args *ra = &op.opcblayoutrecall;
+	ra->clora_type = LAYOUT4_BLOCK_VOLUME;
+	ra->clora_iomode = LAYOUTIOMODE4_ANY;
+	ra->clora_changed = true;
+	ra->clora_recall.lor_recalltype = LAYOUTRECALL4_FILE;
+	ra->clora_recall.lor_layout.lor_fh = lo->fh;
+	ra->clora_recall.lor_layout.lor_offset = 0;
+	ra->clora_recall.lor_layout.lor_length = UINT64_MAX;
+	struct nfs4_stateid sid;
+	nfs4_stid_value(sp, &sid);
+	nfs4_sid_to_wire(&sid, &ra->clora_recall.lor_layout.lor_stateid);
+	nfs4_stid_get(sp); /* recall_done's */
+	uint32_t st = nfs4_cb_compound(s, sess, &op, recall_done, sp);
+	if (!st) {
+		counter_inc(&s->st.recalls_sent);
+	} else {
+		counter_inc(&s->st.recalls_failed);
+		nfs4_stid_put(sp);
+	}
+	nfs4_session_put(sess);
+}
+
+/* The engine's recall (fs_layout_ops.recall): holder's layouts of ip. */
+static void engine_recall(void *arg, struct fs_inode *ip, uint64_t holder)
+{
+	struct nfs4_server *s = arg;
+	struct nfs4_layout_table *t = s->layouts;
+	mutex_lock(&t->lock);
+	struct nfs4_layout *lo = find_locked(t, holder, fs_ino(ip));
+	struct nfs4_stid *sp = NULL;
+	if (lo) {
+		if (!lo->recalled) {
+			lo->recalled = true;
+			lo->recall_ns = now_ns();
+		}
+		sp = lo->stid;
+		nfs4_stid_get(sp);
+	}
+	mutex_unlock(&t->lock);
+	if (!sp) {
+		/* a lease without a stateid (its LAYOUTGET failed half way) */
+		fs_layout_return(ip, holder, 0, UINT64_MAX);
+		return;
+	}
+	send_recall(s, lo, sp);
+	nfs4_stid_put(sp);
+}
+
+void nfs4_layouts_start(struct nfs4_server *s)
+{
+	struct fs_layout_ops ops = {.recall = engine_recall, .arg = s};
+	fs_set_layout_ops(s->srv->fs, &ops);
+}
+
+/* Run --fence-cmd ADDR for a client that kept a recalled layout. */
+static void fence(struct nfs4_server *s, const struct nfs4_layout *lo)
+{
+	counter_inc(&s->st.fenced);
+	char addr[INET6_ADDRSTRLEN + 8] = "?";
+	svc_addr_name(&lo->peer, addr, sizeof(addr));
+	msg_warn("nfs4: client %016llx (%s) did not return a recalled layout within the lease: "
+		 "fenced",
+		 (unsigned long long)lo->clientid, addr);
+	if (!s->fence_cmd)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", s->fence_cmd, "jnfsd-fence", addr, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0) {
+		int status;
+		waitpid(pid, &status, 0); /* on the reaper thread: no request waits for it */
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			msg_err("nfs4: the fence command failed for %s", addr);
+	}
+}
+
+void nfs4_layouts_reap(struct nfs4_server *s)
+{
+	uint64_t lease = (uint64_t)s->lease_s * NSEC_PER_SEC, now = now_ns();
+	struct nfs4_layout_table *t = s->layouts;
+	for (;;) {
+		struct nfs4_stid *sp = NULL;
+		struct nfs4_layout copy;
+		mutex_lock(&t->lock);
+		for (unsigned b = 0; b < LAYOUT_BUCKETS && !sp; b++) {
+			for (struct nfs4_layout *lo = t->b[b]; lo && !sp; lo = lo->next) {
+				if (lo->recalled && now - lo->recall_ns > lease) {
+					lo->recalled = false;
+					sp = lo->stid;
+					nfs4_stid_get(sp);
+					copy = *lo;
+				}
+			}
+		}
+		mutex_unlock(&t->lock);
+		if (!sp)
+			return;
+		fence(s, &copy);
+		/* revoking releases the payload: its leases go, waiters go on */
+		nfs4_stid_revoke(sp, NFS4_REVOKE_RECALL);
+		nfs4_stid_put(sp);
+	}
+}
