@@ -624,18 +624,11 @@ static void run_round(uint64_t seed, uint64_t budget, struct totals *tot)
 	struct verify_ctx v = {.w = w};
 	for (unsigned t = 0; t < w->nthreads; t++)
 		v.acked[t] = xcalloc(MAX_OPS, sizeof(bool));
-	size_t applied = 0, from = 0, scan = 0;
+	struct crash_replay rp = {.ev = ev};
+	size_t scan = 0;
 	for (size_t k = 0; k < npts; k++) {
 		size_t pt = pts[k];
-		for (size_t i = applied; i < pt; i++) {
-			if (ev[i].type == CRASH_EV_FLUSH) {
-				for (size_t j = applied; j < i; j++)
-					if (ev[j].type == CRASH_EV_WRITE || ev[j].type == CRASH_EV_FUA)
-						memcpy(durable + ev[j].off, ev[j].data, ev[j].len);
-				applied = i + 1;
-				from = i + 1;
-			}
-		}
+		size_t from = crash_replay_to(&rp, pt, durable);
 		for (; scan < pt; scan++) {
 			if (ev[scan].type != CRASH_EV_MARK || ev[scan].tag == UINT64_MAX)
 				continue;

@@ -209,24 +209,14 @@ static void run_round(const struct round_cfg *c, uint64_t seed, uint64_t budget,
 	}
 	qsort(pts, npts, sizeof(*pts), cmp_size);
 
-	size_t applied = 0; /* writes before this index are in `durable` */
-	size_t from = 0;    /* first event after the last flush before the point */
+	struct crash_replay replay = {.ev = ev}; /* what `durable` holds */
 	uint64_t acked = 0;
 	size_t mark_scan = 0;
 	bool *data_done = xcalloc(atomic_load(&w->ndata) + 1, sizeof(bool));
 	for (size_t k = 0; k < npts; k++) {
 		size_t pt = pts[k];
 		/* advance the durable image to the last flush before pt */
-		for (size_t i = applied; i < pt; i++) {
-			if (ev[i].type == CRASH_EV_FLUSH) {
-				for (size_t j = applied; j < i; j++)
-					if (ev[j].type == CRASH_EV_WRITE ||
-					    ev[j].type == CRASH_EV_FUA)
-						memcpy(durable + ev[j].off, ev[j].data, ev[j].len);
-				applied = i + 1;
-				from = i + 1;
-			}
-		}
+		size_t from = crash_replay_to(&replay, pt, durable);
 		for (; mark_scan < pt; mark_scan++) {
 			uint64_t tag = ev[mark_scan].tag;
 			if (ev[mark_scan].type != CRASH_EV_MARK || tag == UINT64_MAX)

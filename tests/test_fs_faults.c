@@ -527,7 +527,7 @@ static int tdev_write(struct dev *d, const void *buf, size_t len, uint64_t off, 
 	return tdev_note(to_tdev(d), dev_write(to_tdev(d)->td_inner, buf, len, off, flags));
 }
 
-static int tdev_flush(struct dev *d, unsigned slot)
+static int tdev_flush(struct dev *d)
 {
 	return tdev_note(to_tdev(d), dev_flush(to_tdev(d)->td_inner));
 }

@@ -243,22 +243,14 @@ int main(int argc, char **argv)
 	/* a power cut at the return of every sync */
 	size_t nev = crashdev_nevents(cd);
 	const struct crash_event *ev = crashdev_events(cd);
-	size_t applied = 0, from = 0;
+	struct crash_replay rp = {.ev = ev};
 	unsigned cuts = 0, violations = 0, marks = 0;
 	for (size_t pt = 0; pt < nev; pt++) {
 		if (ev[pt].type != CRASH_EV_MARK || ev[pt].tag == UINT64_MAX)
 			continue;
 		if (marks++ % every)
 			continue;
-		for (size_t i = applied; i < pt; i++) {
-			if (ev[i].type == CRASH_EV_FLUSH) {
-				for (size_t j = applied; j < i; j++)
-					if (ev[j].type == CRASH_EV_WRITE || ev[j].type == CRASH_EV_FUA)
-						memcpy(durable + ev[j].off, ev[j].data, ev[j].len);
-				applied = i + 1;
-				from = i + 1;
-			}
-		}
+		size_t from = crash_replay_to(&rp, pt, durable);
 		for (uint64_t seed = 0; seed < 2; seed++) {
 			struct dev *img;
 			CHECK_OK(dev_mem_create(IMG, durable, &img));

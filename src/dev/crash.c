@@ -8,8 +8,20 @@
  *   cd_pending  every write since the last flush, in completion order, so a
  *               power cut can choose which of them survive;
  *   cd_events   the recorded stream (CRASHDEV_RECORD).
- * A flush writes the overlay to the inner device and forgets the pending
- * list; that is the whole of "becoming durable".
+ * A flush has two steps, as a disk's flush command has a start and an
+ * end (dev.h, contract 3):
+ *   start  under cd_lock: the writes completed so far are cd_pending[0, n)
+ *          and the recorded stream has cd_nevents events;
+ *   (the flush is in flight: cd_lock is free, writes complete, the test's
+ *          hook runs, crashdev_set_flush_hook)
+ *   end    under cd_lock: cd_pending[0, n) are written to the inner device
+ *          in order, then the FUA writes that completed meanwhile again on
+ *          top (they are newer and already durable); they leave the pending
+ *          list, the overlay is rebuilt from what is still pending, and a
+ *          FLUSH event is recorded whose tag is the stream length at start.
+ * So a write that completed while a flush was in flight is not made durable
+ * by it; only a later flush does that. A flush is "becoming durable", and
+ * nothing else is.
  */
 #include "dev/crash.h"
 
@@ -41,6 +53,11 @@ struct pending_write {
 struct crash_dev {
 	struct dev cd_dev;
 	struct mutex cd_lock;
+	/* held across both steps of a flush: flushes do not overlap (the
+	 * generic layer runs one at a time anyway, dev.h F1) */
+	struct mutex cd_flush_lock;
+	void (*cd_flush_hook)(void *arg);
+	void *cd_flush_hook_arg;
 	struct dev *cd_inner;
 	bool cd_record;
 	bool cd_dead;
@@ -52,6 +69,7 @@ struct crash_dev {
 };
 
 static struct lock_class crash_dev_lock_class = LOCK_CLASS_INIT("crash_dev.lock", 980);
+static struct lock_class crash_flush_lock_class = LOCK_CLASS_INIT("crash_dev.flush_lock", 970);
 
 static struct crash_dev *to_cdev(struct dev *d)
 {
@@ -177,43 +195,66 @@ out_unlock:
 	return err;
 }
 
-static int crash_flush(struct dev *d, unsigned slot)
+/* Write one pending write's data to the inner device. */
+static int pending_apply(struct crash_dev *c, const struct pending_write *pw)
+{
+	return dev_write(c->cd_inner, pw->data, pw->len, pw->off, 0);
+}
+
+static int crash_flush(struct dev *d)
 {
 	struct crash_dev *c = to_cdev(d);
-	uint32_t sector = d->d_sector_size;
 	int err = 0;
+	mutex_lock(&c->cd_flush_lock);
+	/* start: what has completed so far */
+	mutex_lock(&c->cd_lock);
+	if (c->cd_dead) {
+		mutex_unlock(&c->cd_lock);
+		mutex_unlock(&c->cd_flush_lock);
+		return -EIO;
+	}
+	size_t n = c->cd_npending;
+	uint64_t start_ev = c->cd_nevents;
+	mutex_unlock(&c->cd_lock);
+
+	/* in flight: later writes complete, and are not covered */
+	if (c->cd_flush_hook)
+		c->cd_flush_hook(c->cd_flush_hook_arg);
+
+	/* end */
 	mutex_lock(&c->cd_lock);
 	if (c->cd_dead) {
 		err = -EIO;
 		goto out_unlock;
 	}
-	size_t it = 0;
-	uint64_t idx;
-	void *v;
-	while (hashmap_next(&c->cd_overlay, &it, &idx, &v)) {
-		struct ovl_page *p = v;
-		uint32_t nsec = OVL_PAGE / sector;
-		for (uint32_t s = 0; s < nsec;) {
-			if (!(p->valid & (1ull << s))) {
-				s++;
-				continue;
-			}
-			uint32_t e = s;
-			while (e < nsec && (p->valid & (1ull << e)))
-				e++;
-			err = dev_write(c->cd_inner, p->data + s * sector, (e - s) * sector,
-					idx * OVL_PAGE + s * sector, 0);
-			if (err)
-				goto out_unlock;
-			s = e;
-		}
-	}
+	for (size_t i = 0; i < n && !err; i++)
+		err = pending_apply(c, &c->cd_pending[i]);
+	for (size_t i = n; i < c->cd_npending && !err; i++)
+		if (c->cd_pending[i].fua)
+			err = pending_apply(c, &c->cd_pending[i]);
+	if (err)
+		goto out_unlock;
+	for (size_t i = 0; i < n; i++)
+		free(c->cd_pending[i].data);
+	memmove(c->cd_pending, c->cd_pending + n, (c->cd_npending - n) * sizeof(*c->cd_pending));
+	c->cd_npending -= n;
 	overlay_clear(c);
-	pending_clear(c);
-	record(c, CRASH_EV_FLUSH, 0, NULL, 0, 0);
+	for (size_t i = 0; i < c->cd_npending; i++)
+		overlay_write(c, c->cd_pending[i].data, c->cd_pending[i].len, c->cd_pending[i].off);
+	record(c, CRASH_EV_FLUSH, 0, NULL, 0, start_ev);
 out_unlock:
 	mutex_unlock(&c->cd_lock);
+	mutex_unlock(&c->cd_flush_lock);
 	return err;
+}
+
+void crashdev_set_flush_hook(struct dev *d, void (*fn)(void *arg), void *arg)
+{
+	struct crash_dev *c = to_cdev(d);
+	mutex_lock(&c->cd_flush_lock);
+	c->cd_flush_hook = fn;
+	c->cd_flush_hook_arg = arg;
+	mutex_unlock(&c->cd_flush_lock);
 }
 
 static void crash_destroy(struct dev *d)
@@ -226,6 +267,7 @@ static void crash_destroy(struct dev *d)
 		free(c->cd_events[i].data);
 	free(c->cd_events);
 	mutex_destroy(&c->cd_lock);
+	mutex_destroy(&c->cd_flush_lock);
 	free(c);
 }
 
@@ -243,6 +285,7 @@ int crashdev_create(struct dev *inner, unsigned flags, struct dev **out)
 	struct crash_dev *c = xcalloc(1, sizeof(*c));
 	dev_init(&c->cd_dev, &crash_dev_ops, "crash", inner->d_size, inner->d_sector_size);
 	mutex_init(&c->cd_lock, &crash_dev_lock_class);
+	mutex_init(&c->cd_flush_lock, &crash_flush_lock_class);
 	c->cd_inner = inner;
 	c->cd_record = (flags & CRASHDEV_RECORD) != 0;
 	hashmap_init(&c->cd_overlay);
@@ -357,4 +400,22 @@ void crash_apply_cut(const struct crash_event *ev, size_t from, size_t point, st
 	/* the write in flight at the cut, FUA or not, may land in part */
 	if (ev[point].type == CRASH_EV_WRITE || ev[point].type == CRASH_EV_FUA)
 		cut_one(&r, ev[point].data, ev[point].len, ev[point].off, img, sector, st);
+}
+
+size_t crash_replay_to(struct crash_replay *rp, size_t point, uint8_t *durable)
+{
+	const struct crash_event *ev = rp->ev;
+	BUG_ON(point < rp->scan);
+	for (; rp->scan < point; rp->scan++) {
+		if (ev[rp->scan].type != CRASH_EV_FLUSH)
+			continue;
+		/* the flush started when the stream had tag events */
+		size_t upto = (size_t)ev[rp->scan].tag;
+		for (size_t j = rp->durable; j < upto; j++)
+			if (ev[j].type == CRASH_EV_WRITE || ev[j].type == CRASH_EV_FUA)
+				memcpy(durable + ev[j].off, ev[j].data, ev[j].len);
+		if (upto > rp->durable)
+			rp->durable = upto;
+	}
+	return rp->durable;
 }

@@ -1,19 +1,29 @@
 /*
  * dev.c - the generic device layer: counters, latency model, fault
- * injection and flush elision around a backend's ops.
+ * injection, flush elision, failure counting and shared flushes (dev.h,
+ * F1-F5) around a backend's ops.
+ *
+ * A flush's life: callers register for sequence d_flush_started + 1 (the
+ * next flush to start, F2) and count in d_flush_next; whoever leads it
+ * (flush_lead) takes the group, marks it running, samples d_write_gen and
+ * calls the backend with no lock held; on completion it publishes
+ * d_flush_done, wakes the synchronous callers, completes the queued
+ * asynchronous ones, and if asynchronous callers of the next flush are left
+ * with no synchronous caller that will lead it, wakes the flusher thread.
  */
 #include "dev/dev.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/msg.h"
 #include "base/time.h"
 
-/* Held only to take or give back a flush slot. */
-static struct lock_class slot_lock_class = LOCK_CLASS_INIT("dev.flush_slots", 950);
-_Static_assert(DEV_FLUSH_SLOTS <= 32, "a bit per flush slot");
+/* Taken under any engine or journal lock (the journal's pre-checkpoint
+ * flush asks for a ticket under its own locks); never held across I/O. */
+static struct lock_class flush_lock_class = LOCK_CLASS_INIT("dev.flush_lock", 940);
 
 void dev_init(struct dev *d, const struct dev_ops *ops, const char *name, uint64_t size,
 	      uint32_t sector_size)
@@ -23,9 +33,10 @@ void dev_init(struct dev *d, const struct dev_ops *ops, const char *name, uint64
 	snprintf(d->d_name, sizeof(d->d_name), "%s", name);
 	d->d_size = size;
 	d->d_sector_size = sector_size;
-	mutex_init(&d->d_slot_lock, &slot_lock_class);
-	cond_init(&d->d_slot_cond);
-	d->d_slots_free = (uint32_t)((1ull << DEV_FLUSH_SLOTS) - 1);
+	mutex_init(&d->d_flush_lock, &flush_lock_class);
+	cond_init(&d->d_flush_cond);
+	cond_init(&d->d_flusher_cond);
+	list_init(&d->d_flush_async);
 }
 
 /* Returns true if this I/O must fail because of fault injection. */
@@ -97,6 +108,30 @@ int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned
 	return 0;
 }
 
+/*
+ * Nothing completed since a flush that covered everything: the call is
+ * answered at once. With no flush running and none asked for, it also
+ * counts as a flush that started and completed now, so that a ticket taken
+ * before it is covered (there was nothing to make durable). d_flush_lock
+ * held.
+ */
+static bool flush_elide(struct dev *d)
+{
+	if (atomic_load(&d->d_write_gen) != atomic_load(&d->d_flushed_gen))
+		return false;
+	if (!d->d_flush_running && !d->d_flush_next)
+		d->d_flush_done = ++d->d_flush_started;
+	counter_inc(&d->d_flushes_elided);
+	return true;
+}
+
+static void count_group(struct dev *d, unsigned n)
+{
+	unsigned b = n <= 1 ? 0 : n <= 2 ? 1 : n <= 4 ? 2 : n <= 8 ? 3 : n <= 16 ? 4 : 5;
+	counter_inc(&d->d_flush_group[b]);
+	counter_add(&d->d_flush_callers, n);
+}
+
 /* The injected flush fault: is this the flush that must fail? */
 static bool dev_flush_fault(struct dev *d)
 {
@@ -110,54 +145,24 @@ static bool dev_flush_fault(struct dev *d)
 	return false;
 }
 
-/* A free flush slot, waiting for one if all are taken. */
-static unsigned slot_get(struct dev *d)
+/* The flush itself, no lock held: latency, fault injection, backend. A
+ * failure is counted before the flush is marked done (F4). */
+static int flush_backend(struct dev *d, uint64_t gen)
 {
-	mutex_lock(&d->d_slot_lock);
-	while (!d->d_slots_free)
-		cond_wait(&d->d_slot_cond, &d->d_slot_lock);
-	unsigned slot = (unsigned)__builtin_ctz(d->d_slots_free);
-	d->d_slots_free &= ~(1u << slot);
-	mutex_unlock(&d->d_slot_lock);
-	return slot;
-}
-
-static void slot_put(struct dev *d, unsigned slot)
-{
-	mutex_lock(&d->d_slot_lock);
-	d->d_slots_free |= 1u << slot;
-	cond_signal(&d->d_slot_cond);
-	mutex_unlock(&d->d_slot_lock);
-}
-
-/*
- * A flush runs in a slot (dev.h: flush slots). Its failure is counted
- * before the slot is free again: the next flush in the slot uses the same
- * handle, which no longer reports the error this one took, so it must not
- * be able to return 0 before the failure is in dev_write_errors.
- */
-int dev_flush(struct dev *d)
-{
-	uint64_t gen = atomic_load(&d->d_write_gen);
-	if (gen == atomic_load(&d->d_flushed_gen)) {
-		/* nothing completed since a flush that covered it all */
-		counter_inc(&d->d_flushes_elided);
-		return 0;
-	}
-	uint64_t lat = atomic_load(&d->d_flush_lat_ns);
-	if (lat)
-		sleep_ns(lat);
-	unsigned slot = slot_get(d);
 	int err = 0;
-	if (dev_fault(d) || dev_flush_fault(d))
+	if (dev_fault(d) || dev_flush_fault(d)) {
 		err = -EIO;
-	else if ((err = d->d_ops->flush(d, slot)))
-		counter_inc(&d->d_errors);
-	if (err)
+	} else {
+		uint64_t lat = atomic_load(&d->d_flush_lat_ns);
+		if (lat)
+			sleep_ns(lat);
+		if ((err = d->d_ops->flush(d)))
+			counter_inc(&d->d_errors);
+	}
+	if (err) {
 		atomic_fetch_add(&d->d_write_errors, 1);
-	slot_put(d, slot);
-	if (err)
 		return err;
+	}
 	counter_inc(&d->d_flushes);
 	uint64_t cur = atomic_load(&d->d_flushed_gen);
 	while (cur < gen && !atomic_compare_exchange_weak(&d->d_flushed_gen, &cur, gen))
@@ -165,13 +170,174 @@ int dev_flush(struct dev *d)
 	return 0;
 }
 
+static void *flusher_thread(void *arg);
+
+/* Async callers are queued for the next flush and nobody will lead it: the
+ * flusher thread does (F4). d_flush_lock held. */
+static void flusher_kick(struct dev *d)
+{
+	if (!d->d_flusher_started) {
+		d->d_flusher_started = true;
+		if (pthread_create(&d->d_flusher, NULL, flusher_thread, d))
+			panic("dev: cannot start the flusher thread of %s", d->d_name);
+	}
+	cond_signal(&d->d_flusher_cond);
+}
+
+/*
+ * Lead the next flush (none is running). Called and returns with
+ * d_flush_lock held; drops it for the I/O and to run the completed
+ * asynchronous callers' functions. Returns the flush's result.
+ */
+static int flush_lead(struct dev *d)
+{
+	assert_locked(&d->d_flush_lock);
+	BUG_ON(d->d_flush_running || d->d_flush_done != d->d_flush_started);
+	uint64_t seq = ++d->d_flush_started;
+	unsigned group = d->d_flush_next;
+	d->d_flush_next = d->d_flush_next_sync = 0;
+	d->d_flush_running = true;
+	/* every caller of seq registered before this point: their writes
+	 * completed before the sample, which the backend flush follows */
+	uint64_t gen = atomic_load(&d->d_write_gen);
+	bool elide = gen == atomic_load(&d->d_flushed_gen);
+	mutex_unlock(&d->d_flush_lock);
+
+	int err = elide ? 0 : flush_backend(d, gen);
+	if (elide)
+		counter_add(&d->d_flushes_elided, group);
+	else
+		count_group(d, group);
+
+	struct list done = LIST_INIT(done);
+	mutex_lock(&d->d_flush_lock);
+	d->d_flush_running = false;
+	d->d_flush_done = seq;
+	if (err)
+		d->d_flush_failed = seq;
+	struct dev_flush_waiter *w, *wt;
+	list_for_each_entry_safe (w, wt, &d->d_flush_async, link)
+		if (w->seq <= seq)
+			list_move_tail(&w->link, &done);
+	cond_broadcast(&d->d_flush_cond);
+	/* callers of seq + 1 are queued: a synchronous one leads it, else the
+	 * flusher thread */
+	if (!list_empty(&d->d_flush_async) && !d->d_flush_next_sync)
+		flusher_kick(d);
+	mutex_unlock(&d->d_flush_lock);
+	list_for_each_entry_safe (w, wt, &done, link) {
+		list_del(&w->link);
+		w->fn(w, err);
+	}
+	mutex_lock(&d->d_flush_lock);
+	return err;
+}
+
+static void *flusher_thread(void *arg)
+{
+	struct dev *d = arg;
+	pthread_setname_np(pthread_self(), "dev-flush");
+	mutex_lock(&d->d_flush_lock);
+	while (!d->d_flusher_stop) {
+		if (!d->d_flush_running && !list_empty(&d->d_flush_async)) {
+			counter_inc(&d->d_flush_async_led);
+			flush_lead(d);
+			continue;
+		}
+		cond_wait(&d->d_flusher_cond, &d->d_flush_lock);
+	}
+	mutex_unlock(&d->d_flush_lock);
+	return NULL;
+}
+
+int dev_flush(struct dev *d)
+{
+	mutex_lock(&d->d_flush_lock);
+	if (flush_elide(d)) {
+		mutex_unlock(&d->d_flush_lock);
+		return 0;
+	}
+	uint64_t seq = d->d_flush_started + 1; /* F2: never the running one */
+	d->d_flush_next++;
+	d->d_flush_next_sync++;
+	bool led = false;
+	while (d->d_flush_done < seq) {
+		if (!d->d_flush_running) {
+			/* nobody leads seq yet (done < seq and none running
+			 * means seq is next): this thread does */
+			flush_lead(d);
+			led = true;
+			continue;
+		}
+		cond_wait(&d->d_flush_cond, &d->d_flush_lock);
+	}
+	int err = d->d_flush_failed >= seq ? -EIO : 0; /* F3 */
+	mutex_unlock(&d->d_flush_lock);
+	if (!led)
+		counter_inc(&d->d_flush_waits);
+	return err;
+}
+
+int dev_flush_async(struct dev *d, struct dev_flush_waiter *w, bool may_lead)
+{
+	mutex_lock(&d->d_flush_lock);
+	if (flush_elide(d)) {
+		mutex_unlock(&d->d_flush_lock);
+		return 0;
+	}
+	w->seq = d->d_flush_started + 1;
+	d->d_flush_next++;
+	list_add_tail(&w->link, &d->d_flush_async);
+	bool lead = !d->d_flush_running && may_lead;
+	if (lead)
+		flush_lead(d); /* completes w on this thread */
+	else if (!d->d_flush_running)
+		flusher_kick(d);
+	else
+		counter_inc(&d->d_flush_waits);
+	mutex_unlock(&d->d_flush_lock);
+	return 1;
+}
+
+uint64_t dev_flush_ticket(struct dev *d)
+{
+	mutex_lock(&d->d_flush_lock);
+	uint64_t t = d->d_flush_started + 1;
+	mutex_unlock(&d->d_flush_lock);
+	return t;
+}
+
+bool dev_flush_covered(struct dev *d, uint64_t ticket)
+{
+	mutex_lock(&d->d_flush_lock);
+	bool yes = d->d_flush_done >= ticket && d->d_flush_failed < ticket;
+	mutex_unlock(&d->d_flush_lock);
+	return yes;
+}
+
+unsigned dev_flush_queued(struct dev *d)
+{
+	mutex_lock(&d->d_flush_lock);
+	unsigned n = d->d_flush_next;
+	mutex_unlock(&d->d_flush_lock);
+	return n;
+}
+
 void dev_close(struct dev *d)
 {
-	if (d) {
-		mutex_destroy(&d->d_slot_lock);
-		cond_destroy(&d->d_slot_cond);
-		d->d_ops->destroy(d);
-	}
+	if (!d)
+		return;
+	mutex_lock(&d->d_flush_lock);
+	BUG_ON(!list_empty(&d->d_flush_async) || d->d_flush_running);
+	d->d_flusher_stop = true;
+	cond_signal(&d->d_flusher_cond);
+	mutex_unlock(&d->d_flush_lock);
+	if (d->d_flusher_started)
+		pthread_join(d->d_flusher, NULL);
+	mutex_destroy(&d->d_flush_lock);
+	cond_destroy(&d->d_flush_cond);
+	cond_destroy(&d->d_flusher_cond);
+	d->d_ops->destroy(d);
 }
 
 void dev_set_latency(struct dev *d, uint64_t flush_ns, uint64_t fua_ns)
@@ -212,6 +378,13 @@ void dev_stats(struct dev *d, const char *prefix, const struct stat_sink *sink)
 	stat_emitf(sink, prefix, "fua_writes", counter_get(&d->d_fua_writes));
 	stat_emitf(sink, prefix, "flushes", counter_get(&d->d_flushes));
 	stat_emitf(sink, prefix, "flushes_elided", counter_get(&d->d_flushes_elided));
+	stat_emitf(sink, prefix, "flush_callers", counter_get(&d->d_flush_callers));
+	stat_emitf(sink, prefix, "flush_waits", counter_get(&d->d_flush_waits));
+	stat_emitf(sink, prefix, "flush_async_led", counter_get(&d->d_flush_async_led));
+	static const char *const group[] = {"flush_group_1", "flush_group_2", "flush_group_4",
+					    "flush_group_8", "flush_group_16", "flush_group_more"};
+	for (unsigned i = 0; i < ARRAY_SIZE(group); i++)
+		stat_emitf(sink, prefix, group[i], counter_get(&d->d_flush_group[i]));
 	stat_emitf(sink, prefix, "errors", counter_get(&d->d_errors));
 	stat_emitf(sink, prefix, "write_errors", dev_write_errors(d));
 }

@@ -20,14 +20,40 @@
  *   - failed writes and flushes counted (dev_write_errors): a flush that
  *     fails may have lost data that earlier writes reported as written (a
  *     page cache drops the dirty pages whose write-back failed);
- *   - flush slots: up to DEV_FLUSH_SLOTS flushes run in the backend at
- *     once, each in a slot of its own, and a failure is counted before its
- *     slot is given back. A backend whose flush reports errors per handle
- *     (the file backend: the kernel reports a write-back error once to each
- *     open file description) keeps one handle per slot, so every flush sees
- *     every error since the last flush in its slot, and that one counted it.
- *     Hence a flush that returns 0 follows every failure it could have
- *     missed in the count.
+ *   - shared flushes, below.
+ *
+ * Shared flushes. A flush is a point in time (3), so one flush serves every
+ * caller whose writes completed before it started, however many they are:
+ * concurrent fdatasyncs, COMMITs, layout commits and the journal's flush
+ * before a checkpoint all wait for the same flush instead of each issuing
+ * one. What makes that correct, numbered for the tests:
+ *   F1 Flushes of a device reach the backend one at a time, in sequence
+ *      order: flush k+1 starts after flush k completed. So flush k also
+ *      covers everything flush k-1 did.
+ *   F2 A caller is satisfied only by a flush that started after the call:
+ *      it is given the sequence of the next flush to start (d_flush_started
+ *      + 1 when it arrives), never the one running, which may have started
+ *      before the caller's writes completed (the journal's log_flushed
+ *      rests on the same argument, log.h G6).
+ *   F3 A caller fails if any flush from its own sequence up to the one that
+ *      completed it failed.
+ *   F4 A failed flush is counted in dev_write_errors before the next flush
+ *      starts and before any of its callers returns. Since flushes run one
+ *      at a time, a backend whose flush reports an error to one handle only
+ *      (the file backend: the kernel reports a write-back error once to
+ *      each open file description, at its next fsync) needs one handle:
+ *      every flush sees every error since the one before, which counted
+ *      its own. Hence a flush that returns 0 follows every failure it
+ *      could have missed in the count.
+ *   F5 Every caller of flush k is completed when flush k completes (once
+ *      someone leads it): a synchronous caller that finds no flush running
+ *      leads the next one on its own thread; an asynchronous caller
+ *      (dev_flush_async) with may_lead does the same; asynchronous callers
+ *      queued with nobody to lead for them are led by the device's flusher
+ *      thread, started the first time it is needed.
+ * The group of a flush is the callers it served; dev.flush_callers counts
+ * them all, dev.flush_group_<n> how many flushes served up to n callers
+ * (n = 1, 2, 4, 8, 16, and "more").
  *
  * All functions return 0 or -errno. Offsets and lengths are in bytes; reads
  * and writes must be multiples of the sector size at sector-aligned offsets.
@@ -40,19 +66,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/list.h"
 #include "base/lock.h"
 #include "base/stats.h"
 
 #define DEV_FUA 0x1u /* write: durable on completion */
-#define DEV_FLUSH_SLOTS 16
 
 struct dev;
 
 struct dev_ops {
 	int (*read)(struct dev *d, void *buf, size_t len, uint64_t off);
 	int (*write)(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned flags);
-	/* slot: 0..DEV_FLUSH_SLOTS-1, no other flush runs in it meanwhile */
-	int (*flush)(struct dev *d, unsigned slot);
+	int (*flush)(struct dev *d);
 	void (*destroy)(struct dev *d);
 };
 
@@ -74,23 +99,68 @@ struct dev {
 
 	/* writes and flushes that failed (dev_write_errors) */
 	_Atomic uint64_t d_write_errors;
-	/* flush slots: bit set = free */
-	struct mutex d_slot_lock; /* rank 950, never held across I/O */
-	struct cond d_slot_cond;
-	uint32_t d_slots_free;
 
 	/* flush elision */
 	_Atomic uint64_t d_write_gen;	/* completed writes without FUA */
 	_Atomic uint64_t d_flushed_gen; /* d_write_gen covered by a completed flush */
 
+	/* shared flushes (F1-F5), under d_flush_lock (rank 940: taken under
+	 * any engine or journal lock, never held across I/O) */
+	struct mutex d_flush_lock;
+	struct cond d_flush_cond;      /* synchronous callers wait for their flush */
+	struct cond d_flusher_cond;    /* the flusher thread waits for work */
+	uint64_t d_flush_started;      /* sequence of the newest flush started */
+	uint64_t d_flush_done;	       /* every flush up to here completed */
+	uint64_t d_flush_failed;       /* the newest flush that failed, 0 if none */
+	bool d_flush_running;	       /* flush d_flush_started is under way */
+	unsigned d_flush_next;	       /* callers waiting for the next flush */
+	unsigned d_flush_next_sync;    /* ... of which synchronous: one will lead it */
+	struct list d_flush_async;     /* struct dev_flush_waiter, queued */
+	bool d_flusher_started, d_flusher_stop;
+	pthread_t d_flusher;
+
 	counter_t d_reads, d_writes, d_read_bytes, d_write_bytes, d_fua_writes, d_flushes,
 		d_flushes_elided, d_errors;
+	counter_t d_flush_callers, d_flush_waits, d_flush_async_led;
+	counter_t d_flush_group[6]; /* groups of 1, 2, 3-4, 5-8, 9-16, more */
 };
 
 int dev_read(struct dev *d, void *buf, size_t len, uint64_t off);
 int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned flags);
+/* Returns once a flush that started after the call completed (F2). */
 int dev_flush(struct dev *d);
 void dev_close(struct dev *d);
+
+/*
+ * A flush without a thread waiting. fn runs once a flush that started after
+ * the call completed, with its result (F3); it must not block and must not
+ * call into the device. Returns 0 when nothing was written since the last
+ * flush that covered everything (fn is not called), 1 when fn will be
+ * called. With may_lead, a caller that finds no flush running runs it on
+ * its own thread, and fn has run before the call returns (one thread
+ * hand-off less for a lone caller; only for callers that hold no lock fn
+ * needs). Otherwise the flush is led by a synchronous caller or by the
+ * device's flusher thread, and fn runs there.
+ */
+struct dev_flush_waiter {
+	void (*fn)(struct dev_flush_waiter *w, int err);
+	uint64_t seq; /* the flush it waits for (the device's) */
+	struct list link;
+};
+int dev_flush_async(struct dev *d, struct dev_flush_waiter *w, bool may_lead);
+
+/*
+ * Flush tickets, for callers that need to know whether somebody else's
+ * flush covered their writes (the journal's log_flushed, G6): a ticket
+ * taken now is the sequence of the next flush to start; dev_flush_covered()
+ * is true once a flush with that sequence or a later one completed and
+ * none of them failed, i.e. every write completed before the ticket was
+ * taken is durable.
+ */
+uint64_t dev_flush_ticket(struct dev *d);
+bool dev_flush_covered(struct dev *d, uint64_t ticket);
+/* Callers waiting for the next flush to start (tests watch it). */
+unsigned dev_flush_queued(struct dev *d);
 
 static inline uint64_t dev_size(const struct dev *d)
 {
@@ -118,7 +188,7 @@ void dev_inject_flush_fault(struct dev *d, uint64_t nth);
 /* Writes and flushes that failed so far (injected faults included): when it
  * moved, something a write reported written may be lost. Read after a
  * flush returned 0, it includes every failure that flush could have missed
- * (see flush slots above). */
+ * (F4). */
 uint64_t dev_write_errors(const struct dev *d);
 
 /* Emit counters as prefix.reads, prefix.writes, ... (prefix is usually "dev"). */

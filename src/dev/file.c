@@ -5,16 +5,12 @@
  * into a FUA write on devices that have it; where the flag is refused, a
  * plain write followed by fdatasync() gives the same guarantee.
  *
- * Each flush slot (dev.h) has an open file description of its own, opened
- * with the device. Writes go through the host's page cache (unless O_DIRECT),
- * and when writing back a dirty page fails the kernel drops it and reports
- * the error once to each open file description, at its next fsync. With one
- * description shared by every flush, of two flushes running at once only
- * one would fail, and the other could return 0 before the failure was
- * counted: its caller would believe data durable that is gone. With one per
- * slot, every flush sees every error recorded since the last flush in its
- * slot, and the generic layer counted that flush's failure before it let
- * anyone else use the slot.
+ * Through the host's page cache (without O_DIRECT), when writing back a
+ * dirty page fails the kernel drops it and reports the error once to each
+ * open file description, at its next fsync. Flushes run one at a time
+ * (dev.h, F1), and the generic layer counts a failure before the next
+ * starts (F4): so one description is enough, every flush seeing every
+ * error since the one before.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +34,6 @@ struct file_dev {
 	bool fd_direct;
 	bool fd_rdonly;
 	bool fd_no_dsync; /* RWF_DSYNC refused: use write + fdatasync */
-	int fd_flush_fd[DEV_FLUSH_SLOTS]; /* -1 when read-only */
 };
 
 #define DIRECT_ALIGN 4096
@@ -148,12 +143,12 @@ static int file_write(struct dev *d, const void *buf, size_t len, uint64_t off, 
 	return err;
 }
 
-static int file_flush(struct dev *d, unsigned slot)
+static int file_flush(struct dev *d)
 {
 	struct file_dev *f = to_fdev(d);
 	if (f->fd_rdonly)
 		return -EROFS;
-	if (fdatasync(f->fd_flush_fd[slot]) != 0)
+	if (fdatasync(f->fd_fd) != 0)
 		return -errno;
 	return 0;
 }
@@ -161,24 +156,8 @@ static int file_flush(struct dev *d, unsigned slot)
 static void file_destroy(struct dev *d)
 {
 	struct file_dev *f = to_fdev(d);
-	for (unsigned i = 0; i < DEV_FLUSH_SLOTS; i++)
-		if (f->fd_flush_fd[i] >= 0)
-			close(f->fd_flush_fd[i]);
 	close(f->fd_fd);
 	free(f);
-}
-
-/* The flush slots' own open file descriptions of fd (see the header). */
-static int open_flush_fds(struct file_dev *f, int fd)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	for (unsigned i = 0; i < DEV_FLUSH_SLOTS; i++) {
-		f->fd_flush_fd[i] = open(path, O_RDWR | O_CLOEXEC);
-		if (f->fd_flush_fd[i] < 0)
-			return -errno;
-	}
-	return 0;
 }
 
 static const struct dev_ops file_dev_ops = {
@@ -240,16 +219,6 @@ int dev_file_open(const char *path, unsigned flags, uint64_t size, struct dev **
 	f->fd_fd = fd;
 	f->fd_direct = (flags & DEV_OPEN_DIRECT) != 0;
 	f->fd_rdonly = (flags & DEV_OPEN_RDONLY) != 0;
-	for (unsigned i = 0; i < DEV_FLUSH_SLOTS; i++)
-		f->fd_flush_fd[i] = -1;
-	if (!f->fd_rdonly) {
-		int err = open_flush_fds(f, fd);
-		if (err) {
-			msg_err("%s: cannot open it again for flushes: %s", path, strerror(-err));
-			dev_close(&f->fd_dev);
-			return err;
-		}
-	}
 	*out = &f->fd_dev;
 	return 0;
 }

@@ -83,7 +83,7 @@ static int mem_write(struct dev *d, const void *buf, size_t len, uint64_t off, u
 	return 0;
 }
 
-static int mem_flush(struct dev *d, unsigned slot)
+static int mem_flush(struct dev *d)
 {
 	return 0;
 }

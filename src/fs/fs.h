@@ -299,7 +299,31 @@ struct fs_sync_waiter {
 };
 uint64_t fs_sync_seq(struct fs_inode *ip, bool datasync);
 int fs_force_async(struct fs *fs, uint64_t csn, struct fs_sync_waiter *w);
+
+/*
+ * Flush the data device's volatile cache: returns once a flush that started
+ * after the call completed. Concurrent callers share one flush (dev.h,
+ * shared flushes), so a caller may wait for the one under way to end and
+ * the next to run. fs_flush_data_async() does not wait: w->fn runs once
+ * that flush completed (0 is returned and fn is not called when nothing
+ * was written since the last flush); with may_lead, a caller that finds no
+ * flush under way runs it on its own thread and fn has run before the call
+ * returns, otherwise fn runs on whichever thread ran the flush and must not
+ * block.
+ */
 int fs_flush_data(struct fs *fs);
+/* As struct fs_sync_waiter: priv is the engine's room for its device
+ * waiter, and the waiter stays put until fn ran (or the call returned 0). */
+#define FS_FLUSH_WAITER_PRIV 32
+struct fs_flush_waiter {
+	void (*fn)(struct fs_flush_waiter *w, int err);
+	union {
+		unsigned char bytes[FS_FLUSH_WAITER_PRIV];
+		uint64_t align_u64;
+		void *align_ptr;
+	} priv;
+};
+int fs_flush_data_async(struct fs *fs, struct fs_flush_waiter *w, bool may_lead);
 
 /*
  * The data epoch: moves whenever a write or a flush of the data device

@@ -387,8 +387,29 @@ int fs_flush_data(struct fs *fs)
 uint64_t fs_data_epoch(struct fs *fs)
 {
 	/* the device counts every failed write and flush, and a flush that
-	 * returned 0 after one failed sees it counted (dev.h) */
+	 * returned 0 after one failed sees it counted (dev.h, F4) */
 	return dev_write_errors(fs->f_ddev);
+}
+
+/* The device waiter lives in the caller's struct fs_flush_waiter (fs.h). */
+_Static_assert(sizeof(struct dev_flush_waiter) <= FS_FLUSH_WAITER_PRIV,
+	       "struct fs_flush_waiter has room for a device waiter");
+_Static_assert(_Alignof(struct dev_flush_waiter) <= _Alignof(struct fs_flush_waiter),
+	       "struct fs_flush_waiter is aligned for a device waiter");
+
+static void flush_waiter_done(struct dev_flush_waiter *dw, int err)
+{
+	struct fs_flush_waiter *w =
+		(struct fs_flush_waiter *)((char *)dw - offsetof(struct fs_flush_waiter, priv));
+	w->fn(w, err);
+}
+
+int fs_flush_data_async(struct fs *fs, struct fs_flush_waiter *w, bool may_lead)
+{
+	struct dev_flush_waiter *dw = (struct dev_flush_waiter *)w->priv.bytes;
+	memset(dw, 0, sizeof(*dw));
+	dw->fn = flush_waiter_done;
+	return dev_flush_async(fs->f_ddev, dw, may_lead);
 }
 
 int fs_sync(struct fs *fs)

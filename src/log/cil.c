@@ -273,9 +273,6 @@ static int cil_write(struct log *log, struct cil_ctx *ctx)
 	mutex_unlock(&log->l_space_lock);
 	ctx->c_tail_pos = ail_tail_pos(log, head);
 
-	mutex_lock(&log->l_push_lock);
-	log->l_pushing_flushed = true;
-	mutex_unlock(&log->l_push_lock);
 	uint64_t t0 = now_ns();
 	int err = dev_flush(log->l_ddev);
 	counter_add(&log->l_stats.push_flush_ns, now_ns() - t0);
@@ -380,7 +377,7 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 	mutex_unlock(&log->l_push_lock);
 	list_for_each_entry_safe (fw, fwt, &ready, link) {
 		list_del(&fw->link);
-		fw->fn(fw, 0, fw->flushed);
+		fw->fn(fw, 0, dev_flush_covered(log->l_ddev, fw->flush_ticket));
 	}
 	free(ctx);
 }
@@ -403,7 +400,6 @@ static void cil_push(struct log *log)
 	log->l_cur_seq = fresh->c_seq;
 	log->l_cur_dirty = false;
 	log->l_pushing_seq = ctx->c_seq;
-	log->l_pushing_flushed = false;
 	ctx->c_forcers = log->l_cur_forcers;
 	log->l_cur_forcers = 0;
 	log->l_push_urgent = false;
@@ -590,6 +586,10 @@ int log_force_seq(struct log *log, uint64_t csn, bool wait, bool *log_flushed)
 	if (!csn)
 		return 0;
 	counter_inc(&log->l_stats.forces);
+	/* G6: a flush of the data device that starts after this point covers
+	 * the caller's data, whoever asked for it (the checkpoint's own, or
+	 * another caller's: shared flushes, dev.h) */
+	uint64_t ticket = dev_flush_ticket(log->l_ddev);
 
 	mutex_lock(&log->l_push_lock);
 	if (log_is_shutdown(log)) {
@@ -606,9 +606,6 @@ int log_force_seq(struct log *log, uint64_t csn, bool wait, bool *log_flushed)
 			(unsigned long long)csn, (unsigned long long)log->l_cur_seq);
 		return -EINVAL;
 	}
-	/* G6: unless csn's checkpoint already started its data flush, the
-	 * flush that makes it durable starts after this call */
-	bool flushed = !(csn == log->l_pushing_seq && log->l_pushing_flushed);
 	if (csn == log->l_cur_seq)
 		cil_force_cur(log, csn, false);
 	if (!wait) {
@@ -622,7 +619,7 @@ int log_force_seq(struct log *log, uint64_t csn, bool wait, bool *log_flushed)
 	int err = log->l_durable_seq < csn ? -EIO : 0;
 	mutex_unlock(&log->l_push_lock);
 	if (!err && log_flushed)
-		*log_flushed = flushed;
+		*log_flushed = dev_flush_covered(log->l_ddev, ticket);
 	return err;
 }
 
@@ -631,6 +628,7 @@ int log_force_async(struct log *log, uint64_t csn, struct log_force_waiter *w)
 	if (!csn)
 		return 0;
 	counter_inc(&log->l_stats.forces);
+	w->flush_ticket = dev_flush_ticket(log->l_ddev); /* G6, as in log_force_seq */
 	mutex_lock(&log->l_push_lock);
 	if (log_is_shutdown(log)) {
 		mutex_unlock(&log->l_push_lock);
@@ -645,7 +643,6 @@ int log_force_async(struct log *log, uint64_t csn, struct log_force_waiter *w)
 		return -EINVAL;
 	}
 	w->csn = csn;
-	w->flushed = !(csn == log->l_pushing_seq && log->l_pushing_flushed);
 	list_add_tail(&w->link, &log->l_force_waiters);
 	bool here = csn == log->l_cur_seq && cil_force_cur(log, csn, w->may_push);
 	counter_inc(&log->l_stats.forces_waited);

@@ -24,6 +24,9 @@
  *      device cache flush of the data device that started after the force
  *      was called, so data written before the call is durable too. When it
  *      is clear, a caller that needs its data durable flushes the device.
+ *      The flush is whichever one the device ran (the checkpoint's own or
+ *      any other caller's: dev.h, shared flushes); a flush ticket taken at
+ *      the call tells.
  *
  * Threads: commits and forces run on callers' threads; a push thread writes
  * checkpoints (and runs the background push timer), an I/O thread writes
@@ -186,7 +189,7 @@ int log_force_all(struct log *log);
 struct log_force_waiter {
 	void (*fn)(struct log_force_waiter *w, int err, bool log_flushed);
 	uint64_t csn;
-	bool flushed;
+	uint64_t flush_ticket; /* G6 (dev_flush_ticket) */
 	bool may_push;
 	struct list link;
 };

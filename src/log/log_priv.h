@@ -128,7 +128,6 @@ struct log {
 	uint64_t l_push_seq;	    /* highest sequence asked to be pushed */
 	uint64_t l_durable_seq;	    /* every checkpoint up to here is durable */
 	uint64_t l_pushing_seq;	    /* the PUSHING context, 0 if none */
-	bool l_pushing_flushed;	    /* ... and its data-device flush has started */
 	bool l_want_cover;	    /* write an empty checkpoint to move the tail */
 	struct list l_force_waiters; /* struct log_force_waiter, any order */
 	bool l_stop;
