@@ -13,8 +13,8 @@
 # usage: bench/run-sync-loop.sh [sync-loop options...]
 #   e.g. bench/run-sync-loop.sh --threads 1,8 --seconds 5 --rounds 3
 # environment: BENCH_DIR, OUT, IMAGE_MIB (both images, default 2048),
-#   LOOP_DIRECT_IO=on (loop device does O_DIRECT to its image; default off,
-#   like the engine, which writes its image through the page cache)
+#   LOOP_DIRECT_IO=off (the loop device goes through the page cache to its
+#   image; default on, like the engine, which reaches its image with O_DIRECT)
 set -eu
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/bench-results}

@@ -2,7 +2,7 @@
  * sync_loop.c - synchronous write loops on the jnfs engine and on kernel XFS.
  *
  *   sync-loop [--threads 1,8] [--seconds S] [--rounds R] [--workloads a,b,c,d,e]
- *             [--dir DIR] [--image PATH] [--image-mib M] [--no-prefill] [--direct]
+ *             [--dir DIR] [--image PATH] [--image-mib M] [--no-prefill] [--buffered]
  *             [--falloc-mib F] [--xfs-dir DIR] [--no-jnfs] [--csv]
  *
  * Workloads (each thread loops until S seconds have passed):
@@ -18,7 +18,8 @@
  *
  * Each workload runs on the engine over an image file (--image, or a
  * temporary one in --dir, /var/tmp by default, made with mkfs once per
- * process) and, in the same run, with real syscalls (pwrite, fdatasync,
+ * process), reached with O_DIRECT as jnfsd does (--buffered: through the
+ * page cache), and, in the same run, with real syscalls (pwrite, fdatasync,
  * fsync, fallocate, open O_CREAT) in --xfs-dir, which should be a kernel
  * XFS mounted from a loop device over an image file on the same disk;
  * bench/run-sync-loop.sh sets that up, runs this program and tears it
@@ -779,14 +780,14 @@ static void usage(void)
 		"usage: sync-loop [--threads 1,8] [--seconds S] [--rounds R] "
 		"[--workloads a,b,c,d,e]\n"
 		"                 [--dir DIR] [--image PATH] [--image-mib M] [--no-prefill] "
-		"[--direct]\n"
+		"[--buffered]\n"
 		"                 [--falloc-mib F] [--xfs-dir DIR] [--no-jnfs] [--csv]\n");
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o = {.seconds = 5, .rounds = 3, .dir = "/var/tmp", .image_mib = 2048,
-			 .falloc_mib = 512, .prefill = true};
+			 .falloc_mib = 512, .prefill = true, .direct = true};
 	parse_list("1,8", &o);
 	parse_workloads("a,b,c,d,e", &o);
 	static const struct option lopts[] = {{"threads", required_argument, NULL, 't'},
@@ -797,6 +798,7 @@ int main(int argc, char **argv)
 					      {"image", required_argument, NULL, 'i'},
 					      {"image-mib", required_argument, NULL, 'm'},
 					      {"no-prefill", no_argument, NULL, 'P'},
+					      {"buffered", no_argument, NULL, 'b'},
 					      {"direct", no_argument, NULL, 'd'},
 					      {"falloc-mib", required_argument, NULL, 'f'},
 					      {"xfs-dir", required_argument, NULL, 'x'},
@@ -834,7 +836,10 @@ int main(int argc, char **argv)
 		case 'P':
 			o.prefill = false;
 			break;
-		case 'd':
+		case 'b':
+			o.direct = false;
+			break;
+		case 'd': /* the default; kept for older command lines */
 			o.direct = true;
 			break;
 		case 'f':

@@ -7,11 +7,12 @@
 # the image) and mounts it at $MNT. Whatever happens after, the mount is
 # unmounted, the loop device this script attached is detached (by its name,
 # never any other) and $TMP removed.
-# LOOP_DIRECT_IO=on: the loop device does O_DIRECT to its image (default
-# off, like the engine, which writes its image through the page cache).
+# LOOP_DIRECT_IO=on: the loop device does O_DIRECT to its image (the
+# default, like the engine, which reaches its image with O_DIRECT: neither
+# has the host's page cache between it and the disk, as on a real device).
 BENCH_DIR=${BENCH_DIR:-/var/tmp}
 IMAGE_MIB=${IMAGE_MIB:-2048}
-LOOP_DIRECT_IO=${LOOP_DIRECT_IO:-off}
+LOOP_DIRECT_IO=${LOOP_DIRECT_IO:-on}
 TMP=
 LOOP=
 MNT=

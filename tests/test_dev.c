@@ -94,6 +94,9 @@ static void test_file(int direct)
 	CHECK_EQ(stat_table_get(&t, "dev.writes"), 2);
 	CHECK_EQ(stat_table_get(&t, "dev.fua_writes"), 1);
 	CHECK_EQ(stat_table_get(&t, "dev.flushes"), 1);
+	/* O_DIRECT where the filesystem allows it (else it says so and uses
+	 * the page cache); 512-byte sectors at 512-byte offsets either way */
+	CHECK_EQ(stat_table_get(&t, "dev.direct_io"), direct);
 	dev_close(d);
 	/* reopen read-only: content persists, writes refused */
 	CHECK_OK(dev_file_open(path, DEV_OPEN_RDONLY, 0, &d));

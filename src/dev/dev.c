@@ -387,4 +387,5 @@ void dev_stats(struct dev *d, const char *prefix, const struct stat_sink *sink)
 		stat_emitf(sink, prefix, group[i], counter_get(&d->d_flush_group[i]));
 	stat_emitf(sink, prefix, "errors", counter_get(&d->d_errors));
 	stat_emitf(sink, prefix, "write_errors", dev_write_errors(d));
+	stat_gaugef(sink, prefix, "direct_io", d->d_direct_io);
 }

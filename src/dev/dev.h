@@ -86,6 +86,7 @@ struct dev {
 	char d_name[64];
 	uint64_t d_size;
 	uint32_t d_sector_size;
+	bool d_direct_io; /* the backend bypasses the host's page cache (file.c) */
 
 	/* latency model */
 	_Atomic uint64_t d_flush_lat_ns;

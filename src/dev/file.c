@@ -5,6 +5,22 @@
  * into a FUA write on devices that have it; where the flag is refused, a
  * plain write followed by fdatasync() gives the same guarantee.
  *
+ * Direct I/O (DEV_OPEN_DIRECT, what jnfsd uses). Through the host's page
+ * cache, every write of file data would sit there dirty until a flush, and
+ * the journal's flush before a checkpoint (a sync export's CREATE, say)
+ * would first write back every other client's unstable data: hundreds of
+ * milliseconds after a client wrote half a gigabyte. A read could also come
+ * from a cached page that a pNFS client writing the device directly has
+ * made stale. With O_DIRECT a completed write is in the device (its own
+ * volatile cache at most: dev.h, contract 1) and a flush costs what the
+ * device holds; reads always go to the device. The alignment O_DIRECT needs
+ * comes from statx (STATX_DIOALIGN), else the block device's logical sector,
+ * else a probe; requests are sector-aligned already (dev.h), so only a
+ * buffer in memory that is not aligned enough is copied (bounced). Where
+ * direct I/O is refused (a filesystem without it, or one that needs more
+ * alignment than the sector size), the device says so once on stderr, runs
+ * through the page cache, and reports dev.direct_io 0.
+ *
  * Through the host's page cache (without O_DIRECT), when writing back a
  * dirty page fails the kernel drops it and reports the error once to each
  * open file description, at its next fsync. Flushes run one at a time
@@ -32,11 +48,10 @@ struct file_dev {
 	struct dev fd_dev;
 	int fd_fd;
 	bool fd_direct;
+	uint32_t fd_mem_align; /* direct I/O: alignment of buffers in memory */
 	bool fd_rdonly;
 	bool fd_no_dsync; /* RWF_DSYNC refused: use write + fdatasync */
 };
-
-#define DIRECT_ALIGN 4096
 
 static struct file_dev *to_fdev(struct dev *d)
 {
@@ -83,23 +98,21 @@ static int full_pwrite(struct file_dev *f, const void *buf, size_t len, uint64_t
 	return 0;
 }
 
-static bool needs_bounce(struct file_dev *f, const void *buf, size_t len, uint64_t off)
+/* Direct I/O from or to a buffer not aligned enough: copy through one. */
+static bool needs_bounce(struct file_dev *f, const void *buf)
 {
-	return f->fd_direct && (((uintptr_t)buf | len | off) & (DIRECT_ALIGN - 1));
+	return f->fd_direct && ((uintptr_t)buf & (f->fd_mem_align - 1));
 }
 
 static int file_read(struct dev *d, void *buf, size_t len, uint64_t off)
 {
 	struct file_dev *f = to_fdev(d);
-	if (!needs_bounce(f, buf, len, off))
+	if (!needs_bounce(f, buf))
 		return full_pread(f->fd_fd, buf, len, off);
-	/* O_DIRECT with an unaligned request: read the aligned span and copy */
-	uint64_t start = ALIGN_DOWN(off, DIRECT_ALIGN);
-	uint64_t end = ALIGN_UP(off + len, DIRECT_ALIGN);
-	char *b = xmalloc_aligned(DIRECT_ALIGN, end - start);
-	int err = full_pread(f->fd_fd, b, end - start, start);
+	char *b = xmalloc_aligned(MAX(f->fd_mem_align, 4096u), len);
+	int err = full_pread(f->fd_fd, b, len, off);
 	if (!err)
-		memcpy(buf, b + (off - start), len);
+		memcpy(buf, b, len);
 	free(b);
 	return err;
 }
@@ -111,30 +124,16 @@ static int file_write(struct dev *d, const void *buf, size_t len, uint64_t off, 
 		return -EROFS;
 	int rwf = ((flags & DEV_FUA) && !f->fd_no_dsync) ? RWF_DSYNC : 0;
 	char *bounce = NULL;
-	uint64_t woff = off;
-	size_t wlen = len;
 	const void *wbuf = buf;
-	if (needs_bounce(f, buf, len, off)) {
-		uint64_t start = ALIGN_DOWN(off, DIRECT_ALIGN);
-		uint64_t end = ALIGN_UP(off + len, DIRECT_ALIGN);
-		bounce = xmalloc_aligned(DIRECT_ALIGN, end - start);
-		if (start != off || end != off + len) {
-			/* read-modify-write of the partial blocks */
-			int err = full_pread(f->fd_fd, bounce, end - start, start);
-			if (err) {
-				free(bounce);
-				return err;
-			}
-		}
-		memcpy(bounce + (off - start), buf, len);
-		woff = start;
-		wlen = end - start;
+	if (needs_bounce(f, buf)) {
+		bounce = xmalloc_aligned(MAX(f->fd_mem_align, 4096u), len);
+		memcpy(bounce, buf, len);
 		wbuf = bounce;
 	}
-	int err = full_pwrite(f, wbuf, wlen, woff, rwf);
+	int err = full_pwrite(f, wbuf, len, off, rwf);
 	if (err == -EOPNOTSUPP && rwf) {
 		f->fd_no_dsync = true;
-		err = full_pwrite(f, wbuf, wlen, woff, 0);
+		err = full_pwrite(f, wbuf, len, off, 0);
 		rwf = 0;
 	}
 	if (!err && (flags & DEV_FUA) && !rwf && fdatasync(f->fd_fd) != 0)
@@ -167,18 +166,54 @@ static const struct dev_ops file_dev_ops = {
 	.destroy = file_destroy,
 };
 
+/*
+ * The alignment direct I/O on fd needs: offsets (and lengths) and buffers.
+ * 0 for the offset when it cannot be told without trying.
+ */
+static void dio_align(int fd, const struct stat *st, uint32_t *off_align, uint32_t *mem_align)
+{
+	*off_align = 0;
+	*mem_align = 512;
+	struct statx sx;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+	    (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align) {
+		*off_align = sx.stx_dio_offset_align;
+		*mem_align = MAX(sx.stx_dio_mem_align, 1u);
+		return;
+	}
+	int ssz;
+	if (S_ISBLK(st->st_mode) && ioctl(fd, BLKSSZGET, &ssz) == 0 && ssz >= 512) {
+		*off_align = (uint32_t)ssz;
+		*mem_align = (uint32_t)ssz;
+	}
+}
+
+/* Does a direct read of one sector at offset `sector` work? (The kernel
+ * reports nothing about alignment for this file: try it.) */
+static bool dio_probe(int fd, uint32_t sector, uint32_t mem_align)
+{
+	void *b = xmalloc_aligned(MAX(mem_align, 4096u), sector);
+	ssize_t n = pread(fd, b, sector, sector);
+	free(b);
+	return n >= 0 || errno != EINVAL;
+}
+
 int dev_file_open(const char *path, unsigned flags, uint64_t size, struct dev **out)
 {
 	int oflags = (flags & DEV_OPEN_RDONLY) ? O_RDONLY : O_RDWR;
 	oflags |= O_CLOEXEC;
-	if (flags & DEV_OPEN_DIRECT)
-		oflags |= O_DIRECT;
 	if (flags & DEV_OPEN_CREATE)
 		oflags |= O_CREAT;
-	int fd = open(path, oflags, 0644);
+	bool direct = (flags & DEV_OPEN_DIRECT) != 0;
+	const char *why = NULL;
+	int fd = open(path, oflags | (direct ? O_DIRECT : 0), 0644);
+	if (fd < 0 && direct && errno == EINVAL) {
+		direct = false;
+		why = "the filesystem refuses O_DIRECT";
+		fd = open(path, oflags, 0644);
+	}
 	if (fd < 0)
 		return -errno;
-
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
 		int err = -errno;
@@ -212,12 +247,40 @@ int dev_file_open(const char *path, unsigned flags, uint64_t size, struct dev **
 	}
 	dsize = ALIGN_DOWN(dsize, (uint64_t)sector);
 
+	uint32_t off_align = 0, mem_align = 512;
+	if (direct) {
+		dio_align(fd, &st, &off_align, &mem_align);
+		if (off_align > sector) {
+			why = "direct I/O needs more alignment than 512-byte sectors";
+			direct = false;
+		} else if (!off_align && !dio_probe(fd, sector, mem_align)) {
+			why = "a sector-aligned direct read was refused";
+			direct = false;
+		}
+		if (!direct) {
+			/* the same file again, through the page cache */
+			int bfd = open(path, oflags & ~O_CREAT, 0644);
+			if (bfd < 0) {
+				int err = -errno;
+				close(fd);
+				return err;
+			}
+			close(fd);
+			fd = bfd;
+		}
+	}
+	if (why)
+		msg_warn("%s: %s; its data goes through the page cache (dev.direct_io 0)", path,
+			 why);
+
 	struct file_dev *f = xcalloc(1, sizeof(*f));
 	char name[64];
 	snprintf(name, sizeof(name), "file:%s", path);
 	dev_init(&f->fd_dev, &file_dev_ops, name, dsize, sector);
 	f->fd_fd = fd;
-	f->fd_direct = (flags & DEV_OPEN_DIRECT) != 0;
+	f->fd_direct = direct;
+	f->fd_mem_align = mem_align;
+	f->fd_dev.d_direct_io = direct;
 	f->fd_rdonly = (flags & DEV_OPEN_RDONLY) != 0;
 	*out = &f->fd_dev;
 	return 0;

@@ -208,6 +208,8 @@ static void usage(FILE *f)
 		"  --fence-cmd CMD        run CMD (sh -c, the client's address as $1) for a\n"
 		"                         pNFS client that kept a recalled layout\n"
 		"  --flush-latency-us N   add N us to every device flush and FUA write\n"
+		"  --buffered             reach the image through the host's page cache\n"
+		"                         (default: O_DIRECT, where the filesystem allows it)\n"
 		"  --crash                keep unflushed writes in memory: SIGKILL is a power\n"
 		"                         failure (for tests)\n"
 		"  --rpcbind ADDR:PORT    rpcbind to register with (default 127.0.0.1:111),\n"
@@ -291,21 +293,25 @@ static int make_parent(const char *path)
 /* Open the data device, creating and formatting an image that does not
  * exist yet; put the crash device in front with --crash. */
 static int open_storage(const char *image, uint64_t size, const char *logdev, bool crash,
-			struct dev **file, struct dev **ddev, struct dev **ldev)
+			bool buffered, struct dev **file, struct dev **ddev, struct dev **ldev)
 {
 	struct stat st;
 	bool create = stat(image, &st) && errno == ENOENT;
+	/* O_DIRECT (dev/file.c): file data never piles up in the host's page
+	 * cache for a journal flush to write back, and reads never come from a
+	 * cache a pNFS client writing the device directly has made stale */
+	unsigned direct = buffered ? 0 : DEV_OPEN_DIRECT;
 	int err;
 	*file = *ddev = *ldev = NULL;
 	if (create && (err = make_parent(image))) {
 		msg_err("cannot create the directory of %s: %s", image, strerror(-err));
 		return err;
 	}
-	if ((err = dev_file_open(image, create ? DEV_OPEN_CREATE : 0, size, file))) {
+	if ((err = dev_file_open(image, (create ? DEV_OPEN_CREATE : 0) | direct, size, file))) {
 		msg_err("cannot open %s: %s", image, strerror(-err));
 		return err;
 	}
-	if (logdev && (err = dev_file_open(logdev, 0, 0, ldev))) {
+	if (logdev && (err = dev_file_open(logdev, direct, 0, ldev))) {
 		msg_err("cannot open log device %s: %s", logdev, strerror(-err));
 		return err;
 	}
@@ -437,6 +443,7 @@ int main(int argc, char **argv)
 		{"exports", required_argument, NULL, 'e'},
 		{"flush-latency-us", required_argument, NULL, 'f'},
 		{"crash", no_argument, NULL, 'C'},
+		{"buffered", no_argument, NULL, 'B'},
 		{"listen", required_argument, NULL, 'l'},
 		{"threads", required_argument, NULL, 't'},
 		{"rpcbind", required_argument, NULL, 'r'},
@@ -462,7 +469,7 @@ int main(int argc, char **argv)
 	bool metrics_remote = false;
 	const char *image = DEFAULT_IMAGE, *logdev = NULL, *exports_file = NULL;
 	uint64_t size = DEFAULT_SIZE, flush_us = 0;
-	bool crash = false, max_conns_given = false, flush_fault = false;
+	bool crash = false, max_conns_given = false, flush_fault = false, buffered = false;
 	struct svc_config cfg;
 	struct nfs4_server_config nfs4cfg;
 	unsigned long long v;
@@ -501,6 +508,9 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			crash = true;
+			break;
+		case 'B':
+			buffered = true;
 			break;
 		case 'l':
 			if (nlisten == MAX_LISTEN) {
@@ -648,7 +658,7 @@ int main(int argc, char **argv)
 	struct server srv = {.exports = exports};
 	struct metrics *metrics = NULL;
 	struct dev *file, *ddev, *ldev;
-	if (open_storage(image, size, logdev, crash, &file, &ddev, &ldev)) {
+	if (open_storage(image, size, logdev, crash, buffered, &file, &ddev, &ldev)) {
 		close_storage(file, ddev, ldev);
 		exports_free(exports);
 		free(exports);
