@@ -82,6 +82,7 @@ static bool eof_trim_one(struct fs_inode *ip, int *errp)
 		err = fstx_begin(fs, 0, 0, &tx);
 		if (err)
 			break;
+		fstx_unordered(tx); /* frees blocks past EOF */
 		ino_join(tx, ip);
 		uint64_t before = ip->i_d.nblocks;
 		err = bmap_punch(tx, ip, next, UINT64_MAX - next, &next);

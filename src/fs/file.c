@@ -116,6 +116,7 @@ static int touch_txn(struct fs_inode *ip, bool mtime, struct fs_result *res)
 			     &tx);
 	if (err)
 		return err;
+	fstx_unordered(tx); /* times */
 	ino_join(tx, ip);
 	res_pre(res, 0, ip);
 	ino_touch(ip, mtime);
@@ -151,6 +152,9 @@ static int touch_write(struct fs_inode *ip, struct fs_result *res)
 	int err = fstx_begin(fs, 0, log_calc_res(fs->f_log, 1, FS_INODE_SIZE + 32), &tx);
 	if (err)
 		return err;
+	/* times: the data of an overwrite is made durable by a flush the
+	 * syncs ask for (rules 3-5), never by this transaction */
+	fstx_unordered(tx);
 	ino_join(tx, ip);
 	res_pre(res, 0, ip);
 	struct timespec now, next = ip->i_d.mtime;
@@ -359,6 +363,7 @@ static int alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint6
 		}
 		if (err)
 			return err;
+		fstx_unordered(tx); /* unwritten blocks read as zeros */
 		ino_join(tx, ip);
 		res_pre(res, 0, ip);
 		uint64_t got_blocks = 0;
@@ -516,22 +521,24 @@ int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written)
 	/* rule 3: the sequence, read under the item's own lock; no inode lock
 	 * is held across the force */
 	uint64_t seq = fs_sync_seq(ip, datasync);
-	bool flushed = false;
+	bool flushed = false, wrote = false;
 	int err = 0;
 	if (seq) {
+		wrote = !log_seq_durable(fs->f_log, seq);
 		err = log_force_seq(fs->f_log, seq, true, &flushed);
 		if (err)
 			return err;
-		if (flushed)
+		if (wrote)
 			counter_inc(&fs->f_stats.fsync_log_writes);
 	}
-	/* rule 5: no log write that flushed the data device: flush it */
+	/* rule 5: unless a flush of the data device started after this call
+	 * (the checkpoint's own or anyone's, G6), flush it */
 	if (!flushed) {
 		err = dev_flush(fs->f_ddev);
 		counter_inc(&fs->f_stats.fsync_flushes);
 	}
 	if (log_written)
-		*log_written = flushed;
+		*log_written = wrote;
 	return err;
 }
 

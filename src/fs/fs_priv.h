@@ -130,6 +130,11 @@ int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx 
  * call's transactions (a later one covers the earlier ones). */
 int fstx_commit(struct fstx *tx, struct fs_result *res);
 void fstx_cancel(struct fstx *tx);
+/* Nothing the transaction logs depends on file data written in place
+ * before it (names, attributes, times, blocks that read as zeros, frees):
+ * its checkpoint needs no data-device flush for it (log.h, G7). Unmarked
+ * transactions are ordered: the flag only ever saves a flush. */
+void fstx_unordered(struct fstx *tx);
 
 /*
  * Attributes for struct fs_result (fs.h). A public call clears res first

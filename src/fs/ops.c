@@ -238,6 +238,7 @@ int fs_create(struct fs_inode *dp, const char *name, size_t len, const struct fs
 	err = fstx_begin(fs, blocks, 0, &tx);
 	if (err)
 		goto out_unlock;
+	fstx_unordered(tx); /* a name and an empty inode */
 	ino_join(tx, dp);
 	res_pre(res, 0, dp);
 	uint64_t ino;
@@ -333,6 +334,7 @@ int fs_link(struct fs_inode *ip, struct fs_inode *dp, const char *name, size_t l
 	err = fstx_begin(fs, dp->i_d.root_level + 4, 0, &tx);
 	if (err)
 		goto out_unlock;
+	fstx_unordered(tx); /* a name */
 	ino_join2(tx, dp, ip);
 	res_pre(res, 0, dp);
 	res_pre(res, 1, ip);
@@ -409,6 +411,7 @@ static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool
 	struct fstx *tx;
 	err = fstx_begin(fs, dp->i_d.root_level + 4, 0, &tx);
 	if (!err) {
+		fstx_unordered(tx); /* a name, maybe an orphan */
 		ino_join2(tx, dp, ip);
 		res_pre(res, 0, dp);
 		fstx_lock(tx, FSTX_IALLOC);
@@ -600,6 +603,7 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 	err = fstx_begin(fs, ddp->i_d.root_level + sdp->i_d.root_level + 8, 0, &tx);
 	if (err)
 		goto out_unlock;
+	fstx_unordered(tx); /* names */
 	struct fs_inode *v[4] = {sdp, ddp, src, tgt};
 	join_sorted(tx, v, 4);
 	res_pre(res, 0, sdp);
@@ -706,6 +710,8 @@ int fs_setattr(struct fs_inode *ip, const struct fs_setattr *sa, struct fs_resul
 	err = fstx_begin(fs, 0, 0, &tx);
 	if (err)
 		goto out;
+	if (!size)
+		fstx_unordered(tx); /* attributes; a size change zeroes data */
 	ino_join(tx, ip);
 	res_pre(res, 0, ip);
 	struct fs_icore *c = &ip->i_d;

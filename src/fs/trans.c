@@ -68,6 +68,11 @@ int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx 
 	return 0;
 }
 
+void fstx_unordered(struct fstx *tx)
+{
+	trans_set_unordered(tx->tp);
+}
+
 /*
  * The inode allocation lock always comes with the block allocation lock:
  * both allocators change the superblock (tree roots, free list), so a

@@ -14,8 +14,10 @@
  * Push (by whoever holds l_pusher_lock, one checkpoint at a time, so
  * checkpoints become durable in order):
  *   1. swap in a fresh context under l_ctx_lock for write;
- *   2. sample the tail, then flush the data device (I1): data and write-backs
- *      completed before are durable before any record of this checkpoint;
+ *   2. sample the tail, then flush the data device (I1, G7): data and
+ *      write-backs completed before are durable before any record of this
+ *      checkpoint; a checkpoint of unordered transactions that moves no
+ *      tail skips the flush (cil_want_flush);
  *   3. stream the op headers and images into log buffers; every full buffer
  *      is queued for the I/O thread as a record;
  *   4. wait for those records, flush the log device if there were any, and
@@ -138,6 +140,8 @@ void cil_commit(struct log *log, struct trans *tp, uint64_t *csnp)
 	int64_t charge = (int64_t)space - (int64_t)ctx->c_space;
 	ctx->c_space = space;
 	bool first = ctx->c_ntrans++ == 0;
+	if (!(tp->t_flags & TRANS_UNORDERED))
+		ctx->c_ordered = true; /* G7 */
 	list_splice_tail(&tp->t_cbs, &ctx->c_cbs);
 	uint64_t csn = ctx->c_seq;
 	if (first) {
@@ -265,21 +269,46 @@ static void cw_emit(struct cil_writer *w, const void *p, size_t n)
 	}
 }
 
+/*
+ * Whether a checkpoint flushes the data device before its first record,
+ * and the tail its records carry. An ordered checkpoint flushes (G7) and,
+ * since it does, carries the AIL's tail (I1: the tail first, then the flush
+ * that makes what moved it durable). One of TRANS_UNORDERED transactions
+ * only (a sync export's CREATE, REMOVE, RENAME, SETATTR...) carries the
+ * durable tail it has and needs no flush at all: it then costs one FUA
+ * write, however much other clients' data the device caches. It flushes
+ * to move the tail only when somebody needs the space (reservations wait,
+ * or a quarter of the log is in use) or it is an empty checkpoint written
+ * for that very purpose (cil_cover).
+ */
+static bool cil_want_flush(struct log *log, struct cil_ctx *ctx)
+{
+	mutex_lock(&log->l_space_lock);
+	uint64_t head = log->l_head_pos, dtail = log->l_durable_tail;
+	bool want_space = log->l_space_next != log->l_space_serving ||
+			  (head - dtail) * LOG_BB_SIZE > log->l_bytes / 4;
+	mutex_unlock(&log->l_space_lock);
+	uint64_t tail = ail_tail_pos(log, head);
+	bool cover = list_empty(&ctx->c_lvs);
+	bool flush = ctx->c_ordered || (tail != dtail && (want_space || cover));
+	ctx->c_tail_pos = flush ? tail : dtail;
+	return flush;
+}
+
 static int cil_write(struct log *log, struct cil_ctx *ctx)
 {
-	/* I1: the tail first, then the flush that makes what moved it durable */
-	mutex_lock(&log->l_space_lock);
-	uint64_t head = log->l_head_pos;
-	mutex_unlock(&log->l_space_lock);
-	ctx->c_tail_pos = ail_tail_pos(log, head);
-
-	uint64_t t0 = now_ns();
-	int err = dev_flush(log->l_ddev);
-	counter_add(&log->l_stats.push_flush_ns, now_ns() - t0);
-	if (err) {
-		msg_err("log: data device flush failed: %s", strerror(-err));
-		return err;
+	if (cil_want_flush(log, ctx)) {
+		uint64_t t0 = now_ns();
+		int err = dev_flush(log->l_ddev);
+		counter_add(&log->l_stats.push_flush_ns, now_ns() - t0);
+		if (err) {
+			msg_err("log: data device flush failed: %s", strerror(-err));
+			return err;
+		}
+	} else {
+		counter_inc(&log->l_stats.checkpoints_unflushed);
 	}
+	int err;
 
 	struct cil_writer w = {.log = log, .ctx = ctx, .b = logbuf_get(log)};
 	struct log_vec *lv;
@@ -664,6 +693,14 @@ void log_fail_force_waiters(struct log *log)
 		list_del(&fw->link);
 		fw->fn(fw, -EIO, false);
 	}
+}
+
+bool log_seq_durable(struct log *log, uint64_t csn)
+{
+	mutex_lock(&log->l_push_lock);
+	bool yes = csn <= log->l_durable_seq;
+	mutex_unlock(&log->l_push_lock);
+	return yes;
 }
 
 int log_force_all(struct log *log)

@@ -391,6 +391,7 @@ void log_stats(struct log *log, const struct stat_sink *s)
 	C(cil_pushes);
 	C(checkpoints);
 	C(checkpoints_empty);
+	C(checkpoints_unflushed);
 	C(throttles);
 	C(forces);
 	C(forces_wrote);

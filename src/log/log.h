@@ -27,6 +27,12 @@
  *      The flush is whichever one the device ran (the checkpoint's own or
  *      any other caller's: dev.h, shared flushes); a flush ticket taken at
  *      the call tells.
+ *   G7 Data ordering: a checkpoint holding a transaction that is not
+ *      TRANS_UNORDERED is written only after a data-device flush that
+ *      started after that transaction committed, so whatever data its
+ *      changes point at (written in place before the commit) is durable
+ *      first. A checkpoint of TRANS_UNORDERED transactions only is written
+ *      without that flush, unless it moves the tail (log_priv.h, I1).
  *
  * Threads: commits and forces run on callers' threads; a push thread writes
  * checkpoints (and runs the background push timer), an I/O thread writes
@@ -170,6 +176,8 @@ bool log_is_shutdown(const struct log *log);
 int log_force_seq(struct log *log, uint64_t csn, bool wait, bool *log_flushed);
 /* Force everything committed so far and wait. */
 int log_force_all(struct log *log);
+/* Is checkpoint csn durable already? (A force of it would write nothing.) */
+bool log_seq_durable(struct log *log, uint64_t csn);
 
 /*
  * Asynchronous force: start pushing csn and call w->fn once it is durable
@@ -215,10 +223,16 @@ void log_stats(struct log *log, const struct stat_sink *sink);
  * ops->release at commit or cancel), change it, trans_dirty(). trans_commit()
  * consumes the transaction; *csn (may be NULL) is 0 when nothing was dirty.
  * TRANS_SYNC makes commit force the log to the transaction's CSN.
+ * TRANS_UNORDERED says that nothing the transaction logs depends on data
+ * written in place before it (names, attributes, times, allocation of
+ * blocks that read as zeros, freeing): its checkpoint needs no flush of the
+ * data device on its account (G7). Without it, a transaction is ordered:
+ * a missing flag costs a flush, never data.
  * Cancelling a transaction that dirtied an item shuts the log down (the
  * in-memory change cannot be undone).
  */
-#define TRANS_SYNC 0x1u
+#define TRANS_SYNC      0x1u
+#define TRANS_UNORDERED 0x2u
 
 int trans_alloc(struct log *log, uint64_t res, unsigned flags, struct trans **tpp);
 void trans_join(struct trans *tp, struct log_item *lip);
@@ -226,6 +240,7 @@ void trans_dirty(struct trans *tp, struct log_item *lip);
 /* True if lip is joined to tp (safe to call without the item's lock). */
 bool trans_has_item(struct trans *tp, struct log_item *lip);
 void trans_set_sync(struct trans *tp);
+void trans_set_unordered(struct trans *tp);
 /* cb runs once the transaction's checkpoint is durable (or with -EIO). */
 void trans_on_durable(struct trans *tp, struct log_durable_cb *cb);
 struct log *trans_log(struct trans *tp);

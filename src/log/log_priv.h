@@ -69,6 +69,7 @@ struct cil_ctx {
 	uint64_t c_start_pos;
 	uint64_t c_tail_pos; /* tail carried by its records */
 	unsigned c_forcers;  /* forces that asked for it while it was current */
+	bool c_ordered;	     /* holds a transaction that is not TRANS_UNORDERED (G7) */
 	uint64_t c_write_ns; /* how long writing it took */
 };
 
@@ -182,6 +183,7 @@ struct log {
 	struct {
 		counter_t trans_async, trans_sync, trans_empty, trans_cancelled;
 		counter_t cil_pushes, checkpoints, checkpoints_empty, throttles;
+		counter_t checkpoints_unflushed; /* written with no data-device flush (G7) */
 		counter_t forces, forces_wrote, forces_waited, group_waits, inline_pushes;
 		counter_t buffer_writes, buffer_bytes, records;
 		counter_t ail_pushes, ail_pinned, ail_locked, tail_moves;

@@ -77,6 +77,11 @@ void trans_set_sync(struct trans *tp)
 	tp->t_flags |= TRANS_SYNC;
 }
 
+void trans_set_unordered(struct trans *tp)
+{
+	tp->t_flags |= TRANS_UNORDERED;
+}
+
 void trans_on_durable(struct trans *tp, struct log_durable_cb *cb)
 {
 	list_add_tail(&cb->dc_link, &tp->t_cbs);
