@@ -85,6 +85,10 @@ static void test_file(int direct)
 	fill(buf + 1, 65536, 0x5a);
 	CHECK_OK(dev_write(d, buf + 1, 65536, 512, 0));
 	CHECK_OK(dev_write(d, buf + 1, 4096, 1 << 20, DEV_FUA));
+	struct stat_table t0;
+	struct stat_sink s0 = stat_sink_table(&t0);
+	dev_stats(d, "dev", &s0);
+	CHECK_EQ(stat_table_get(&t0, "dev.unflushed_bytes"), 65536); /* FUA: durable */
 	CHECK_OK(dev_flush(d));
 	CHECK_OK(dev_read(d, out, 65536, 512));
 	CHECK(memcmp(buf + 1, out, 65536) == 0);
@@ -97,6 +101,7 @@ static void test_file(int direct)
 	/* O_DIRECT where the filesystem allows it (else it says so and uses
 	 * the page cache); 512-byte sectors at 512-byte offsets either way */
 	CHECK_EQ(stat_table_get(&t, "dev.direct_io"), direct);
+	CHECK_EQ(stat_table_get(&t, "dev.unflushed_bytes"), 0);
 	dev_close(d);
 	/* reopen read-only: content persists, writes refused */
 	CHECK_OK(dev_file_open(path, DEV_OPEN_RDONLY, 0, &d));

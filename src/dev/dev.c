@@ -99,8 +99,11 @@ int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned
 		atomic_fetch_add(&d->d_write_errors, 1);
 		return err;
 	}
-	if (!(flags & DEV_FUA))
+	if (!(flags & DEV_FUA)) {
+		/* bytes first: a flush that sees the generation sees them */
+		atomic_fetch_add(&d->d_write_total, len);
 		atomic_fetch_add(&d->d_write_gen, 1);
+	}
 	counter_inc(&d->d_writes);
 	counter_add(&d->d_write_bytes, len);
 	if (flags & DEV_FUA)
@@ -147,7 +150,7 @@ static bool dev_flush_fault(struct dev *d)
 
 /* The flush itself, no lock held: latency, fault injection, backend. A
  * failure is counted before the flush is marked done (F4). */
-static int flush_backend(struct dev *d, uint64_t gen)
+static int flush_backend(struct dev *d, uint64_t gen, uint64_t bytes)
 {
 	int err = 0;
 	if (dev_fault(d) || dev_flush_fault(d)) {
@@ -164,7 +167,10 @@ static int flush_backend(struct dev *d, uint64_t gen)
 		return err;
 	}
 	counter_inc(&d->d_flushes);
-	uint64_t cur = atomic_load(&d->d_flushed_gen);
+	uint64_t cur = atomic_load(&d->d_flushed_total);
+	while (cur < bytes && !atomic_compare_exchange_weak(&d->d_flushed_total, &cur, bytes))
+		;
+	cur = atomic_load(&d->d_flushed_gen);
 	while (cur < gen && !atomic_compare_exchange_weak(&d->d_flushed_gen, &cur, gen))
 		;
 	return 0;
@@ -200,10 +206,11 @@ static int flush_lead(struct dev *d)
 	/* every caller of seq registered before this point: their writes
 	 * completed before the sample, which the backend flush follows */
 	uint64_t gen = atomic_load(&d->d_write_gen);
+	uint64_t bytes = atomic_load(&d->d_write_total);
 	bool elide = gen == atomic_load(&d->d_flushed_gen);
 	mutex_unlock(&d->d_flush_lock);
 
-	int err = elide ? 0 : flush_backend(d, gen);
+	int err = elide ? 0 : flush_backend(d, gen, bytes);
 	if (elide)
 		counter_add(&d->d_flushes_elided, group);
 	else
@@ -388,4 +395,6 @@ void dev_stats(struct dev *d, const char *prefix, const struct stat_sink *sink)
 	stat_emitf(sink, prefix, "errors", counter_get(&d->d_errors));
 	stat_emitf(sink, prefix, "write_errors", dev_write_errors(d));
 	stat_gaugef(sink, prefix, "direct_io", d->d_direct_io);
+	uint64_t held = atomic_load(&d->d_write_total) - atomic_load(&d->d_flushed_total);
+	stat_gaugef(sink, prefix, "unflushed_bytes", (int64_t)held > 0 ? held : 0);
 }

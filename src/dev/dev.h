@@ -53,7 +53,8 @@
  *      thread, started the first time it is needed.
  * The group of a flush is the callers it served; dev.flush_callers counts
  * them all, dev.flush_group_<n> how many flushes served up to n callers
- * (n = 1, 2, 4, 8, 16, and "more").
+ * (n = 1, 2, 4, 8, 16, and "more"). dev.unflushed_bytes is what writes
+ * completed since the last flush put in the device's volatile cache.
  *
  * All functions return 0 or -errno. Offsets and lengths are in bytes; reads
  * and writes must be multiples of the sector size at sector-aligned offsets.
@@ -104,6 +105,10 @@ struct dev {
 	/* flush elision */
 	_Atomic uint64_t d_write_gen;	/* completed writes without FUA */
 	_Atomic uint64_t d_flushed_gen; /* d_write_gen covered by a completed flush */
+	/* bytes of those writes, and how many a completed flush covered: the
+	 * difference is what the device's volatile cache may hold (the
+	 * counter dev.unflushed_bytes) */
+	_Atomic uint64_t d_write_total, d_flushed_total;
 
 	/* shared flushes (F1-F5), under d_flush_lock (rank 940: taken under
 	 * any engine or journal lock, never held across I/O) */
