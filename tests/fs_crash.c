@@ -5,9 +5,13 @@
  *
  * Each round records a random workload of T threads on a crash device.
  * Every thread works in its own directory: create, link, rename, unlink,
- * write, extend, truncate, fallocate, punch, zero, fsync, fdatasync, and
- * pNFS-style writes (map_blocks, writes straight to the device,
- * commit_blocks). Some metadata operations are followed by a force of their
+ * write, extend, truncate, fallocate, punch, zero, fsync, fdatasync,
+ * synchronous writes (fs_write_sync forced as NFS FILE_SYNC and DATA_SYNC
+ * are: small ones logged, docs/logged-data.md), and pNFS-style writes
+ * (map_blocks, writes straight to the device, commit_blocks). Half of the
+ * plain writes and layout writes go where the file's last synchronous
+ * write went: in-place overwrites, truncates and direct writes of logged
+ * blocks. Some metadata operations are followed by a force of their
  * own sequence (as a sync export does). Meanwhile the engine's trimmer gives
  * back the preallocation of files not appended to for 2 ms. Marks in the recorded stream tell
  * when each operation started and when each acknowledgement returned.
@@ -24,9 +28,10 @@
  *      written to it);
  *   3. every acknowledged operation is present: a file's content and size
  *      are at least what its last acknowledged fsync/fdatasync saw (unless
- *      an operation that may shrink or zero it had started since), and an
- *      acknowledged name binding holds (unless an operation on that name
- *      had started since).
+ *      an operation that may shrink or zero it had started since), every
+ *      acknowledged synchronous write's range holds it or newer data (the
+ *      same exception), and an acknowledged name binding holds (unless an
+ *      operation on that name had started since).
  * The last line is "crash points: N, violations: V".
  */
 #include <errno.h>
@@ -54,11 +59,12 @@
 
 enum op_kind {
 	OP_CREATE, OP_WRITE, OP_TRUNCATE, OP_FALLOC, OP_PUNCH, OP_ZERO, OP_LINK, OP_RENAME,
-	OP_UNLINK, OP_FSYNC, OP_FDATASYNC, OP_LAYOUT, OP_NKINDS
+	OP_UNLINK, OP_FSYNC, OP_FDATASYNC, OP_LAYOUT, OP_SYNCWRITE, OP_NKINDS
 };
 
 static const char *const op_names[] = {"create", "write", "truncate", "falloc", "punch", "zero",
-				       "link", "rename", "unlink", "fsync", "fdatasync", "layout"};
+				       "link", "rename", "unlink", "fsync", "fdatasync", "layout",
+				       "syncwrite"};
 
 /* What an operation did, as the model replays it. */
 struct op {
@@ -76,6 +82,7 @@ struct file {
 	uint64_t ino;
 	uint32_t igen;
 	uint32_t gen; /* last write generation */
+	uint64_t sync_off, sync_len; /* the last synchronous write's range (len 0: none) */
 };
 
 struct name {
@@ -194,7 +201,8 @@ static void *run_thread(void *arg)
 		unsigned k = (unsigned)rng_below(&r, 100);
 		int nm = some_name(th, &r);
 		o->kind = nm < 0 || k < 10 ? OP_CREATE
-			: k < 35 ? OP_WRITE
+			: k < 27 ? OP_WRITE
+			: k < 35 ? OP_SYNCWRITE
 			: k < 40 ? OP_TRUNCATE
 			: k < 44 ? OP_FALLOC
 			: k < 48 ? OP_PUNCH
@@ -247,6 +255,12 @@ static void *run_thread(void *arg)
 			uint64_t len = ALIGN_UP(1 + rng_below(&r, span), 8ull);
 			if (rng_chance(&r, 30) && at.size + 4096 <= MAX_FILE)
 				off = at.size, len = MIN(len, MAX_FILE - off); /* extend */
+			else if (f->sync_len && rng_chance(&r, 50)) {
+				/* over the last synchronous write: a logged block
+				 * overwritten in place */
+				off = f->sync_off + ALIGN_DOWN(rng_below(&r, f->sync_len), 8ull);
+				len = ALIGN_UP(1 + rng_below(&r, f->sync_off + f->sync_len - off), 8ull);
+			}
 			len = MIN(len, MAX_FILE - off);
 			o->off = off;
 			o->len = len;
@@ -257,8 +271,37 @@ static void *run_thread(void *arg)
 			free(buf);
 			break;
 		}
+		case OP_SYNCWRITE: {
+			/* as NFS FILE_SYNC or DATA_SYNC: force to the sync
+			 * sequence, flush unless the data went into the log or a
+			 * flush covered it */
+			uint64_t off = ALIGN_DOWN(rng_below(&r, MAX_FILE - 8), 8ull);
+			uint64_t len = ALIGN_UP(1 + rng_below(&r, MIN(16384ull, MAX_FILE - off)), 8ull);
+			if (rng_chance(&r, 30) && at.size + 4096 <= MAX_FILE)
+				off = at.size; /* extend */
+			len = MIN(len, MAX_FILE - off);
+			o->off = off;
+			o->len = len;
+			o->gen = ++f->gen;
+			uint8_t *buf = xmalloc(len);
+			fill(buf, f->id, o->gen, off, len);
+			bool logged = false, flushed = false;
+			err = fs_write_sync(ip, off, buf, len, &res, &logged);
+			free(buf);
+			uint64_t seq = err ? 0 : fs_sync_seq(ip, rng_chance(&r, 50));
+			if (seq)
+				err = fs_force(w->fs, seq, &flushed);
+			if (!err && !logged && !flushed)
+				err = fs_flush_data(w->fs);
+			f->sync_off = off;
+			f->sync_len = len;
+			res.csn = 0; /* forced here */
+			break;
+		}
 		case OP_TRUNCATE:
 			o->off = ALIGN_DOWN(rng_below(&r, MAX_FILE), 8ull);
+			if (f->sync_len && rng_chance(&r, 50)) /* into a logged block */
+				o->off = f->sync_off + ALIGN_DOWN(rng_below(&r, f->sync_len), 8ull);
 			err = fs_setattr(ip,
 					 &(struct fs_setattr){.mask = FS_SET_SIZE, .size = o->off},
 					 &res);
@@ -304,6 +347,8 @@ static void *run_thread(void *arg)
 			break;
 		case OP_LAYOUT:
 			o->off = ALIGN_DOWN(rng_below(&r, MAX_FILE - 4096), 4096ull);
+			if (f->sync_len && rng_chance(&r, 50)) /* a logged block, directly */
+				o->off = ALIGN_DOWN(f->sync_off, 4096ull);
 			uint64_t want = 4096 * (1 + rng_below(&r, 8));
 			o->len = MIN(want, MAX_FILE - o->off);
 			o->gen = ++f->gen;
@@ -313,7 +358,8 @@ static void *run_thread(void *arg)
 		if (!err && o->forced && res.csn)
 			err = fs_force(w->fs, res.csn, NULL);
 		o->err = err;
-		bool acked = !err && (o->forced || o->kind == OP_FSYNC || o->kind == OP_FDATASYNC);
+		bool acked = !err && (o->forced || o->kind == OP_FSYNC || o->kind == OP_FDATASYNC ||
+				      o->kind == OP_SYNCWRITE);
 		if (acked)
 			crashdev_mark(w->cd, mark(MARK_ACK, th->t, idx));
 		if (ip)
@@ -347,6 +393,7 @@ static void replay_file(const struct thread *th, int fi, unsigned upto, struct f
 			continue;
 		switch (o->kind) {
 		case OP_WRITE:
+		case OP_SYNCWRITE:
 		case OP_LAYOUT:
 			for (uint64_t w = o->off / 8; w < (o->off + o->len) / 8; w++)
 				s->gen[w] = o->gen;
@@ -430,6 +477,37 @@ static void verify_file(struct verify_ctx *v, const struct thread *th, int fi, s
 			return;
 		}
 	}
+	/* 3: every acknowledged synchronous write, unless something that may
+	 * shrink or zero the file started after it */
+	for (unsigned i = 0; i < v->started[th->t]; i++) {
+		const struct op *o = &th->ops[i];
+		if (o->file != fi || o->err || o->kind != OP_SYNCWRITE || !v->acked[th->t][i])
+			continue;
+		bool shrunk = false;
+		for (unsigned j = i + 1; j < v->started[th->t] && !shrunk; j++)
+			shrunk = th->ops[j].file == fi && shrinks(th->ops[j].kind);
+		if (shrunk)
+			continue;
+		if (at.size < o->off + o->len) {
+			violation(v, "file %llx has size %llu, its acknowledged synchronous write "
+				     "reached %llu",
+				  (unsigned long long)f->id, (unsigned long long)at.size,
+				  (unsigned long long)(o->off + o->len));
+			return;
+		}
+		for (uint64_t wi = o->off / 8; wi < (o->off + o->len) / 8 && wi < sz / 8; wi++) {
+			uint64_t word;
+			memcpy(&word, buf + wi * 8, 8);
+			uint32_t have = word ? (uint32_t)((word >> 24) & 0xffff) : 0;
+			if (have < (o->gen & 0xffff)) {
+				violation(v, "file %llx word %llu: generation %u, its acknowledged "
+					     "synchronous write (op %u) wrote %u",
+					  (unsigned long long)f->id, (unsigned long long)wi, have, i,
+					  o->gen & 0xffff);
+				return;
+			}
+		}
+	}
 	/* 3: at least the last acknowledged sync of this file */
 	unsigned ack = 0;
 	for (unsigned i = 0; i < v->started[th->t]; i++) {
@@ -501,7 +579,8 @@ static void verify_world(struct verify_ctx *v, struct fs *fs)
 				if (o->err || (o->name != (int)n && o->name2 != (int)n))
 					continue;
 				if (o->kind == OP_WRITE || o->kind == OP_TRUNCATE || o->kind == OP_FALLOC ||
-				    o->kind == OP_PUNCH || o->kind == OP_ZERO || o->kind == OP_LAYOUT)
+				    o->kind == OP_PUNCH || o->kind == OP_ZERO || o->kind == OP_LAYOUT ||
+				    o->kind == OP_SYNCWRITE)
 					continue;
 				bool binding_op = o->kind == OP_CREATE || o->kind == OP_LINK ||
 						  o->kind == OP_RENAME || o->kind == OP_UNLINK;
@@ -536,6 +615,7 @@ static void verify_world(struct verify_ctx *v, struct fs *fs)
 struct totals {
 	uint64_t points, violations;
 	uint64_t eof_trims; /* preallocation trims recorded */
+	uint64_t logged, logged_overwrites; /* logged writes, and writes over them */
 };
 
 static bool verbose;
@@ -598,6 +678,8 @@ static void run_round(uint64_t seed, uint64_t budget, struct totals *tot)
 	struct stat_sink sink = stat_sink_table(&stats);
 	fs_stats(fs, &sink);
 	tot->eof_trims += stat_table_get(&stats, "fs.eof_trims");
+	tot->logged += stat_table_get(&stats, "fs.logged_writes");
+	tot->logged_overwrites += stat_table_get(&stats, "fs.logged_overwrites");
 	fs_shutdown(fs, "end of recorded workload");
 	fs_unmount(fs);
 
@@ -709,6 +791,8 @@ int main(int argc, char **argv)
 	for (uint64_t round = 0; tot.points < points; round++)
 		run_round(seed * 1000 + round, MIN(points - tot.points, 600), &tot);
 	printf("preallocation trims recorded: %llu\n", (unsigned long long)tot.eof_trims);
+	printf("logged synchronous writes: %llu, later writes that cancelled logged blocks: %llu\n",
+	       (unsigned long long)tot.logged, (unsigned long long)tot.logged_overwrites);
 	printf("crash points: %llu, violations: %llu\n", (unsigned long long)tot.points,
 	       (unsigned long long)tot.violations);
 	return tot.violations ? 1 : 0;

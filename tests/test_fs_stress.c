@@ -7,7 +7,8 @@
  * Each thread works in a directory of its own and in one directory shared
  * by all: creates, mkdir/rmdir, links, renames (within a directory, between
  * its own and the shared one, over existing names), unlinks of files other
- * threads may hold open, writes (overwrites, appends, into holes),
+ * threads may hold open, writes (overwrites, appends, into holes; some
+ * synchronous, with their data logged),
  * truncates, fallocate/punch, fsync and fdatasync (of files others write
  * too), pNFS map_blocks/commit_blocks, readdir, lookups and reads. The log
  * is small and pushed often, so checkpoints, the AIL and log-space waits
@@ -128,9 +129,16 @@ static void private_op(struct thread *t, struct rng *r, uint8_t *buf)
 	switch (op) {
 	case 0:
 	case 1:
-	case 2: /* write anywhere: overwrite, append, into a hole */
+	case 2: /* write anywhere: overwrite, append, into a hole; a third of
+		 * them synchronous, small ones with their data logged
+		 * (docs/logged-data.md), the others then over logged blocks */
 		memset(buf, v, len);
-		CHECK_OK(fs_write(ip, off, buf, len, NULL));
+		if (op == 2) {
+			bool logged;
+			CHECK_OK(fs_write_sync(ip, off, buf, len, NULL, &logged));
+		} else {
+			CHECK_OK(fs_write(ip, off, buf, len, NULL));
+		}
 		memset(f->content + off, v, len);
 		if (off + len > f->size)
 			f->size = off + len;

@@ -19,7 +19,13 @@
  *
  * fsync(datasync) (rules 3-5): read the inode item's commit or datasync
  * sequence under its small lock, force the log to it with no inode lock
- * held, and flush the data device when the force wrote nothing.
+ * held, and flush the data device unless a flush that started after the
+ * call covered the data (log.h, G6).
+ *
+ * Logged data (docs/logged-data.md): fs_write_sync() may log a small
+ * write's data with its metadata, so that the force alone makes it durable.
+ * Every in-place write goes through put_data(), which logs it, or cancels
+ * the journal's images of the blocks it writes first (data_item.h, D1).
  */
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -27,6 +33,7 @@
 #include "base/mem.h"
 #include "base/time.h"
 #include "fs/fs_priv.h"
+#include "log/data_item.h"
 
 #define SECTOR 512u
 
@@ -145,16 +152,9 @@ static bool ts_before(const struct timespec *a, const struct timespec *b)
  * writes nobody synced; whoever needs a change attribute that never repeats
  * across a crash combines it with ctime (as nfsd does with XFS's).
  */
-static int touch_write(struct fs_inode *ip, struct fs_result *res)
+static void touch_in(struct fstx *tx, struct fs_inode *ip, struct fs_result *res)
 {
 	struct fs *fs = ip->i_fs;
-	struct fstx *tx;
-	int err = fstx_begin(fs, 0, log_calc_res(fs->f_log, 1, FS_INODE_SIZE + 32), &tx);
-	if (err)
-		return err;
-	/* times: the data of an overwrite is made durable by a flush the
-	 * syncs ask for (rules 3-5), never by this transaction */
-	fstx_unordered(tx);
 	ino_join(tx, ip);
 	res_pre(res, 0, ip);
 	struct timespec now, next = ip->i_d.mtime;
@@ -172,6 +172,19 @@ static int touch_write(struct fs_inode *ip, struct fs_result *res)
 		ip->i_d.change++;
 		ino_log(tx, ip, FS_ILOG_CHANGE);
 	}
+}
+
+static int touch_write(struct fs_inode *ip, struct fs_result *res)
+{
+	struct fs *fs = ip->i_fs;
+	struct fstx *tx;
+	int err = fstx_begin(fs, 0, log_calc_res(fs->f_log, 1, FS_INODE_SIZE + 32), &tx);
+	if (err)
+		return err;
+	/* times: the data of an overwrite is made durable by a flush the
+	 * syncs ask for (rules 3-5), never by this transaction */
+	fstx_unordered(tx);
+	touch_in(tx, ip, res);
 	res_post(res, 0, ip);
 	return fstx_commit(tx, res);
 }
@@ -196,11 +209,64 @@ static int all_written(struct fs_inode *ip, uint64_t first, uint64_t last, bool 
 }
 
 /*
+ * What an in-place write does about the journal's images of file data
+ * (docs/logged-data.md): with log, it logs the bytes it writes into tx
+ * (a logged write); without, a block the journal may still replay an image
+ * of is cancelled before it is written (data_item.h, D1), in tx if the
+ * caller holds one (an ordered transaction that sets the datasync
+ * sequence: a size change), else in a transaction of its own.
+ */
+struct wlog {
+	struct fstx *tx;
+	bool log;
+};
+
+/* Cancel the live images in [addr, addr+len) in a transaction of their
+ * own: ordered (D2), and forced by the fsync and fdatasync that cover the
+ * write (FS_ILOG_LDATA). No inode lock but the I/O lock held. */
+static int cancel_live(struct fs_inode *ip, uint64_t addr, uint64_t len)
+{
+	struct fs *fs = ip->i_fs;
+	struct fstx *tx;
+	int err = fstx_begin(fs, 0, log_calc_res(fs->f_log, 4, FS_INODE_SIZE + 256), &tx);
+	if (err)
+		return err;
+	ino_join(tx, ip);
+	uint64_t n = data_item_cancel(tx->tp, addr, len);
+	if (n) {
+		ino_log(tx, ip, FS_ILOG_LDATA);
+		counter_inc(&fs->f_stats.logged_overwrites);
+	}
+	return fstx_commit(tx, NULL);
+}
+
+/* Write one extent's bytes in place at addr, and log or cancel (wl). */
+static int put_data(struct fs_inode *ip, const struct wlog *wl, const uint8_t *buf, size_t len,
+		    uint64_t addr)
+{
+	struct fs *fs = ip->i_fs;
+	int err = 0;
+	if (wl && wl->log) {
+		data_item_log(wl->tx->tp, addr, buf, (uint32_t)len);
+		counter_add(&fs->f_stats.logged_bytes, len);
+	} else if (data_live(fs->f_log, addr, len)) {
+		if (wl && wl->tx) {
+			if (data_item_cancel(wl->tx->tp, addr, len))
+				counter_inc(&fs->f_stats.logged_overwrites);
+		} else {
+			err = cancel_live(ip, addr, len);
+		}
+	}
+	return err ? err : dev_write(fs->f_ddev, buf, len, addr, 0);
+}
+
+/*
  * Write data to [first, last] blocks of the file that are all mapped:
  * written blocks keep what the write does not cover, unwritten ones get
  * zeros there. One device write per extent.
  */
-static int write_mapped(struct fs_inode *ip, uint64_t off, const uint8_t *buf, size_t len)
+static int write_mapped(struct fs_inode *ip, uint64_t off, const uint8_t *buf, size_t len,
+			const struct wlog *wl)
 {
 	struct fs *fs = ip->i_fs;
 	uint64_t first = off / FS_BLOCK_SIZE, last = (off + len - 1) / FS_BLOCK_SIZE;
@@ -228,7 +294,7 @@ static int write_mapped(struct fs_inode *ip, uint64_t off, const uint8_t *buf, s
 					       addr + (shi - SECTOR - span_lo));
 			if (!err) {
 				memcpy(tmp + (lo - slo), buf + (lo - off), hi - lo);
-				err = dev_write(fs->f_ddev, tmp, shi - slo, addr + (slo - span_lo), 0);
+				err = put_data(ip, wl, tmp, shi - slo, addr + (slo - span_lo));
 			}
 			free(tmp);
 		} else {
@@ -237,7 +303,7 @@ static int write_mapped(struct fs_inode *ip, uint64_t off, const uint8_t *buf, s
 			memset(tmp, 0, lo - span_lo);
 			memcpy(tmp + (lo - span_lo), buf + (lo - off), hi - lo);
 			memset(tmp + (hi - span_lo), 0, span_hi - hi);
-			err = dev_write(fs->f_ddev, tmp, span_hi - span_lo, addr, 0);
+			err = put_data(ip, wl, tmp, span_hi - span_lo, addr);
 			free(tmp);
 		}
 		if (err)
@@ -252,7 +318,7 @@ static int write_mapped(struct fs_inode *ip, uint64_t off, const uint8_t *buf, s
  * tail of an old EOF block before the file grows past it, the edges of a
  * punched range). I/O lock held exclusively.
  */
-static int zero_written(struct fs_inode *ip, uint64_t from, uint64_t to)
+static int zero_written(struct fs_inode *ip, uint64_t from, uint64_t to, const struct wlog *wl)
 {
 	if (from >= to)
 		return 0;
@@ -267,7 +333,7 @@ static int zero_written(struct fs_inode *ip, uint64_t from, uint64_t to)
 		if (!hole && !e.unwritten) {
 			uint64_t lo = MAX(b * FS_BLOCK_SIZE, from), hi = MIN(eb * FS_BLOCK_SIZE, to);
 			uint8_t *z = xcalloc(1, hi - lo);
-			err = write_mapped(ip, lo, z, hi - lo);
+			err = write_mapped(ip, lo, z, hi - lo, wl);
 			free(z);
 			if (err)
 				return err;
@@ -388,8 +454,42 @@ int file_alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, struct 
 	return alloc_holes(ip, first, last, 0, res);
 }
 
-/* fs_write, without clearing res (fs_copy_range writes in pieces). */
-static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size_t len,
+/* Log space a logged write of len bytes reserves: the default (a
+ * conversion's extent and inode changes) and its data, block-padded, with
+ * the old EOF block it may zero. */
+static uint64_t ldata_res(struct fs *fs, size_t len)
+{
+	uint64_t blocks = ALIGN_UP((uint64_t)len, (uint64_t)FS_BLOCK_SIZE) / FS_BLOCK_SIZE + 2;
+	return log_calc_res(fs->f_log, 24, 16 * FS_BLOCK_SIZE) +
+	       log_calc_res(fs->f_log, (unsigned)blocks, blocks * FS_BLOCK_SIZE);
+}
+
+/*
+ * Whether a synchronous write of len bytes goes through the journal
+ * (docs/logged-data.md): small enough, no client holds a layout it could
+ * write the blocks through (D3: map_blocks cancels before it hands blocks
+ * out), and the log has room to spare, so that logged data never makes
+ * metadata wait for log space.
+ */
+static bool ldata_ok(struct fs_inode *ip, size_t len)
+{
+	struct fs *fs = ip->i_fs;
+	if (!len || len > fs->f_ldata_max)
+		return false;
+	bool rw = false;
+	mutex_lock(&fs->f_layout_lock);
+	for (struct fs_layout *l = ip->i_layouts; l && !rw; l = l->next)
+		rw = l->rw;
+	mutex_unlock(&fs->f_layout_lock);
+	uint64_t res = ldata_res(fs, len);
+	return !rw && res <= log_size_bytes(fs->f_log) / 8 && log_space_ample(fs->f_log, res);
+}
+
+/* fs_write and fs_write_sync, without clearing res (fs_copy_range writes in
+ * pieces): with log, the data goes into the journal too (and the I/O lock
+ * is taken exclusively: D1 needs no other writer of the file between the
+ * images and their blocks). */
+static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, bool log,
 			struct fs_result *res)
 {
 	struct fs *fs = ip->i_fs;
@@ -404,7 +504,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 	int err;
 
 	/* the common case first: an aligned overwrite inside the file */
-	if (aligned) {
+	if (aligned && !log) {
 		rwlock_rdlock(&ip->i_iolock);
 		mutex_lock(&ip->i_ilock);
 		err = check_reg(ip);
@@ -414,7 +514,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		if (!err && inside)
 			err = all_written(ip, first, last, &written);
 		if (!err && inside && written) {
-			err = write_mapped(ip, off, buf, len);
+			err = write_mapped(ip, off, buf, len, NULL);
 			if (!err)
 				err = touch_write(ip, res);
 			rwlock_unlock(&ip->i_iolock);
@@ -438,17 +538,37 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		if (err)
 			goto out_unlock;
 	}
+	struct fstx *tx;
+	if (written && log) {
+		/* a logged overwrite: the data and the times in one
+		 * transaction that needs no flush (G7) */
+		err = fstx_begin(fs, 0, ldata_res(fs, len), &tx);
+		if (err)
+			goto out_unlock;
+		err = write_mapped(ip, off, buf, len, &(struct wlog){.tx = tx, .log = true});
+		touch_in(tx, ip, res);
+		ino_log(tx, ip, FS_ILOG_LDATA);
+		fstx_unordered(tx);
+		res_post(res, 0, ip);
+		int cerr = fstx_commit(tx, res);
+		if (!err)
+			err = cerr;
+		goto out_unlock;
+	}
 	if (written) {
 		/* unaligned overwrite: exclusive so that sector updates do not race */
-		err = write_mapped(ip, off, buf, len);
+		err = write_mapped(ip, off, buf, len, NULL);
 		if (!err)
 			err = touch_write(ip, res);
 		goto out_unlock;
 	}
 
-	/* the old EOF block's tail becomes part of the file: zero it */
-	if (off > size && size % FS_BLOCK_SIZE) {
-		err = zero_written(ip, size, MIN(off, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)));
+	/* the old EOF block's tail becomes part of the file: zero it (a
+	 * logged write logs the zeros with its data, below) */
+	bool zero_eof = off > size && size % FS_BLOCK_SIZE;
+	uint64_t zero_end = MIN(off, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE));
+	if (zero_eof && !log) {
+		err = zero_written(ip, size, zero_end, NULL);
 		if (err)
 			goto out_unlock;
 	}
@@ -464,19 +584,33 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		goto out_unlock;
 	if (prealloc)
 		eof_note(ip);
-	err = write_mapped(ip, off, buf, len);
-	if (err)
-		goto out_unlock;
+	if (log) {
+		/* the conversion's transaction first: it takes the data */
+		err = fstx_begin(fs, 4 * bmap_res(ip), ldata_res(fs, len), &tx);
+		if (err)
+			goto out_unlock;
+		struct wlog wl = {.tx = tx, .log = true};
+		if (zero_eof)
+			err = zero_written(ip, size, zero_end, &wl);
+		if (!err)
+			err = write_mapped(ip, off, buf, len, &wl);
+		/* what it points at is in the journal itself (G7) */
+		fstx_unordered(tx);
+	} else {
+		err = write_mapped(ip, off, buf, len, NULL);
+		if (err)
+			goto out_unlock;
+		err = fstx_begin(fs, 4 * bmap_res(ip), 0, &tx);
+		if (err)
+			goto out_unlock;
+	}
 	/* convert and grow */
-	struct fstx *tx;
-	err = fstx_begin(fs, 4 * bmap_res(ip), 0, &tx);
-	if (err)
-		goto out_unlock;
 	ino_join(tx, ip);
 	res_pre(res, 0, ip);
-	err = bmap_set_written(tx, ip, first, last - first + 1, true);
-	unsigned fields = FS_ILOG_EXTENTS;
-	if (off + len > ip->i_d.size) {
+	if (!err)
+		err = bmap_set_written(tx, ip, first, last - first + 1, true);
+	unsigned fields = FS_ILOG_EXTENTS | (log ? FS_ILOG_LDATA : 0);
+	if (!err && off + len > ip->i_d.size) {
 		ip->i_d.size = off + len;
 		fields |= FS_ILOG_CORE;
 	}
@@ -499,7 +633,19 @@ out:
 int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, struct fs_result *res)
 {
 	res_init(res);
-	return write_common(ip, off, buf, len, res);
+	return write_common(ip, off, buf, len, false, res);
+}
+
+int fs_write_sync(struct fs_inode *ip, uint64_t off, const void *buf, size_t len,
+		  struct fs_result *res, bool *data_logged)
+{
+	res_init(res);
+	bool log = ldata_ok(ip, len);
+	int err = write_common(ip, off, buf, len, log, res);
+	*data_logged = log && !err;
+	if (*data_logged)
+		counter_inc(&ip->i_fs->f_stats.logged_writes);
+	return err;
 }
 
 uint64_t fs_sync_seq(struct fs_inode *ip, bool datasync)
@@ -549,10 +695,13 @@ int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx_in, struct
 	struct fs *fs = ip->i_fs;
 	uint64_t old = ip->i_d.size;
 	int err = 0;
+	/* a live logged block is cancelled in tx_in, which holds the inode
+	 * locked (its size change keeps it ordered and forced by fdatasync) */
+	struct wlog wl = {.tx = tx_in};
 	if (size < old && size % FS_BLOCK_SIZE)
-		err = zero_written(ip, size, MIN(old, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)));
+		err = zero_written(ip, size, MIN(old, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)), &wl);
 	else if (size > old && old % FS_BLOCK_SIZE)
-		err = zero_written(ip, old, MIN(size, ALIGN_UP(old, (uint64_t)FS_BLOCK_SIZE)));
+		err = zero_written(ip, old, MIN(size, ALIGN_UP(old, (uint64_t)FS_BLOCK_SIZE)), &wl);
 	if (err) {
 		if (tx_in)
 			fstx_cancel(tx_in);
@@ -619,16 +768,17 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, stru
 
 	if (mode == FS_FALLOC_ALLOC) {
 		if (off > size && size % FS_BLOCK_SIZE)
-			err = zero_written(ip, size, MIN(off, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)));
+			err = zero_written(ip, size, MIN(off, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)),
+					   NULL);
 		if (!err)
 			err = alloc_holes(ip, off / FS_BLOCK_SIZE, (end - 1) / FS_BLOCK_SIZE, 0,
 					  res);
 	} else if (mode == FS_FALLOC_PUNCH || mode == FS_FALLOC_ZERO) {
 		uint64_t pend = MIN(end, MAX(size, end));
 		/* partial blocks at the edges: zeros written in place */
-		err = zero_written(ip, off, MIN(pend, bfirst * FS_BLOCK_SIZE));
+		err = zero_written(ip, off, MIN(pend, bfirst * FS_BLOCK_SIZE), NULL);
 		if (!err && blast * FS_BLOCK_SIZE > off && blast >= bfirst)
-			err = zero_written(ip, MAX(blast * FS_BLOCK_SIZE, off), pend);
+			err = zero_written(ip, MAX(blast * FS_BLOCK_SIZE, off), pend, NULL);
 		uint64_t next = bfirst;
 		while (!err && mode == FS_FALLOC_PUNCH && next < blast) {
 			struct fstx *tx;
@@ -768,7 +918,7 @@ int fs_copy_range(struct fs_inode *src, uint64_t soff, struct fs_inode *dst, uin
 		err = fs_read(src, soff, buf, n, &got, &eof);
 		if (err || !got)
 			break;
-		err = write_common(dst, doff, buf, got, res);
+		err = write_common(dst, doff, buf, got, false, res);
 		if (err)
 			break;
 		*copied += got;

@@ -61,7 +61,13 @@ struct fs_mount_opts {
 	unsigned log_bufs, log_buf_size; /* 0: journal defaults */
 	bool readonly_check;        /* used by check: no orphan processing */
 	uint64_t eof_idle_ns;       /* preallocation past EOF kept while appends come (0: 5 s) */
+	/* fs_write_sync logs the data of writes of at most this many bytes
+	 * (docs/logged-data.md); 0: FS_LOGGED_DATA_DEFAULT; FS_LOGGED_DATA_OFF:
+	 * never */
+	uint32_t logged_data_max;
 };
+#define FS_LOGGED_DATA_DEFAULT (64u << 10)
+#define FS_LOGGED_DATA_OFF     UINT32_MAX
 int fs_mount(const struct fs_mount_opts *o, struct fs **out);
 /* Clean unmount: every inode released, the log written back and closed.
  * Returns -EIO if the filesystem was shut down. */
@@ -238,6 +244,16 @@ int fs_readlink(struct fs_inode *ip, char *buf, size_t size, size_t *len);
 int fs_read(struct fs_inode *ip, uint64_t off, void *buf, size_t len, size_t *nread, bool *eof);
 /* res->ino[0]: ip. */
 int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, struct fs_result *res);
+/*
+ * A write the caller makes stable at once (NFS FILE_SYNC and DATA_SYNC):
+ * fs_write, except that a small one may go through the journal (docs/
+ * logged-data.md): its data is logged with its metadata, *data_logged is
+ * set, and forcing the log to the inode's sync sequence then makes the data
+ * durable too, with no flush of the data device (rule 5 does not apply).
+ * When *data_logged is clear, the caller flushes as after fs_write.
+ */
+int fs_write_sync(struct fs_inode *ip, uint64_t off, const void *buf, size_t len,
+		  struct fs_result *res, bool *data_logged);
 /* DESIGN.md rules 3-5. *log_written (may be NULL): the force wrote the log. */
 int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written);
 

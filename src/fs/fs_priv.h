@@ -257,6 +257,7 @@ int64_t alloc_free_blocks(struct fs *fs);
 #define FS_ILOG_EXTENTS   0x08u /* extent map, allocation, conversion */
 #define FS_ILOG_DATA      0x10u /* directory contents, symlink target */
 #define FS_ILOG_EOFBLOCKS 0x20u /* blocks past EOF given back (eofblocks.c) */
+#define FS_ILOG_LDATA     0x40u /* file data logged, or logged data cancelled */
 /* Not forced by fdatasync: nothing a read of the data needs. */
 #define FS_ILOG_NOSYNC    (FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE | FS_ILOG_EOFBLOCKS)
 
@@ -513,7 +514,9 @@ struct fs {
 		counter_t buf_reads, buf_hits, buf_evictions;
 		counter_t eof_trims, eof_trim_blocks;
 		counter_t rec_puts, rec_deletes;
+		counter_t logged_writes, logged_bytes, logged_overwrites;
 	} f_stats;
+	uint32_t f_ldata_max; /* largest write whose data is logged (file.c) */
 };
 
 /* Shut down by fs_shutdown(), or by the journal after a log or write-back

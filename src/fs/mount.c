@@ -214,6 +214,9 @@ int fs_mount(const struct fs_mount_opts *o, struct fs **out)
 	struct fs *fs = xcalloc(1, sizeof(*fs));
 	fs->f_ddev = o->ddev;
 	fs->f_readonly_check = o->readonly_check;
+	fs->f_ldata_max = o->logged_data_max == FS_LOGGED_DATA_OFF ? 0
+			  : o->logged_data_max		   ? o->logged_data_max
+							   : FS_LOGGED_DATA_DEFAULT;
 	mutex_init(&fs->f_ialloc_lock, &ialloc_lock_class);
 	mutex_init(&fs->f_alloc_lock, &alloc_lock_class);
 	mutex_init(&fs->f_resv_lock, &resv_lock_class);
@@ -454,6 +457,9 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(eof_trim_blocks);
 	C(rec_puts);
 	C(rec_deletes);
+	C(logged_writes);
+	C(logged_bytes);
+	C(logged_overwrites);
 #undef C
 	stat_gauge(s, "fs.records", le32toh(fs->f_sb->sb_rec_count));
 	stat_gauge(s, "fs.free_blocks_now", (uint64_t)MAX(alloc_free_blocks(fs), 0));

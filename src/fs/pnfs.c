@@ -5,6 +5,9 @@
  * map_blocks for writing allocates unwritten blocks over holes and makes
  * that allocation durable before returning: the client writes to those
  * blocks directly, and a server crash must not hand them to someone else.
+ * For the same reason, blocks whose data the journal may still replay (a
+ * logged write's, docs/logged-data.md) have those images cancelled, durably,
+ * before the client gets them (data_item.h, D3).
  *
  * commit_blocks is LAYOUTCOMMIT made stable the way fdatasync is (rule 6):
  * convert what the client wrote, grow the size, log the timestamps (only
@@ -24,10 +27,37 @@
 #include "base/mem.h"
 #include "base/time.h"
 #include "fs/fs_priv.h"
+#include "log/data_item.h"
 
 static bool blk_aligned(uint64_t x)
 {
 	return !(x % FS_BLOCK_SIZE);
+}
+
+/* D3: the live logged blocks among maps, cancelled durably (an ordered
+ * transaction: its flush makes their in-place copies durable first). */
+static int cancel_mapped(struct fs *fs, const struct fs_map *maps, unsigned n)
+{
+	bool live = false;
+	for (unsigned i = 0; i < n && !live; i++)
+		live = maps[i].state != FS_MAP_HOLE && data_live(fs->f_log, maps[i].addr, maps[i].len);
+	if (!live)
+		return 0;
+	struct fstx *tx;
+	int err = fstx_begin(fs, 0, log_calc_res(fs->f_log, 4 * n, 32 * (size_t)n), &tx);
+	if (err)
+		return err;
+	uint64_t cancelled = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (maps[i].state != FS_MAP_HOLE)
+			cancelled += data_item_cancel(tx->tp, maps[i].addr, maps[i].len);
+	if (cancelled)
+		counter_inc(&fs->f_stats.logged_overwrites);
+	struct fs_result res = {0};
+	err = fstx_commit(tx, &res);
+	if (!err && res.csn)
+		err = log_force_seq(fs->f_log, res.csn, true, NULL);
+	return err;
 }
 
 int fs_map_blocks(struct fs_inode *ip, uint64_t off, uint64_t len, bool for_write,
@@ -82,6 +112,8 @@ int fs_map_blocks(struct fs_inode *ip, uint64_t off, uint64_t len, bool for_writ
 		}
 		b = stop;
 	}
+	if (!err && for_write)
+		err = cancel_mapped(fs, maps, *n);
 out:
 	rwlock_unlock(&ip->i_iolock);
 	return err;

@@ -274,20 +274,26 @@ static void cw_emit(struct cil_writer *w, const void *p, size_t n)
  * and the tail its records carry. An ordered checkpoint flushes (G7) and,
  * since it does, carries the AIL's tail (I1: the tail first, then the flush
  * that makes what moved it durable). One of TRANS_UNORDERED transactions
- * only (a sync export's CREATE, REMOVE, RENAME, SETATTR...) carries the
- * durable tail it has and needs no flush at all: it then costs one FUA
- * write, however much other clients' data the device caches. It flushes
- * to move the tail only when somebody needs the space (reservations wait,
- * or a quarter of the log is in use) or it is an empty checkpoint written
- * for that very purpose (cil_cover).
+ * only (a sync export's CREATE, REMOVE, RENAME, SETATTR, a logged write)
+ * carries the durable tail it has and needs no flush at all: it then costs
+ * one FUA write, however much other clients' data the device caches. It
+ * flushes to move the tail only when somebody needs the space
+ * (reservations wait, or half the log is in use) or it is an empty
+ * checkpoint written for that very purpose (cil_cover).
+ *
+ * Past a quarter of the log in use, the AIL is asked to write back what
+ * is older than the newest eighth, so that the tail, when it moves, moves
+ * far: a few tail-moving flushes per log's worth of checkpoints.
  */
 static bool cil_want_flush(struct log *log, struct cil_ctx *ctx)
 {
 	mutex_lock(&log->l_space_lock);
 	uint64_t head = log->l_head_pos, dtail = log->l_durable_tail;
-	bool want_space = log->l_space_next != log->l_space_serving ||
-			  (head - dtail) * LOG_BB_SIZE > log->l_bytes / 4;
+	uint64_t used = (head - dtail) * LOG_BB_SIZE;
+	bool want_space = log->l_space_next != log->l_space_serving || used > log->l_bytes / 2;
 	mutex_unlock(&log->l_space_lock);
+	if (used > log->l_bytes / 4 && head > log->l_bbs / 8)
+		ail_push_target(log, head - log->l_bbs / 8);
 	uint64_t tail = ail_tail_pos(log, head);
 	bool cover = list_empty(&ctx->c_lvs);
 	bool flush = ctx->c_ordered || (tail != dtail && (want_space || cover));
@@ -373,7 +379,8 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
 		struct log_item *lip = lv->lv_item;
 		if (lip->li_ops->committed)
 			lip->li_ops->committed(lip, lsn);
-		ail_insert(log, lip, ctx->c_start_pos);
+		if (!(lip->li_ops->flags & LOG_ITEM_NO_AIL))
+			ail_insert(log, lip, ctx->c_start_pos);
 		lip->li_ops->unpin(lip, false);
 		free(lv);
 	}

@@ -18,6 +18,7 @@
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/time.h"
+#include "log/data_item.h"
 #include "log/log_priv.h"
 
 static struct lock_class pusher_lock_class = LOCK_CLASS_INIT("log.pusher_lock", 120);
@@ -27,6 +28,7 @@ static struct lock_class push_lock_class = LOCK_CLASS_INIT("log.push_lock", 320)
 static struct lock_class space_lock_class = LOCK_CLASS_INIT("log.space_lock", 330);
 static struct lock_class ail_lock_class = LOCK_CLASS_INIT("log.ail_lock", 340);
 static struct lock_class io_lock_class = LOCK_CLASS_INIT("log.io_lock", 350);
+static struct lock_class data_lock_class = LOCK_CLASS_INIT("log.data_lock", 360);
 
 #define LOG_MIN_SIZE (64u * 1024u)
 
@@ -133,6 +135,13 @@ static void log_free(struct log *log)
 	mutex_destroy(&log->l_space_lock);
 	mutex_destroy(&log->l_ail_lock);
 	mutex_destroy(&log->l_io_lock);
+	mutex_destroy(&log->l_data_lock);
+	size_t it = 0;
+	uint64_t k;
+	void *v;
+	while (hashmap_next(&log->l_data_live, &it, &k, &v))
+		free(v);
+	hashmap_destroy(&log->l_data_live);
 	cond_destroy(&log->l_push_cond);
 	cond_destroy(&log->l_durable_cond);
 	cond_destroy(&log->l_swap_cond);
@@ -156,6 +165,8 @@ int log_mount(const struct log_params *in, struct log **out)
 	mutex_init(&log->l_space_lock, &space_lock_class);
 	mutex_init(&log->l_ail_lock, &ail_lock_class);
 	mutex_init(&log->l_io_lock, &io_lock_class);
+	mutex_init(&log->l_data_lock, &data_lock_class);
+	hashmap_init(&log->l_data_live);
 	cond_init(&log->l_push_cond);
 	cond_init(&log->l_durable_cond);
 	cond_init(&log->l_swap_cond);
@@ -182,6 +193,7 @@ int log_mount(const struct log_params *in, struct log **out)
 	log->l_push_threshold = MIN(log->l_bytes / 8, 32ull << 20);
 	log->l_slack = 4ull * LOG_BB_SIZE;
 	log->l_types[LOG_ITEM_BUF] = &buf_item_ops;
+	log->l_types[LOG_ITEM_DATA] = &data_item_ops;
 	for (unsigned i = 0; i < p->nitem_ops; i++) {
 		const struct log_item_ops *ops = p->item_ops[i];
 		if (ops->type == 0 || ops->type >= LOG_ITEM_MAX) {
@@ -310,6 +322,20 @@ static int64_t space_free(struct log *log)
 	uint64_t used = (log->l_head_pos - log->l_durable_tail) * LOG_BB_SIZE;
 	return (int64_t)log->l_bytes - (int64_t)used - (int64_t)log->l_cil_space -
 	       (int64_t)log->l_reserved - (int64_t)log->l_slack;
+}
+
+uint64_t log_size_bytes(const struct log *log)
+{
+	return log->l_bytes;
+}
+
+bool log_space_ample(struct log *log, uint64_t res)
+{
+	mutex_lock(&log->l_space_lock);
+	bool yes = log->l_space_next == log->l_space_serving &&
+		   space_free(log) - (int64_t)res >= (int64_t)(log->l_bytes / 4);
+	mutex_unlock(&log->l_space_lock);
+	return yes;
 }
 
 int log_space_reserve(struct log *log, uint64_t res)

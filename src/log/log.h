@@ -72,6 +72,7 @@ enum log_push_result {
 struct log_item_ops {
 	uint16_t type; /* LOG_ITEM_* on disk */
 	const char *name;
+	unsigned flags; /* LOG_ITEM_NO_AIL */
 	/* Commit, item locked by the transaction: bytes the image will take. */
 	size_t (*size)(struct log_item *lip);
 	/* Commit: write the image (size() bytes) to buf. */
@@ -97,6 +98,11 @@ struct log_item_ops {
 	int (*recover)(struct log_recovery *rc, const void *img, size_t len);
 	void (*recover_done)(struct log_recovery *rc);
 };
+
+/* The item's owner wrote its change in place before the commit (data_item.h):
+ * it never enters the AIL and never holds the tail; unpin() is the last
+ * call the journal makes on it. */
+#define LOG_ITEM_NO_AIL 0x1u
 
 /* Embedded in every logged object; owned by the journal while in use. */
 struct log_item {
@@ -207,6 +213,12 @@ int log_ail_push_all(struct log *log);
 
 /* Log space a transaction must reserve to log nitems items of nbytes in all. */
 uint64_t log_calc_res(const struct log *log, unsigned nitems, size_t nbytes);
+/* The log's size in bytes. */
+uint64_t log_size_bytes(const struct log *log);
+/* Would a reservation of res now leave at least a quarter of the log to
+ * everyone else, with nobody waiting for space? (No wait: for optional use
+ * of log space, such as logged data.) */
+bool log_space_ample(struct log *log, uint64_t res);
 
 /* The data device items are written back to. */
 struct dev *log_ddev(struct log *log);

@@ -78,6 +78,7 @@ _Static_assert(sizeof(struct log_op_hdr) == 8, "op header size");
 /* Item types. */
 #define LOG_ITEM_BUF   1 /* buffer item: dirty ranges of a 4 KiB metadata block */
 #define LOG_ITEM_INODE 2 /* inode item (filesystem engine) */
+#define LOG_ITEM_DATA  3 /* data item: file data, or a cancel of it (data_item.h) */
 #define LOG_ITEM_MAX   16
 
 /*
@@ -99,5 +100,21 @@ struct log_buf_fmt {
 };
 _Static_assert(sizeof(struct log_buf_fmt) == 16, "buffer item header size");
 _Static_assert(LOG_BUF_CHUNKS == 32, "chunk map is one 32-bit word");
+
+/*
+ * Data item image: header, then dl_len bytes of data for the data device at
+ * dl_daddr (both multiples of 512). With LOG_DATA_CANCEL no data follows:
+ * recovery skips, in every 4 KiB block of [dl_daddr, dl_daddr + dl_len),
+ * what the data images before this one in log order would write.
+ */
+#define LOG_DATA_CANCEL 0x1u
+
+struct log_data_fmt {
+	uint64_t dl_daddr; /* byte offset on the data device */
+	uint32_t dl_len;   /* bytes */
+	uint16_t dl_flags;
+	uint16_t dl_pad;
+};
+_Static_assert(sizeof(struct log_data_fmt) == 16, "data item header size");
 
 #endif

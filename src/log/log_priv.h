@@ -11,6 +11,8 @@
  *           -> l_space_lock (head, tail, reservations)
  *             -> l_ail_lock (the AIL)
  *               -> l_io_lock (the log buffer ring)
+ *                 -> l_data_lock (logged data's live blocks; l_space_lock is
+ *                    read before it, never under it)
  * No journal lock is held across device I/O, except l_io_lock's owner never
  * does I/O under it either: every write happens with no journal lock held.
  *
@@ -48,6 +50,7 @@
 
 #include "base/compiler.h"
 
+#include "base/hashmap.h"
 #include "base/lock.h"
 #include "log/log.h"
 
@@ -161,6 +164,13 @@ struct log {
 	uint32_t l_ail_pass;
 	bool l_ail_stop;
 
+	/* logged data (data_item.c): blocks the log may still replay images
+	 * of, and how many there are (read without the lock: 0 is the fast
+	 * path of every in-place write) */
+	struct mutex l_data_lock;
+	struct hashmap l_data_live;
+	_Atomic size_t l_data_nlive;
+
 	/* log buffer ring and its I/O thread */
 	struct mutex l_io_lock;
 	/* three waits, so that nobody is woken for another's event (a
@@ -245,5 +255,10 @@ uint32_t log_rec_crc(const struct log_rec_hdr *h, const void *payload, uint32_t 
 
 /* buf_item.c */
 extern const struct log_item_ops buf_item_ops;
+
+/* recover.c, for item types: the log being recovered, and dropping a
+ * cached block that a newer write of file data replaces */
+struct log *log_recovery_log(struct log_recovery *rc);
+void log_recovery_forget(struct log_recovery *rc, uint64_t daddr, uint32_t len);
 
 #endif

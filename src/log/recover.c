@@ -282,6 +282,17 @@ uint64_t log_recovery_ckpt(const struct log_recovery *rc)
 	return rc->rc_ckpt;
 }
 
+struct log *log_recovery_log(struct log_recovery *rc)
+{
+	return rc->rc_log;
+}
+
+void log_recovery_forget(struct log_recovery *rc, uint64_t daddr, uint32_t len)
+{
+	free(hashmap_remove(&rc->rc_blocks, daddr));
+	(void)len; /* cached blocks start at their own address: a 4 KiB block */
+}
+
 void **log_recovery_private(struct log_recovery *rc, uint16_t type)
 {
 	BUG_ON(type >= LOG_ITEM_MAX);

@@ -616,6 +616,7 @@ static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, v
 	struct fs_inode *ip;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
 	uint64_t seq = 0;
+	bool logged = false;
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
 		return resume(rq, res);
 	call_init(&c, rq, rc);
@@ -637,7 +638,12 @@ static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, v
 	struct fs_setattr kill = {.mask = srv_write_kill(&c.cred, &at)};
 	if (kill.mask && (r->status = nfs3_status(fs_setattr(ip, &kill, NULL))))
 		goto out;
-	r->status = nfs3_status(fs_write(ip, a->offset, a->data.iov_base, a->count, &fr));
+	/* a stable write may go through the journal (docs/logged-data.md):
+	 * then forcing its sequence makes the data durable, with no flush */
+	r->status = nfs3_status(a->stable == UNSTABLE
+					? fs_write(ip, a->offset, a->data.iov_base, a->count, &fr)
+					: fs_write_sync(ip, a->offset, a->data.iov_base, a->count,
+							&fr, &logged));
 	if (r->status)
 		goto out;
 	r->count = a->count;
@@ -649,7 +655,7 @@ out:
 	fs_iput(ip);
 	if (r->status)
 		return SVC_OK;
-	return reply_stable(&c, &r->sync, &r->status, seq, a->stable != UNSTABLE, true);
+	return reply_stable(&c, &r->sync, &r->status, seq, a->stable != UNSTABLE, !logged);
 }
 
 /* The exclusive-create verifier lives in atime and mtime (as in knfsd):

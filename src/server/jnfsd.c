@@ -210,6 +210,8 @@ static void usage(FILE *f)
 		"  --flush-latency-us N   add N us to every device flush and FUA write\n"
 		"  --buffered             reach the image through the host's page cache\n"
 		"                         (default: O_DIRECT, where the filesystem allows it)\n"
+		"  --logged-data-max N    FILE_SYNC/DATA_SYNC writes of at most N bytes are made\n"
+		"                         durable by logging their data (default 65536; 0: never)\n"
 		"  --crash                keep unflushed writes in memory: SIGKILL is a power\n"
 		"                         failure (for tests)\n"
 		"  --rpcbind ADDR:PORT    rpcbind to register with (default 127.0.0.1:111),\n"
@@ -444,6 +446,7 @@ int main(int argc, char **argv)
 		{"flush-latency-us", required_argument, NULL, 'f'},
 		{"crash", no_argument, NULL, 'C'},
 		{"buffered", no_argument, NULL, 'B'},
+		{"logged-data-max", required_argument, NULL, 'D'},
 		{"listen", required_argument, NULL, 'l'},
 		{"threads", required_argument, NULL, 't'},
 		{"rpcbind", required_argument, NULL, 'r'},
@@ -470,6 +473,7 @@ int main(int argc, char **argv)
 	const char *image = DEFAULT_IMAGE, *logdev = NULL, *exports_file = NULL;
 	uint64_t size = DEFAULT_SIZE, flush_us = 0;
 	bool crash = false, max_conns_given = false, flush_fault = false, buffered = false;
+	uint32_t ldata_max = 0; /* the engine's default */
 	struct svc_config cfg;
 	struct nfs4_server_config nfs4cfg;
 	unsigned long long v;
@@ -511,6 +515,11 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			buffered = true;
+			break;
+		case 'D':
+			if (!parse_num(optarg, 1u << 20, &v))
+				goto bad_value;
+			ldata_max = v ? (uint32_t)v : FS_LOGGED_DATA_OFF;
 			break;
 		case 'l':
 			if (nlisten == MAX_LISTEN) {
@@ -667,7 +676,9 @@ int main(int argc, char **argv)
 	dev_set_latency(ddev, flush_us * 1000, flush_us * 1000);
 	if (ldev)
 		dev_set_latency(ldev, flush_us * 1000, flush_us * 1000);
-	if ((err = fs_mount(&(struct fs_mount_opts){.ddev = ddev, .ldev = ldev}, &srv.fs))) {
+	if ((err = fs_mount(&(struct fs_mount_opts){.ddev = ddev, .ldev = ldev,
+						     .logged_data_max = ldata_max},
+			    &srv.fs))) {
 		msg_err("cannot mount %s: %s", image, strerror(-err));
 		close_storage(file, ddev, ldev);
 		exports_free(exports);
