@@ -3,11 +3,13 @@
  *
  *   log-crash [--points N] [--seed S] [--wrap] [--verbose]
  *
- * Each round runs a random multi-threaded workload (tests/logwl) on a
- * recording crash device, then cuts power at crash points of the recorded
- * stream: at every flush and every FUA write (the commit record in flight)
- * and at random points between, keeping a random subset of the unflushed
- * writes, possibly torn at sector boundaries. After each cut the image is
+ * Each round runs a random multi-threaded workload (tests/logwl: none, half,
+ * most or all of its transactions unordered, so that checkpoints skip their
+ * data-device flush and carry the old tail, G7) on a recording crash
+ * device, then cuts power at crash points of the recorded stream: at every
+ * flush and every FUA write (the commit record in flight) and at random
+ * points between, keeping a random subset of the unflushed writes, possibly
+ * torn at sector boundaries. After each cut the image is
  * recovered and checked: every transaction whose force returned is present
  * (G3), the image is exactly the checkpoints up to some N in CSN order (G1,
  * G2), and on every eighth point the log is used again, unmounted cleanly
@@ -293,6 +295,9 @@ static void random_cfg(struct rng *r, struct round_cfg *c, uint64_t seed)
 		.seed = seed,
 	};
 	c->wp.txns = (unsigned)(1200 / c->wp.threads) + (unsigned)rng_below(r, 100);
+	/* none, some or all of the checkpoints free to skip their flush (G7) */
+	static const unsigned unordered[] = {0, 50, 90, 100};
+	c->wp.unordered_pct = unordered[rng_below(r, 4)];
 	/* a transaction's reservation must stay under a quarter of the log */
 	while (c->wp.max_touch > 1 && (c->wp.max_touch + 1) * 4096 * 8 / 5 > c->log_size / 4)
 		c->wp.max_touch--;
@@ -345,6 +350,7 @@ int main(int argc, char **argv)
 					  .force_pct = 30,
 					  .async_pct = 10,
 					  .sync_pct = 5,
+					  .unordered_pct = 50,
 					  .free_pct = 4,
 					  .seed = seed};
 		run_round(&c, seed, points, true, &tot);

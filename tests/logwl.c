@@ -147,6 +147,8 @@ static void *wl_thread_fn(void *arg)
 		uint16_t freed[8];
 		unsigned nfreed = 0;
 		unsigned flags = rng_chance(&r, p->sync_pct) ? TRANS_SYNC : 0;
+		if (p->unordered_pct && rng_chance(&r, p->unordered_pct))
+			flags |= TRANS_UNORDERED;
 		struct trans *tp;
 		uint64_t res = log_calc_res(w->log, nb, nb * (WL_BLOCK + 64));
 		int err = trans_alloc(w->log, res, flags, &tp);

@@ -45,6 +45,11 @@ struct wl_params {
 	unsigned force_pct; /* forced and waited for after commit */
 	unsigned async_pct; /* forced without waiting */
 	unsigned sync_pct;  /* committed with TRANS_SYNC */
+	/* committed with TRANS_UNORDERED (log.h G7): none of them points at
+	 * data written in place (file data is flushed on its own, below), so
+	 * their checkpoints may skip the data-device flush and carry the old
+	 * tail */
+	unsigned unordered_pct;
 	unsigned free_pct;  /* free a shared block */
 	uint64_t seed;
 	struct dev *markdev; /* crash device for acknowledgement marks, or NULL */
