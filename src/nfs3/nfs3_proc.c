@@ -14,10 +14,12 @@
  * asked for stability, the request is parked (svc_defer) and the journal
  * is forced asynchronously to that sequence; the push thread that makes it
  * durable sends the reply (svc_complete). When data must be durable as
- * well and that force did not flush the device (rule 5), the request is
- * woken instead (svc_wake) and a worker flushes. No worker waits for the
- * log. A rerun handler sees svc_req_wake() != SVC_WAKE_NONE and only
- * finishes what is left (resume).
+ * well and no flush of the device that started after the call covered it
+ * (rule 5), the request waits, still parked, for the next flush (shared
+ * with every other caller, dev.h), and the thread that ran it sends the
+ * reply. No worker waits for the log or for a flush someone else runs. A
+ * rerun handler (server shutdown) sees svc_req_wake() != SVC_WAKE_NONE
+ * and only finishes what is left (resume).
  *
  * The write verifier (nfs3_write_verf) moves when a write or flush of the
  * data device fails: a WRITE reads it before its data goes to the engine,
@@ -309,9 +311,36 @@ static void sync_verf(const struct nfs3_server *s, const struct nfs3_sync *sy, u
 		nfs3_write_verf(s, sy->verf);
 }
 
-static struct nfs3_sync *sync_of(void *res)
+/* The data flush is done: on the thread that ran the flush (this
+ * request's own worker when no flush was under way, else whichever thread
+ * led it: shared flushes, dev.h). Never blocks. */
+static void flush_done(struct fs_flush_waiter *fw, int err)
 {
-	return res; /* every deferrable result starts with its struct nfs3_sync */
+	struct nfs3_sync *sy = container_of(fw, struct nfs3_sync, fw);
+	struct svc_req *rq = sy->rq;
+	if (err)
+		*sy->status = NFS3ERR_IO;
+	sync_verf(svc_req_ctx(rq), sy, *sy->status);
+	svc_complete(rq, SVC_OK);
+	svc_req_put(rq);
+}
+
+/*
+ * Complete the parked request once a flush of the data device that started
+ * now has completed (rule 5). Consumes the caller's reference to the
+ * request. With may_lead, a flush with none under way runs on this thread;
+ * the push thread never leads one (it would hold up the checkpoints).
+ */
+static void flush_then_complete(struct nfs3_server *s, struct nfs3_sync *sy, bool may_lead)
+{
+	counter_inc(&s->st.sync_flushes);
+	sy->fw.fn = flush_done;
+	if (fs_flush_data_async(s->fs, &sy->fw, may_lead) == 0) {
+		/* nothing written since a flush that covered it all */
+		sync_verf(s, sy, *sy->status);
+		svc_complete(sy->rq, SVC_OK);
+		svc_req_put(sy->rq);
+	}
 }
 
 /* The force is done: on the journal's push thread, or on this request's own
@@ -324,12 +353,11 @@ static void sync_done(struct fs_sync_waiter *w, int err, bool log_flushed)
 	if (err)
 		*sy->status = NFS3ERR_IO;
 	if (!err && sy->need_flush && !log_flushed) {
-		sy->flush_pending = true;
-		svc_wake(rq);
-	} else {
-		sync_verf(svc_req_ctx(rq), sy, *sy->status);
-		svc_complete(rq, SVC_OK);
+		flush_then_complete(svc_req_ctx(rq), sy, false);
+		return;
 	}
+	sync_verf(svc_req_ctx(rq), sy, *sy->status);
+	svc_complete(rq, SVC_OK);
 	svc_req_put(rq);
 }
 
@@ -337,6 +365,8 @@ static void sync_done(struct fs_sync_waiter *w, int err, bool log_flushed)
  * Reply once csn is durable (and, with data, once the data device holds
  * what was written: rule 5). force says whether csn matters for this
  * reply at all (a sync export's metadata, or a data sync on any export).
+ * The request is parked while it waits, holding no worker: a flush under
+ * way, or one its caller did not lead, completes it from another thread.
  */
 static enum svc_stat reply_stable(struct call *c, struct nfs3_sync *sy, uint32_t *status,
 				  uint64_t csn, bool force, bool data)
@@ -344,24 +374,20 @@ static enum svc_stat reply_stable(struct call *c, struct nfs3_sync *sy, uint32_t
 	struct fs *fs = c->s->fs;
 	if (!force || (!csn && !data))
 		return SVC_OK;
-	if (!csn) {
-		/* nothing logged: only the device cache stands between the data
-		 * and stable storage; a flush on this worker is cheaper than a
-		 * round trip through the push thread */
-		counter_inc(&c->s->st.sync_flushes);
-		if (fs_flush_data(fs))
-			*status = NFS3ERR_IO;
-		sync_verf(c->s, sy, *status);
-		return SVC_OK;
-	}
 	sy->rq = c->rq;
 	sy->status = status;
 	sy->need_flush = data;
-	sy->flush_pending = false;
-	sy->w.fn = sync_done;
-	counter_inc(&c->s->st.sync_waits);
 	svc_req_get(c->rq);
 	svc_defer(c->rq, 0);
+	if (!csn) {
+		/* nothing logged: only the device cache stands between the data
+		 * and stable storage; with no flush under way, the flush runs
+		 * on this worker, cheaper than a trip through another thread */
+		flush_then_complete(c->s, sy, true);
+		return SVC_DEFERRED;
+	}
+	sy->w.fn = sync_done;
+	counter_inc(&c->s->st.sync_waits);
 	int rc = fs_force_async(fs, csn, &sy->w);
 	if (rc == 1)
 		return SVC_DEFERRED;
@@ -369,9 +395,8 @@ static enum svc_stat reply_stable(struct call *c, struct nfs3_sync *sy, uint32_t
 	if (rc < 0) {
 		*status = NFS3ERR_IO;
 	} else if (data) {
-		counter_inc(&c->s->st.sync_flushes);
-		if (fs_flush_data(fs))
-			*status = NFS3ERR_IO;
+		flush_then_complete(c->s, sy, true);
+		return SVC_DEFERRED;
 	}
 	sync_verf(c->s, sy, *status);
 	svc_complete(c->rq, SVC_OK);
@@ -379,19 +404,13 @@ static enum svc_stat reply_stable(struct call *c, struct nfs3_sync *sy, uint32_t
 	return SVC_DEFERRED;
 }
 
-/* A parked request runs again: finish what reply_stable left. */
+/* A parked request runs again (server shutdown): finish what reply_stable
+ * left. */
 static enum svc_stat resume(struct svc_req *rq, void *res)
 {
-	struct nfs3_server *s = svc_req_ctx(rq);
-	struct nfs3_sync *sy = sync_of(res);
+	(void)res;
 	if (svc_req_wake(rq) == SVC_WAKE_SHUTDOWN)
 		return SVC_DROP; /* not stable yet: the client will retransmit */
-	if (sy->flush_pending) {
-		counter_inc(&s->st.sync_flushes);
-		if (fs_flush_data(s->fs))
-			*sy->status = NFS3ERR_IO;
-		sync_verf(s, sy, *sy->status);
-	}
 	return SVC_OK;
 }
 

@@ -128,7 +128,7 @@ struct nfs3_sync {
 	struct svc_req *rq;
 	uint32_t *status;     /* the result's status, set to IO on failure */
 	bool need_flush;      /* a data sync: flush the device if the force did not */
-	bool flush_pending;   /* woken to flush on a worker */
+	struct fs_flush_waiter fw; /* that flush, when it is needed */
 	uint8_t *verf;        /* COMMIT: its verifier, filled in once the data is durable */
 };
 

@@ -94,13 +94,17 @@ uint32_t nfs4_op_write(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 		return NFS4ERR_FBIG;
 	srv_write_verf(c->s->srv, ok->writeverf);
 	struct fs_result res = {0};
-	err = srv_write(&c->cfh.exp, c->cfh.ip, wa->offset, wa->data.val, wa->data.len, &res);
+	bool logged;
+	err = srv_write(&c->cfh.exp, c->cfh.ip, wa->offset, wa->data.val, wa->data.len,
+			wa->stable != UNSTABLE4, &res, &logged);
 	if (err)
 		return nfs4_err_on(c, err, c->cfh.ip);
 	ok->count = wa->data.len;
 	ok->committed = wa->stable;
+	/* data logged with its metadata (docs/logged-data.md): the force is
+	 * all its stability needs */
 	if (wa->stable != UNSTABLE4)
-		nfs4_note_change(c, fs_sync_seq(c->cfh.ip, wa->stable == DATA_SYNC4), true);
+		nfs4_note_change(c, fs_sync_seq(c->cfh.ip, wa->stable == DATA_SYNC4), !logged);
 	return NFS4_OK;
 }
 

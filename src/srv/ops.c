@@ -147,12 +147,16 @@ int srv_setattr(const struct srv_exp *e, struct fs_inode *ip, struct fs_setattr 
 }
 
 int srv_write(const struct srv_exp *e, struct fs_inode *ip, uint64_t off, const void *buf,
-	      size_t len, struct fs_result *res)
+	      size_t len, bool stable, struct fs_result *res, bool *data_logged)
 {
+	*data_logged = false;
 	/* set-id bits go before the data does; their change is covered by
 	 * the write's own sync */
 	int err = prepare_write(e, ip, NULL);
-	return err ? err : fs_write(ip, off, buf, len, res);
+	if (err)
+		return err;
+	return stable ? fs_write_sync(ip, off, buf, len, res, data_logged)
+		      : fs_write(ip, off, buf, len, res);
 }
 
 /* What a write to ip needs before its data goes: permission with the

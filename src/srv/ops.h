@@ -49,9 +49,12 @@ int srv_setattr(const struct srv_exp *e, struct fs_inode *ip, struct fs_setattr 
 		struct fs_result *res);
 
 /* WRITE: permission with the owner override, layouts broken, set-id bits
- * cleared before the data goes (rule 9), the data written. */
+ * cleared before the data goes (rule 9), the data written. A stable write
+ * (FILE_SYNC, DATA_SYNC) may have its data logged (fs_write_sync): then
+ * *data_logged is set and forcing the inode's sync sequence is all its
+ * stability needs, no flush of the data device. */
 int srv_write(const struct srv_exp *e, struct fs_inode *ip, uint64_t off, const void *buf,
-	      size_t len, struct fs_result *res);
+	      size_t len, bool stable, struct fs_result *res, bool *data_logged);
 
 /* ALLOCATE / DEALLOCATE (fs_fallocate's mode): a write of ip's space,
  * with WRITE's permission, layouts broken, set-id bits cleared. */

@@ -8,11 +8,12 @@
  * thread, or this request's own worker when it wrote the checkpoint itself
  * on an idle journal - completes the request: it encodes and sends the
  * reply (svc_complete). When data must be durable too and that force
- * wrote no log (so no device flush happened after the data was written:
- * rule 5), the request is woken instead (svc_wake) and a worker flushes the
- * data device, since a flush is too slow for the push thread. No thread
- * waits for the log; the waiter lives in the request's scratch space, not
- * in any protocol's result struct.
+ * saw no flush of the data device that started after the call (rule 5),
+ * the request waits, still parked, for the next flush (shared with every
+ * other caller, dev.h): the thread that runs it completes the request (the
+ * push thread never runs one: it would hold up the checkpoints). No thread
+ * waits for the log or for a flush another thread runs; the waiter lives
+ * in the request's scratch space, not in any protocol's result struct.
  *
  * Where completions send their replies: on the thread that made the
  * sequence durable. Encoding a reply is a copy of its result struct into
@@ -135,15 +136,19 @@ int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc,
 
 /* ---- stability ---- */
 
-/* What a parked request keeps in its scratch space while it waits. */
+/* What a parked request keeps in its scratch space while it waits: the
+ * journal's waiter, then (once that one's function ran and the journal let
+ * go of it) the device's. */
 struct srv_wait {
-	struct fs_sync_waiter w;
+	union {
+		struct fs_sync_waiter w;
+		struct fs_flush_waiter fw;
+	};
 	struct svc_req *rq;
 	struct srv *s;
 	srv_failed_fn failed;
 	void *failed_arg;
-	bool need_flush;    /* a data sync: flush the device if the force did not */
-	bool flush_pending; /* woken to flush on a worker */
+	bool need_flush; /* a data sync: flush the device if the force did not */
 };
 _Static_assert(sizeof(struct srv_wait) <= SVC_REQ_SCRATCH, "the waiter fits the request");
 
@@ -158,6 +163,33 @@ static void wait_fail(struct srv_wait *sw, int err)
 		sw->failed(sw->failed_arg, err);
 }
 
+/* The data flush is done: on the thread that ran it (this request's own
+ * worker when none was under way, else whichever thread led it). Never
+ * blocks. */
+static void flush_done(struct fs_flush_waiter *fw, int err)
+{
+	struct srv_wait *sw = container_of(fw, struct srv_wait, fw);
+	struct svc_req *rq = sw->rq;
+	if (err)
+		wait_fail(sw, err);
+	svc_complete(rq, SVC_OK);
+	svc_req_put(rq);
+}
+
+/* Complete the parked request once a flush of the data device that started
+ * now has completed (rule 5); consumes the caller's reference. With
+ * may_lead, a flush with none under way runs on this thread. */
+static void flush_then_complete(struct srv_wait *sw, bool may_lead)
+{
+	counter_inc(&sw->s->st.sync_flushes);
+	sw->fw.fn = flush_done;
+	if (fs_flush_data_async(sw->s->fs, &sw->fw, may_lead) == 0) {
+		/* nothing written since a flush that covered it all */
+		svc_complete(sw->rq, SVC_OK);
+		svc_req_put(sw->rq);
+	}
+}
+
 /* The force is done: on the journal's push thread, or on this request's own
  * worker when it wrote the checkpoint itself before srv_reply_stable
  * returned (fs_force_async on an idle journal). Never blocks. */
@@ -168,21 +200,11 @@ static void sync_done(struct fs_sync_waiter *w, int err, bool log_flushed)
 	if (err)
 		wait_fail(sw, err);
 	if (!err && sw->need_flush && !log_flushed) {
-		sw->flush_pending = true;
-		svc_wake(rq);
-	} else {
-		svc_complete(rq, SVC_OK);
+		flush_then_complete(sw, false); /* the journal is done with w */
+		return;
 	}
+	svc_complete(rq, SVC_OK);
 	svc_req_put(rq);
-}
-
-/* A flush of the data device on this worker (rule 5). */
-static void flush_data(struct srv *s, struct srv_wait *sw)
-{
-	counter_inc(&s->st.sync_flushes);
-	int err = fs_flush_data(s->fs);
-	if (err)
-		wait_fail(sw, err);
 }
 
 enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
@@ -194,27 +216,30 @@ enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, 
 	sw->s = s;
 	sw->failed = failed;
 	sw->failed_arg = failed_arg;
+	if (!csn && !data)
+		return SVC_OK;
+	svc_req_get(rq);
+	svc_defer(rq, 0);
 	if (!csn) {
 		/* nothing logged: only the device cache stands between the data
-		 * and stable storage; a flush on this worker is cheaper than a
-		 * round trip through the push thread */
-		if (data)
-			flush_data(s, sw);
-		return SVC_OK;
+		 * and stable storage; with no flush under way, the flush runs on
+		 * this worker, cheaper than a trip through another thread */
+		flush_then_complete(sw, true);
+		return SVC_DEFERRED;
 	}
 	sw->need_flush = data;
 	sw->w.fn = sync_done;
 	counter_inc(&s->st.sync_waits);
-	svc_req_get(rq);
-	svc_defer(rq, 0);
 	int rc = fs_force_async(s->fs, csn, &sw->w);
 	if (rc == 1)
 		return SVC_DEFERRED;
 	/* durable already (or failed): nobody else will finish it */
-	if (rc < 0)
+	if (rc < 0) {
 		wait_fail(sw, rc);
-	else if (data)
-		flush_data(s, sw);
+	} else if (data) {
+		flush_then_complete(sw, true);
+		return SVC_DEFERRED;
+	}
 	svc_complete(rq, SVC_OK);
 	svc_req_put(rq);
 	return SVC_DEFERRED;
@@ -222,10 +247,8 @@ enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, 
 
 enum svc_stat srv_stable_resume(struct srv *s, struct svc_req *rq)
 {
-	struct srv_wait *sw = wait_of(rq);
+	(void)s;
 	if (svc_req_wake(rq) == SVC_WAKE_SHUTDOWN)
 		return SVC_DROP; /* not stable yet: the client will retransmit */
-	if (sw->flush_pending)
-		flush_data(s, sw);
 	return SVC_OK;
 }

@@ -132,8 +132,8 @@ typedef void (*srv_failed_fn)(void *arg, int err);
  */
 enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
 			       srv_failed_fn failed, void *failed_arg);
-/* The rerun of a request parked by srv_reply_stable: finishes what is left
- * (a data flush on this worker) and says what to answer. */
+/* The rerun of a request parked by srv_reply_stable (at server shutdown):
+ * says what to answer. */
 enum svc_stat srv_stable_resume(struct srv *s, struct svc_req *rq);
 
 #endif
