@@ -469,6 +469,24 @@ static void cil_cover(struct log *log)
 		cil_push(log);
 }
 
+/*
+ * Right after recovery: the durable tail still lies before the checkpoints
+ * replay just wrote home (and flushed). Until a record carries a tail past
+ * them, a second crash would replay them again; for logged data that would
+ * put an image over whatever is written to its block in place meanwhile,
+ * and nothing knows those blocks live (data_item.h, D1). So the mount
+ * writes an empty checkpoint that carries the tail to the head.
+ */
+int log_cover_recovered(struct log *log)
+{
+	if (!log->l_replayed)
+		return 0;
+	mutex_lock(&log->l_pusher_lock);
+	cil_cover(log);
+	mutex_unlock(&log->l_pusher_lock);
+	return log_is_shutdown(log) ? -EIO : 0;
+}
+
 /* How long the push thread may still wait for more forces of the current
  * context before pushing it (see "Waiting for the group"); 0: push now.
  * Caller holds l_push_lock. */

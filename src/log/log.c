@@ -221,6 +221,11 @@ int log_mount(const struct log_params *in, struct log **out)
 	    pthread_create(&log->l_push_thread, NULL, log_push_thread, log))
 		panic("log: cannot start threads");
 	log->l_threads_started = true;
+	err = log_cover_recovered(log);
+	if (err) {
+		log_unmount(log);
+		return err;
+	}
 	*out = log;
 	return 0;
 

@@ -115,6 +115,7 @@ struct log {
 	const struct log_item_ops *l_types[LOG_ITEM_MAX];
 
 	_Atomic bool l_shutdown;
+	bool l_replayed; /* recovery replayed checkpoints (log_cover_recovered) */
 
 	/* CIL */
 	struct rwlock l_ctx_lock;
@@ -221,6 +222,7 @@ void cil_commit(struct log *log, struct trans *tp, uint64_t *csn);
 void cil_throttle(struct log *log, uint64_t seq);
 void *log_push_thread(void *arg);
 void cil_abandon(struct log *log);
+int log_cover_recovered(struct log *log);
 void log_fail_force_waiters(struct log *log);
 
 /* io.c */

@@ -466,6 +466,7 @@ int log_recover(struct log *log)
 			 (unsigned long long)(pos % log->l_bbs));
 	}
 	counter_add(&log->l_stats.recovered_checkpoints, nck);
+	log->l_replayed = nck > 0;
 	counter_add(&log->l_stats.recovered_items, nitems);
 	if (!nck && last_unmount)
 		counter_inc(&log->l_stats.recovered_clean);
