@@ -369,7 +369,11 @@ size_t crashdev_pending(struct dev *d)
 
 size_t crashdev_nevents(struct dev *d)
 {
-	return to_cdev(d)->cd_nevents;
+	struct crash_dev *c = to_cdev(d);
+	mutex_lock(&c->cd_lock);
+	size_t n = c->cd_nevents;
+	mutex_unlock(&c->cd_lock);
+	return n;
 }
 
 const struct crash_event *crashdev_events(struct dev *d)

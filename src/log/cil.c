@@ -281,9 +281,10 @@ static void cw_emit(struct cil_writer *w, const void *p, size_t n)
  * (reservations wait, or half the log is in use) or it is an empty
  * checkpoint written for that very purpose (cil_cover).
  *
- * Past a quarter of the log in use, the AIL is asked to write back what
- * is older than the newest eighth, so that the tail, when it moves, moves
- * far: a few tail-moving flushes per log's worth of checkpoints.
+ * Past half the log in use, the AIL is also asked to write back what is
+ * older than the newest quarter (as XFS pushes its AIL when a quarter of
+ * its log is left), so that the tail, when it moves, moves far: a few
+ * tail-moving flushes per log's worth of checkpoints.
  */
 static bool cil_want_flush(struct log *log, struct cil_ctx *ctx)
 {
@@ -292,8 +293,8 @@ static bool cil_want_flush(struct log *log, struct cil_ctx *ctx)
 	uint64_t used = (head - dtail) * LOG_BB_SIZE;
 	bool want_space = log->l_space_next != log->l_space_serving || used > log->l_bytes / 2;
 	mutex_unlock(&log->l_space_lock);
-	if (used > log->l_bytes / 4 && head > log->l_bbs / 8)
-		ail_push_target(log, head - log->l_bbs / 8);
+	if (used > log->l_bytes / 2 && head > log->l_bbs / 4)
+		ail_push_target(log, head - log->l_bbs / 4);
 	uint64_t tail = ail_tail_pos(log, head);
 	bool cover = list_empty(&ctx->c_lvs);
 	bool flush = ctx->c_ordered || (tail != dtail && (want_space || cover));
