@@ -34,6 +34,12 @@
 #define OPS       150
 #define APPEND_AT (4u << 20)
 #define MAX_SYNCS 1500
+/* Syncs the writers wait for, spread over their operations, so that the
+ * race is run whatever the scheduler does on a loaded machine (each
+ * writer gives up waiting after PACE_MAX_NS in all, and the check below
+ * then says the race was not run). */
+#define PACE_SYNCS  40
+#define PACE_MAX_NS (10 * NSEC_PER_SEC)
 
 struct shared {
 	struct fs *fs;
@@ -45,6 +51,7 @@ struct shared {
 	pthread_mutex_t lock;
 	uint32_t (*cover)[WRITERS];
 	unsigned nsyncs;
+	_Atomic unsigned synced; /* nsyncs, read without the lock */
 };
 
 struct warg {
@@ -68,6 +75,7 @@ static void *writer(void *arg)
 	struct rng r;
 	rng_seed(&r, w + 1);
 	uint8_t *buf = xmalloc(REGION);
+	uint64_t paced = 0;
 	for (uint32_t k = 0; k < OPS; k++) {
 		uint32_t gen = k + 1;
 		int err;
@@ -88,6 +96,12 @@ static void *writer(void *arg)
 		}
 		CHECK_OK(err);
 		atomic_store(&s->done[w], gen);
+		/* let the syncers keep up: PACE_SYNCS of them among the writes */
+		while (atomic_load(&s->synced) < (uint64_t)gen * PACE_SYNCS / OPS &&
+		       paced < PACE_MAX_NS) {
+			sleep_ns(50 * NSEC_PER_USEC);
+			paced += 50 * NSEC_PER_USEC;
+		}
 	}
 	free(buf);
 	return NULL;
@@ -112,6 +126,7 @@ static void *syncer(void *arg)
 			break;
 		}
 		unsigned id = s->nsyncs++;
+		atomic_store(&s->synced, s->nsyncs);
 		memcpy(s->cover[id], cov, sizeof(cov));
 		crashdev_mark(s->cd, id); /* the sync returned here */
 		pthread_mutex_unlock(&s->lock);
