@@ -62,6 +62,7 @@ void svc_config_default(struct svc_config *c)
 	c->max_conns = 1024;
 	c->conn_max_buffered = 16 * 1024 * 1024;
 	c->stall_timeout_ns = 30 * NSEC_PER_SEC;
+	c->partial_max = 128 * 1024 * 1024;
 	c->idle_timeout_ns = 6 * 60 * NSEC_PER_SEC;
 	c->send_timeout_ns = 60 * NSEC_PER_SEC;
 	c->drc_max_entries = 4096;
@@ -580,6 +581,11 @@ static void conn_close_loop(struct svc_conn *c)
 	c->counted = false;
 	mutex_unlock(&s->conns_lock);
 	counter_inc(&s->st.conns_closed);
+	atomic_store_explicit(&s->partial_bytes,
+			      atomic_load_explicit(&s->partial_bytes, memory_order_relaxed) -
+				      c->rec_counted,
+			      memory_order_relaxed);
+	c->rec_counted = 0;
 	rec_destroy(&c->rec);
 	rec_init(&c->rec, s->cfg.max_record);
 	svc_conn_put(c);
@@ -596,6 +602,54 @@ static void record_done(struct svc_conn *c, struct list *works, struct list *inl
 	struct svc_req *rq = req_new(c, rec, len);
 	*accounted += rq->accounted;
 	list_add_tail(&rq->work.link, req_is_inline(rq) ? inl : works);
+}
+
+/* Loop thread: count what c's incomplete record holds now in
+ * svc.partial_bytes (the loop is its only writer: no read-modify-write
+ * needed). */
+static void partial_account(struct svc_conn *c)
+{
+	struct svc *s = c->svc;
+	size_t held = rec_partial(&c->rec) ? c->rec.cap : 0;
+	if (held == c->rec_counted)
+		return;
+	size_t total = atomic_load_explicit(&s->partial_bytes, memory_order_relaxed);
+	atomic_store_explicit(&s->partial_bytes, total - c->rec_counted + held,
+			      memory_order_relaxed);
+	c->rec_counted = held;
+}
+
+/* Loop thread: incomplete records hold more than partial_max: close the
+ * connections whose records began earliest until they do not (svc.h). A
+ * victim's record is freed at once (the loop owns it, and reads nothing
+ * more from a dead connection); the connection itself closes on this turn
+ * of the loop or the next. Only at the limit: a walk of every
+ * connection. */
+static void partial_enforce(struct svc *s)
+{
+	while (atomic_load_explicit(&s->partial_bytes, memory_order_relaxed) > s->cfg.partial_max) {
+		struct svc_conn *c, *oldest = NULL;
+		mutex_lock(&s->conns_lock);
+		list_for_each_entry(c, &s->conns, link)
+		{
+			if (c->rec_counted && atomic_load(&c->alive) &&
+			    (!oldest || c->rec_start_ns < oldest->rec_start_ns))
+				oldest = c;
+		}
+		mutex_unlock(&s->conns_lock);
+		/* still listed with the loop's reference: only this thread
+		 * closes connections */
+		if (!oldest)
+			break;
+		size_t total = atomic_load_explicit(&s->partial_bytes, memory_order_relaxed);
+		atomic_store_explicit(&s->partial_bytes, total - oldest->rec_counted,
+				      memory_order_relaxed);
+		oldest->rec_counted = 0;
+		counter_inc(&s->st.conns_partial);
+		conn_kill(oldest, "incomplete records past the server's limit");
+		rec_destroy(&oldest->rec);
+		rec_init(&oldest->rec, s->cfg.max_record);
+	}
 }
 
 /* Read what is there; false when the connection must close. */
@@ -671,6 +725,12 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 	list_for_each_entry_safe (iw, iwt, &inl, link) {
 		list_del(&iw->link);
 		svc_req_run_inline(container_of(iw, struct svc_req, work));
+	}
+	partial_account(c);
+	if (s->cfg.partial_max &&
+	    atomic_load_explicit(&s->partial_bytes, memory_order_relaxed) > s->cfg.partial_max) {
+		partial_enforce(s);
+		ok = ok && atomic_load(&c->alive); /* c may have been the one */
 	}
 	return ok;
 }

@@ -37,7 +37,15 @@
  *    the new one is closed at accept. An idle connection is closed after
  *    idle_timeout (6 minutes, as knfsd: clients close theirs after 5);
  *  - a record stuck half way for stall_timeout (not counted while the
- *    server itself has stopped reading) is dropped.
+ *    server itself has stopped reading) is dropped;
+ *  - all connections together, bytes of records still incomplete
+ *    (partial_max): each connection alone is held to max_record, but a
+ *    few thousand that each send half a large record would otherwise make
+ *    the server hold gigabytes until their stall timeouts. Past the limit
+ *    the connection whose record began earliest is closed (a client whose
+ *    records arrive at the speed of the network finishes them long before
+ *    one that stopped half way), until the total is under it again. Only
+ *    the loop thread reads, so it keeps the total without locks.
  *
  * Requests (struct svc_req) are reference counted. States:
  *
@@ -139,6 +147,9 @@ struct svc_config {
 				      * answered plus reply space reserved, before it
 				      * stops reading and calls wait; 16 MiB */
 	uint64_t stall_timeout_ns;   /* close a connection stuck mid-record; 30 s */
+	size_t partial_max;          /* all connections: bytes of incomplete records
+				      * before the one begun earliest is closed;
+				      * 128 MiB; 0 = no limit */
 	uint64_t idle_timeout_ns;    /* close a connection idle this long; 6 min;
 				      * 0 = never */
 	uint64_t send_timeout_ns;    /* close a connection whose queued replies do not

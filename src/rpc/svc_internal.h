@@ -112,7 +112,7 @@ struct svc_counters {
 	counter_t replies[REPLY_NKINDS];
 	counter_t bytes_in, bytes_out;
 	counter_t conns_accepted, conns_closed, conns_refused, conns_garbage, conns_too_big,
-		conns_stalled, conns_idle, conns_evicted, conns_send_timeout;
+		conns_stalled, conns_idle, conns_evicted, conns_send_timeout, conns_partial;
 	counter_t calls_held;
 	counter_t drc_hits, drc_in_progress;
 	counter_t deferred, deferred_timeouts, deferred_wakes;
@@ -167,6 +167,10 @@ struct svc {
 
 	struct mutex parked_lock; /* svc.parked: parked */
 	struct list parked;
+
+	/* bytes of incomplete records of all connections (their buffers):
+	 * written by the loop thread only, read by the counters */
+	_Atomic size_t partial_bytes;
 
 	struct drc *drc;
 	_Atomic uint32_t next_xid;
@@ -228,6 +232,7 @@ struct svc_conn {
 	struct rec_asm rec;
 	uint64_t last_rx_ns;
 	uint64_t rec_start_ns; /* when the partial record began; 0 if none */
+	size_t rec_counted;    /* of svc.partial_bytes: rec's buffer while partial */
 };
 
 void conn_send(struct svc_conn *c, struct svc_out *o);

@@ -3,9 +3,11 @@
  *   rpc.calls, rpc.replies.<status>, rpc.bytes_in, rpc.bytes_out,
  *   rpc.connections (open now), rpc.connections_accepted/_closed/_refused/
  *   _garbage/_too_big/_stalled/_idle/_evicted (closed to make room for a
- *   new one)/_send_timeout (replies not read), rpc.calls_held (calls that
+ *   new one)/_send_timeout (replies not read)/_partial (closed because
+ *   incomplete records of all connections passed partial_max),
+ *   rpc.partial_bytes (what incomplete records hold now), rpc.calls_held (calls that
  *   waited for reply space), rpc.limits.max_conns/.conn_max_buffered/
- *   .idle_timeout_ms/.send_timeout_ms/.stall_timeout_ms (the configuration,
+ *   .idle_timeout_ms/.send_timeout_ms/.stall_timeout_ms/.partial_max (the configuration,
  *   0 = off), rpc.drc_hits, rpc.drc_in_progress_drops,
  *   rpc.drc_entries/_bytes/_evictions/_in_progress_entries, rpc.deferred,
  *   rpc.deferred_timeouts,
@@ -13,7 +15,8 @@
  *   errors, and rpc.<program>.v<version>.<procedure> per procedure with
  *   its reply latency histogram (call arrival to reply; as text .p50_us and
  *   .p99_us, the upper bound of the power-of-two bucket, once it has
- *   replies). rpc.connections, the drc sizes and rpc.limits.* are gauges.
+ *   replies). rpc.connections, rpc.partial_bytes, the drc sizes and
+ *   rpc.limits.* are gauges.
  */
 #include <stdio.h>
 
@@ -44,12 +47,16 @@ void svc_stats(struct svc *s, const struct stat_sink *sink)
 	stat_emit(sink, "rpc.connections_idle", counter_get(&st->conns_idle));
 	stat_emit(sink, "rpc.connections_evicted", counter_get(&st->conns_evicted));
 	stat_emit(sink, "rpc.connections_send_timeout", counter_get(&st->conns_send_timeout));
+	stat_emit(sink, "rpc.connections_partial", counter_get(&st->conns_partial));
+	stat_gauge(sink, "rpc.partial_bytes",
+		   atomic_load_explicit(&s->partial_bytes, memory_order_relaxed));
 	stat_emit(sink, "rpc.calls_held", counter_get(&st->calls_held));
 	stat_gauge(sink, "rpc.limits.max_conns", s->cfg.max_conns);
 	stat_gauge(sink, "rpc.limits.conn_max_buffered", s->cfg.conn_max_buffered);
 	stat_gauge(sink, "rpc.limits.idle_timeout_ms", s->cfg.idle_timeout_ns / NSEC_PER_MSEC);
 	stat_gauge(sink, "rpc.limits.send_timeout_ms", s->cfg.send_timeout_ns / NSEC_PER_MSEC);
 	stat_gauge(sink, "rpc.limits.stall_timeout_ms", s->cfg.stall_timeout_ns / NSEC_PER_MSEC);
+	stat_gauge(sink, "rpc.limits.partial_max", s->cfg.partial_max);
 	stat_emit(sink, "rpc.drc_hits", counter_get(&st->drc_hits));
 	stat_emit(sink, "rpc.drc_in_progress_drops", counter_get(&st->drc_in_progress));
 	drc_stats(s->drc, sink, "rpc");

@@ -221,6 +221,9 @@ static void usage(FILE *f)
 		"                         raised to its hard limit at start, is lower)\n"
 		"  --max-record BYTES     largest call record (default 1 MiB + 64 KiB)\n"
 		"  --stall-timeout MS     close a connection stuck mid-record (default 30000)\n"
+		"  --max-partial BYTES    bytes of incomplete records of all connections;\n"
+		"                         past it the one begun earliest is closed\n"
+		"                         (default 128 MiB, 0: no limit)\n"
 		"  --idle-timeout MS      close a connection idle this long (default 360000,\n"
 		"                         0: never)\n"
 		"  --send-timeout MS      close a connection whose replies are not read for\n"
@@ -453,6 +456,7 @@ int main(int argc, char **argv)
 		{"max-conns", required_argument, NULL, 'c'},
 		{"max-record", required_argument, NULL, 'm'},
 		{"stall-timeout", required_argument, NULL, 's'},
+		{"max-partial", required_argument, NULL, 'P'},
 		{"idle-timeout", required_argument, NULL, 'i'},
 		{"send-timeout", required_argument, NULL, 'T'},
 		{"port-file", required_argument, NULL, 'p'},
@@ -564,6 +568,11 @@ int main(int argc, char **argv)
 			if (!parse_num(optarg, 1ull << 40, &v))
 				goto bad_value;
 			cfg.stall_timeout_ns = v * 1000000ull;
+			break;
+		case 'P':
+			if (!parse_num(optarg, 1ull << 40, &v))
+				goto bad_value;
+			cfg.partial_max = (size_t)v;
 			break;
 		case 'i':
 			if (!parse_num(optarg, 1ull << 40, &v))
