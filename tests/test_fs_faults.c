@@ -33,6 +33,7 @@
 #include "check.h"
 #include "dev/crash.h"
 #include "fs/fs.h"
+#include "fs/fs_priv.h"
 
 #define MIB (1ull << 20)
 
@@ -246,6 +247,105 @@ static void test_enospc_reuse(void)
 	dev_close(d);
 	printf("reuse: %u files full, %u rounds of delete one, write one\n", n, rounds);
 	TEST_PASS("ENOSPC: freed space is usable at once");
+}
+
+/*
+ * A full filesystem can always be emptied, even while writers race for its
+ * last blocks: removing a file or a directory and renaming (over a file)
+ * may need a block or two for a directory or free-space tree node, and
+ * they may take them from the blocks kept back, which writes and creates
+ * may not, and wait for other transactions' reservations rather than
+ * fail. (They could not: with 16 NFS clients appending to a full image,
+ * the writers' reservations in flight took the last free blocks and
+ * REMOVE, RMDIR and RENAME failed with ENOSPC, so nothing could be freed.)
+ * An operation that reserves no block never fails for space: a chmod or an
+ * overwrite (they failed when reservations had taken the blocks kept back).
+ * The writers in flight are played by reservations held here.
+ */
+struct holder {
+	struct fs *fs;
+	uint64_t n;
+};
+
+static void *release_later(void *arg)
+{
+	struct holder *h = arg;
+	usleep(200 * 1000);
+	fs_unreserve_blocks(h->fs, h->n);
+	return NULL;
+}
+
+/* Reserve every block an operation of this kind could still get. */
+static uint64_t hold_all(struct fs *fs, bool freeing)
+{
+	mutex_lock(&fs->f_resv_lock);
+	int64_t n = fs->f_free - fs->f_resv - (freeing ? fs->f_reserve / 2 : fs->f_reserve);
+	mutex_unlock(&fs->f_resv_lock);
+	if (n <= 0)
+		return 0;
+	CHECK_OK(fs_reserve_blocks(fs, (uint64_t)n, freeing));
+	return (uint64_t)n;
+}
+
+static void test_enospc_free_when_full(void)
+{
+	struct dev *d = mkimg(8 * MIB);
+	struct fs *fs = mnt(d);
+	struct fs_inode *root, *ip, *t;
+	int err;
+	CHECK_OK(fs_root(fs, &root));
+	fs_iput(create(root, "e", S_IFDIR | 0755, &err));
+	CHECK_OK(err);
+	uint8_t buf[4096];
+	const char *small[] = {"u", "s", "v"};
+	for (int i = 0; i < 3; i++) {
+		ip = create(root, small[i], S_IFREG | 0644, &err);
+		CHECK_OK(err);
+		fill(buf, sizeof(buf), (uint32_t)i);
+		CHECK_OK(fs_write(ip, 0, buf, sizeof(buf), NULL));
+		fs_iput(ip);
+	}
+	t = create(root, "t", S_IFREG | 0644, &err);
+	CHECK_OK(err);
+	for (uint64_t off = 0; off < 65536; off += sizeof(buf))
+		CHECK_OK(fs_write(t, off, buf, sizeof(buf), NULL));
+	ip = create(root, "fill", S_IFREG | 0644, &err);
+	CHECK_OK(err);
+	uint64_t off = 0;
+	while ((err = fs_write(ip, off, buf, sizeof(buf), NULL)) == 0)
+		off += sizeof(buf);
+	CHECK_EQ(err, -ENOSPC);
+	fs_iput(ip);
+	/* writers in flight hold what is left to them */
+	uint64_t held = hold_all(fs, false);
+	printf("full: %llu KiB appended, %llu blocks free, %llu held by writers\n",
+	       (unsigned long long)off >> 10, (unsigned long long)free_blocks(fs),
+	       (unsigned long long)held);
+	CHECK_EQ(fs_write(t, 65536, buf, sizeof(buf), NULL), -ENOSPC);
+	CHECK_OK(fs_unlink(root, "u", 1, NULL));
+	/* and other removals in flight what is left to them */
+	struct holder h = {fs, hold_all(fs, true)};
+	/* what needs no block still works: a chmod, an overwrite */
+	CHECK_OK(fs_setattr(t, &(struct fs_setattr){.mask = FS_SET_MODE, .mode = 0600}, NULL));
+	CHECK_OK(fs_write(t, 0, buf, sizeof(buf), NULL));
+	/* this one waits for them */
+	pthread_t th;
+	CHECK_OK(pthread_create(&th, NULL, release_later, &h));
+	CHECK_OK(fs_rmdir(root, "e", 1, NULL));
+	CHECK_OK(pthread_join(th, NULL));
+	CHECK_OK(fs_rename(root, "s", 1, root, "v", 1, NULL));
+	CHECK_OK(fs_setattr(t, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = 0}, NULL));
+	fs_unreserve_blocks(fs, held);
+	fs_iput(t);
+	/* what they freed can be written again */
+	CHECK_OK(fs_lookup(root, "fill", 4, &ip));
+	CHECK_OK(fs_write(ip, off, buf, sizeof(buf), NULL));
+	fs_iput(ip);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+	check_clean(d, "free when full");
+	dev_close(d);
+	TEST_PASS("ENOSPC: a full filesystem can be emptied while writers race for its last blocks");
 }
 
 static void test_enospc_bigfile(void)
@@ -1059,6 +1159,7 @@ int main(void)
 	test_data_epoch();
 	test_enospc_files();
 	test_enospc_reuse();
+	test_enospc_free_when_full();
 	test_enospc_bigfile();
 	test_enospc_bigdir();
 	for (uint64_t seed = 1; seed <= 3; seed++)

@@ -192,6 +192,8 @@ static void count_free(struct fs *fs, int64_t delta)
 {
 	mutex_lock(&fs->f_resv_lock);
 	fs->f_free += delta;
+	if (delta > 0 && fs->f_resv_waiters)
+		cond_broadcast(&fs->f_resv_cond);
 	mutex_unlock(&fs->f_resv_lock);
 }
 

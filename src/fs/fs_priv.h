@@ -126,6 +126,10 @@ struct fstx {
  * file's speculative preallocation was trimmed: the caller then waits for
  * the trimmer, so it must hold no inode lock but I/O locks). */
 int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx **txp);
+/* The same for an operation that frees space (unlink, rmdir, rename): it
+ * may use part of the blocks kept back, and waits for other transactions'
+ * reservations rather than fail (fs_reserve_blocks). */
+int fstx_begin_freeing(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx **txp);
 /* Commit; res (may be NULL) keeps the highest commit sequence of the
  * call's transactions (a later one covers the earlier ones). */
 int fstx_commit(struct fstx *tx, struct fs_result *res);
@@ -161,8 +165,9 @@ void res_post(struct fs_result *res, unsigned slot, struct fs_inode *ip);
 /* Take the global locks in `locks` that the transaction does not hold yet,
  * in order (inode allocation before block allocation). */
 void fstx_lock(struct fstx *tx, unsigned locks);
-/* Blocks: take back part of a reservation / reserve more (-ENOSPC). */
-int fs_reserve_blocks(struct fs *fs, uint64_t n);
+/* Blocks: take back part of a reservation / reserve more (-ENOSPC); with
+ * freeing, as an operation that frees space (see trans.c). */
+int fs_reserve_blocks(struct fs *fs, uint64_t n, bool freeing);
 void fs_unreserve_blocks(struct fs *fs, uint64_t n);
 
 /* ---- B+trees (btree.c) ---- */
@@ -475,6 +480,8 @@ struct fs {
 	struct mutex f_busy_lock;
 	struct mutex f_resv_lock;
 	struct cond f_busy_cond;
+	struct cond f_resv_cond; /* f_resv went down or f_free up (f_resv_lock) */
+	unsigned f_resv_waiters;  /* freeing reservations waiting (f_resv_lock) */
 	struct list f_busy; /* struct fs_busy, freed and not yet durable */
 	int64_t f_free;     /* free blocks in the free-space tree (f_resv_lock) */
 	int64_t f_resv;     /* reserved by open transactions (f_resv_lock) */

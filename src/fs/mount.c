@@ -220,6 +220,7 @@ int fs_mount(const struct fs_mount_opts *o, struct fs **out)
 	mutex_init(&fs->f_ialloc_lock, &ialloc_lock_class);
 	mutex_init(&fs->f_alloc_lock, &alloc_lock_class);
 	mutex_init(&fs->f_resv_lock, &resv_lock_class);
+	cond_init(&fs->f_resv_cond);
 	mutex_init(&fs->f_rename_lock, &rename_lock_class);
 	mutex_init(&fs->f_layout_lock, &layout_lock_class);
 	cond_init(&fs->f_layout_cond);

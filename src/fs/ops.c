@@ -409,7 +409,7 @@ static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool
 		}
 	}
 	struct fstx *tx;
-	err = fstx_begin(fs, dp->i_d.root_level + 4, 0, &tx);
+	err = fstx_begin_freeing(fs, dp->i_d.root_level + 4, 0, &tx);
 	if (!err) {
 		fstx_unordered(tx); /* a name, maybe an orphan */
 		ino_join2(tx, dp, ip);
@@ -600,7 +600,7 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 	}
 
 	struct fstx *tx;
-	err = fstx_begin(fs, ddp->i_d.root_level + sdp->i_d.root_level + 8, 0, &tx);
+	err = fstx_begin_freeing(fs, ddp->i_d.root_level + sdp->i_d.root_level + 8, 0, &tx);
 	if (err)
 		goto out_unlock;
 	fstx_unordered(tx); /* names */

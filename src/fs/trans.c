@@ -15,15 +15,43 @@
 #include <stdlib.h>
 
 #include "base/mem.h"
+#include "base/time.h"
 #include "fs/fs_priv.h"
 
-int fs_reserve_blocks(struct fs *fs, uint64_t n)
+/*
+ * What a transaction may reserve: the free blocks no other transaction
+ * has reserved, less those kept back (f_reserve) for metadata that
+ * transactions allocate beyond their reservations. An operation that
+ * frees space (unlink, rmdir, rename) may take half of what is kept back,
+ * and when only other transactions' reservations stand in its way it
+ * waits for them, up to FREEING_WAIT_NS, rather than fail: so a full
+ * filesystem can always be emptied, even while writers race for its last
+ * blocks. The wait holds I/O locks only (the callers' directories), which
+ * no transaction that holds a reservation waits for. A reservation of
+ * nothing always succeeds: a chmod or an overwrite needs no block, even
+ * when reservations in flight have dipped into what is kept back.
+ */
+#define FREEING_WAIT_NS (2 * NSEC_PER_SEC)
+
+int fs_reserve_blocks(struct fs *fs, uint64_t n, bool freeing)
 {
+	int64_t keep = freeing ? fs->f_reserve / 2 : fs->f_reserve;
+	uint64_t deadline = freeing ? now_ns() + FREEING_WAIT_NS : 0;
 	int err = 0;
+	if (!n)
+		return 0;
 	mutex_lock(&fs->f_resv_lock);
-	if (fs->f_free - fs->f_resv - fs->f_reserve < (int64_t)n)
-		err = -ENOSPC;
-	else
+	while (fs->f_free - fs->f_resv - keep < (int64_t)n) {
+		uint64_t now = now_ns();
+		if (!freeing || fs->f_free - keep < (int64_t)n || now >= deadline) {
+			err = -ENOSPC;
+			break;
+		}
+		fs->f_resv_waiters++;
+		cond_timedwait_ns(&fs->f_resv_cond, &fs->f_resv_lock, deadline - now);
+		fs->f_resv_waiters--;
+	}
+	if (!err)
 		fs->f_resv += (int64_t)n;
 	mutex_unlock(&fs->f_resv_lock);
 	return err;
@@ -34,21 +62,24 @@ void fs_unreserve_blocks(struct fs *fs, uint64_t n)
 	mutex_lock(&fs->f_resv_lock);
 	fs->f_resv -= (int64_t)n;
 	BUG_ON(fs->f_resv < 0);
+	if (fs->f_resv_waiters)
+		cond_broadcast(&fs->f_resv_cond);
 	mutex_unlock(&fs->f_resv_lock);
 }
 
-int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx **txp)
+static int begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, bool freeing,
+		 struct fstx **txp)
 {
 	*txp = NULL;
 	if (fs_is_shutdown(fs))
 		return -EIO;
 	if (!log_bytes)
 		log_bytes = log_calc_res(fs->f_log, 24, 16 * FS_BLOCK_SIZE);
-	int err = fs_reserve_blocks(fs, blk_res);
+	int err = fs_reserve_blocks(fs, blk_res, freeing);
 	if (err == -ENOSPC && blk_res) {
 		/* other files' preallocation past EOF may be all that is missing */
 		fs_trim_eofblocks(fs);
-		err = fs_reserve_blocks(fs, blk_res);
+		err = fs_reserve_blocks(fs, blk_res, freeing);
 	}
 	if (err)
 		return err;
@@ -66,6 +97,16 @@ int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx 
 	list_init(&tx->busy);
 	*txp = tx;
 	return 0;
+}
+
+int fstx_begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx **txp)
+{
+	return begin(fs, blk_res, log_bytes, false, txp);
+}
+
+int fstx_begin_freeing(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, struct fstx **txp)
+{
+	return begin(fs, blk_res, log_bytes, true, txp);
 }
 
 void fstx_unordered(struct fstx *tx)
