@@ -33,7 +33,11 @@
 # temporary directory removed when the run passes (kept and named when it
 # fails), warm-up (left out of the RSS figures) 20% of the run, at most 60 s.
 # --fill: nfs-load's full-disk workload (give a small --size: the image
-# must fill). Prints "name value" lines: soak.* and nfs-load's load.*.
+# must fill): appending writes of 64 KiB, and a client that gets NOSPC
+# removes its largest file and goes on; the run then also needs NOSPC
+# answers and writes that succeeded after one (every acknowledged write is
+# checked like any other). Prints "name value" lines: soak.* and
+# nfs-load's load.*.
 set -eu
 
 CLIENTS=16
@@ -298,6 +302,13 @@ ok=1
 [ "$KILLED" = "$NKILLS" ] || { log "only $KILLED of $NKILLS kills were done"; ok=; }
 grep -q '^load.mismatches 0$' "$OUT/load.out" || ok=
 grep -q '^load.lost 0$' "$OUT/load.out" || ok=
+if [ -n "$FILL" ]; then
+	# the image filled, and the clients went on writing after freeing space
+	nospc=$(awk '$1 == "load.nospc" { print $2 }' "$OUT/load.out")
+	after=$(awk '$1 == "load.ok_after_nospc" { print $2 }' "$OUT/load.out")
+	[ "${nospc:-0}" -gt 0 ] || { log "the image never filled (no NOSPC)"; ok=; }
+	[ "${after:-0}" -gt 0 ] || { log "no write succeeded after a NOSPC"; ok=; }
+fi
 if [ -n "$ok" ]; then
 	log "passed"
 	rm -rf "$TMP"
