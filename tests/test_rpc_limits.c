@@ -19,6 +19,12 @@
  *                 minutes (the limit jnfsd reports); with --idle-timeout
  *                 1000 an idle connection is closed, one that keeps calling
  *                 is not.
+ *   reply-memory-total  24 clients pipeline 1 MiB READs and never read:
+ *                 with --max-buffered 32 MiB jnfsd's VmRSS stays under its
+ *                 baseline + 80 MiB (24 x 16 MiB per connection without
+ *                 the limit), another client's NULL and READ are answered
+ *                 meanwhile, and the hogs are closed within seconds, not
+ *                 after --send-timeout; the default limit is 128 MiB.
  *   partial-records  200 connections each send a record header announcing
  *                 1 MiB and 512 KiB of the record, then nothing (100 MiB in
  *                 all): with --max-partial 8 MiB what they hold stays
@@ -444,6 +450,107 @@ static void case_idle_conns(void)
 	TEST_PASS("2,000 idle connections with --max-conns 100: a new client is served");
 }
 
+/* ---- reply-memory-total ---- */
+
+#define TOTAL_BOUND_MIB 80
+
+/* Send each hog's calls without blocking until none of them has taken a
+ * byte for 1 s (the server stopped reading them, or closed them). */
+static void push_all(struct tc_jnfsd *j, const int *fds, int n, const uint8_t *buf, size_t len,
+		     uint64_t *peak)
+{
+	size_t *off = calloc((size_t)n, sizeof(size_t));
+	uint64_t last = now_ns();
+	while (now_ns() - last < NSEC_PER_SEC) {
+		bool moved = false;
+		for (int i = 0; i < n; i++) {
+			if (off[i] == len)
+				continue;
+			ssize_t w = send(fds[i], buf + off[i], len - off[i],
+					 MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w > 0) {
+				off[i] += (size_t)w;
+				moved = true;
+			} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+				off[i] = len; /* closed by the server */
+			}
+		}
+		uint64_t rss = rss_kib(j->pid);
+		*peak = rss > *peak ? rss : *peak;
+		if (moved)
+			last = now_ns();
+		else
+			usleep(10000);
+	}
+	free(off);
+}
+
+static void case_reply_memory_total(void)
+{
+	struct tc_jnfsd j;
+	start(&j, NULL);
+	CHECK_EQ(tc_jnfsd_stat(&j, "rpc.limits.max_buffered"), 128u << 20);
+	stop(&j);
+
+	const char *const opts[] = {"--max-buffered", "33554432", NULL};
+	start(&j, opts);
+	int good = tc_connect(j.port[0], false);
+	struct fh fh = make_file(good);
+	uint32_t got;
+	struct rw_args ra = {&fh, 0, FILE_SIZE, NULL};
+	call(good, NFS_PROG, NFS3_READ, enc_read, &ra, dec_read, &got);
+	CHECK_EQ(got, FILE_SIZE);
+	uint64_t base = rss_kib(j.pid), peak = base;
+	printf("jnfsd baseline VmRSS %llu KiB\n", (unsigned long long)base);
+
+	const int n = 24;
+	size_t len;
+	uint8_t *calls = read_calls(&fh, 200, &len);
+	int fds[24];
+	int small = 64 * 1024;
+	for (int i = 0; i < n; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		CHECK(fds[i] >= 0);
+		setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(j.port[0]),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		CHECK_OK(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)));
+	}
+	push_all(&j, fds, n, calls, len, &peak);
+	/* others are served meanwhile */
+	null_call(good);
+	ra.count = 4096;
+	call(good, NFS_PROG, NFS3_READ, enc_read, &ra, dec_read, &got);
+	CHECK_EQ(got, 4096);
+	new_client_served(j.port[0]);
+	uint64_t held = tc_jnfsd_stat(&j, "rpc.buffered");
+	/* the hogs go long before the 60 s send timeout */
+	uint64_t closed = 0, t0 = now_ns();
+	while (closed < (uint64_t)n && now_ns() - t0 < 20 * NSEC_PER_SEC) {
+		uint64_t rss = rss_kib(j.pid);
+		peak = rss > peak ? rss : peak;
+		closed = tc_jnfsd_stat(&j, "rpc.connections_pressure");
+		usleep(100000);
+	}
+	printf("%d clients that never read: %llu KiB held, VmRSS peak %llu KiB, %llu KiB over "
+	       "baseline (bound %u MiB); %llu closed after %.1f s\n",
+	       n, (unsigned long long)held >> 10, (unsigned long long)peak,
+	       (unsigned long long)(peak - base), TOTAL_BOUND_MIB, (unsigned long long)closed,
+	       (double)(now_ns() - t0) / 1e9);
+	CHECK(held <= (32u << 20) + (uint64_t)n * (FILE_SIZE + 65536));
+	CHECK(closed >= 1);
+#ifndef JNFS_SANITIZE
+	CHECK(peak <= base + TOTAL_BOUND_MIB * 1024);
+#endif
+	null_call(good);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(calls);
+	close(good);
+	stop(&j);
+	TEST_PASS("24 clients that never read: memory bounded by --max-buffered, others served");
+}
+
 /* ---- partial-records ---- */
 
 #define HALF_CLAIM (1u << 20)
@@ -570,6 +677,8 @@ int main(int argc, char **argv)
 		case_idle_conns();
 	else if (strcmp(argv[2], "idle-timeout") == 0)
 		case_idle_timeout();
+	else if (strcmp(argv[2], "reply-memory-total") == 0)
+		case_reply_memory_total();
 	else if (strcmp(argv[2], "partial-records") == 0)
 		case_partial_records();
 	else

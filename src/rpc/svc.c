@@ -52,6 +52,9 @@ const struct lock_class svc_pool_class = LOCK_CLASS_INIT("svc.pool", 470);
 #define DIRECT_MIN    (16 * 1024)
 #define READS_PER_EVENT 8
 #define TIMERS_PER_TURN 64
+/* Past max_buffered, a connection whose replies have not moved for this
+ * long is closed (svc.h). */
+#define PRESSURE_SEND_NS NSEC_PER_SEC
 
 void svc_config_default(struct svc_config *c)
 {
@@ -61,6 +64,7 @@ void svc_config_default(struct svc_config *c)
 	c->max_reply = 1024 * 1024 + 64 * 1024;
 	c->max_conns = 1024;
 	c->conn_max_buffered = 16 * 1024 * 1024;
+	c->max_buffered = 128 * 1024 * 1024;
 	c->stall_timeout_ns = 30 * NSEC_PER_SEC;
 	c->partial_max = 128 * 1024 * 1024;
 	c->idle_timeout_ns = 6 * 60 * NSEC_PER_SEC;
@@ -346,15 +350,23 @@ void conn_update_events_locked(struct svc_conn *c)
 		c->events = ev;
 }
 
+/* Past max_buffered? */
+static bool svc_pressure(struct svc *s)
+{
+	return s->cfg.max_buffered && atomic_load(&s->buffered) > s->cfg.max_buffered;
+}
+
 void conn_pace_locked(struct svc_conn *c)
 {
 	assert_locked(&c->lock);
 	size_t buffered = c->rx_bytes + atomic_load(&c->reserved);
 	size_t limit = c->svc->cfg.conn_max_buffered;
 	bool held = atomic_load_explicit(&c->nheld, memory_order_relaxed) > 0;
-	if (!c->rx_paused && (buffered > limit || held))
+	/* past the server's limit, one call at a time */
+	bool one = buffered && svc_pressure(c->svc);
+	if (!c->rx_paused && (buffered > limit || held || one))
 		c->rx_paused = true;
-	else if (c->rx_paused && buffered <= limit / 2 && !held)
+	else if (c->rx_paused && buffered <= limit / 2 && !held && !one)
 		c->rx_paused = false;
 	conn_update_events_locked(c);
 }
@@ -362,13 +374,16 @@ void conn_pace_locked(struct svc_conn *c)
 void conn_admit_locked(struct svc_conn *c, struct list *admitted)
 {
 	assert_locked(&c->lock);
-	size_t limit = c->svc->cfg.conn_max_buffered;
+	struct svc *s = c->svc;
+	size_t limit = s->cfg.conn_max_buffered, total_max = s->cfg.max_buffered;
 	while (!list_empty(&c->held)) {
 		struct svc_req *rq = list_first_entry(&c->held, struct svc_req, work.link);
 		size_t r = atomic_load(&c->reserved);
-		if (r && r + rq->reserve > limit)
+		if (r && (r + rq->reserve > limit ||
+			  (total_max && atomic_load(&s->buffered) + rq->reserve > total_max)))
 			break;
 		atomic_fetch_add(&c->reserved, rq->reserve);
+		atomic_fetch_add(&s->buffered, rq->reserve);
 		rq->reserved = true;
 		list_move_tail(&rq->work.link, admitted);
 		atomic_store_explicit(&c->nheld, atomic_load(&c->nheld) - 1, memory_order_relaxed);
@@ -381,6 +396,8 @@ void conn_account(struct svc_conn *c, long rx_delta, size_t unreserve)
 	list_init(&admitted);
 	mutex_lock(&c->lock);
 	c->rx_bytes += (size_t)rx_delta;
+	/* a negative delta wraps to the same subtraction */
+	atomic_fetch_add(&c->svc->buffered, (size_t)rx_delta - unreserve);
 	if (unreserve) {
 		atomic_fetch_sub(&c->reserved, unreserve);
 		conn_admit_locked(c, &admitted);
@@ -773,6 +790,7 @@ static void sweep_fire(struct svc_timer *t)
 	struct svc_conn *c;
 	if (atomic_load(&s->stopping))
 		return;
+	bool pressure = svc_pressure(s);
 	mutex_lock(&s->conns_lock);
 	list_for_each_entry(c, &s->conns, link)
 	{
@@ -789,6 +807,10 @@ static void sweep_fire(struct svc_timer *t)
 		if (cfg->send_timeout_ns && stuck && now - stuck > cfg->send_timeout_ns) {
 			counter_inc(&s->st.conns_send_timeout);
 			conn_kill(c, "its replies are not being read");
+		} else if (pressure && stuck && now - stuck > PRESSURE_SEND_NS) {
+			counter_inc(&s->st.conns_pressure);
+			conn_kill(c, "its replies are not being read, and the server is short of "
+				     "memory for calls and replies");
 		} else if (cfg->stall_timeout_ns && partial && c->rec_start_ns &&
 			   now - c->rec_start_ns > cfg->stall_timeout_ns) {
 			counter_inc(&s->st.conns_stalled);

@@ -45,7 +45,16 @@
  *    the connection whose record began earliest is closed (a client whose
  *    records arrive at the speed of the network finishes them long before
  *    one that stopped half way), until the total is under it again. Only
- *    the loop thread reads, so it keeps the total without locks.
+ *    the loop thread reads, so it keeps the total without locks;
+ *  - all connections together, calls read and not answered plus reply
+ *    space reserved (max_buffered): conn_max_buffered alone lets every
+ *    client that never reads its replies hold 16 MiB. Past the limit a
+ *    connection that holds any of it runs one call at a time (a call is
+ *    admitted only when its connection holds nothing, and the connection
+ *    is not read while it does), so every client still gets its turn; and
+ *    a connection whose replies have not moved for a second is closed
+ *    (PRESSURE_SEND_NS) rather than after send_timeout. The total is one
+ *    atomic counter beside each connection's.
  *
  * Requests (struct svc_req) are reference counted. States:
  *
@@ -93,7 +102,9 @@
  *  7. Held calls leave HELD in arrival order; one is admitted whenever
  *     nothing else of its connection holds reply space, so a held call
  *     always runs once the replies before it are written, or is freed
- *     unrun when the connection closes.
+ *     unrun when the connection closes. Otherwise a call is admitted only
+ *     while its connection stays within conn_max_buffered and the server
+ *     within max_buffered.
  *  8. The encoded() hook of a procedure sees exactly the bytes its encoder
  *     wrote for a SUCCESS reply, before any of them is sent.
  *  9. Protocol data attached to a connection (svc_conn_set_data) gets
@@ -146,6 +157,10 @@ struct svc_config {
 	size_t conn_max_buffered;    /* per connection: bytes of calls read and not
 				      * answered plus reply space reserved, before it
 				      * stops reading and calls wait; 16 MiB */
+	size_t max_buffered;         /* the same for all connections together, past
+				      * which each runs one call at a time and those
+				      * whose replies do not move are closed; 128 MiB;
+				      * 0 = no limit */
 	uint64_t stall_timeout_ns;   /* close a connection stuck mid-record; 30 s */
 	size_t partial_max;          /* all connections: bytes of incomplete records
 				      * before the one begun earliest is closed;

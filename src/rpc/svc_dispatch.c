@@ -17,9 +17,9 @@
  * decoded, a call's reply bound is known; req_reserve() takes that much of
  * the connection's limit before the handler runs, or holds the call on the
  * connection until replies give space back (conn_account()). The fast path
- * is one atomic load and one atomic add on the connection, no lock: a
- * worker of a busy connection must not queue behind another worker's
- * sendmsg, which holds svc.conn.
+ * is one atomic load and one atomic add on the connection and one on the
+ * server's total (max_buffered), no lock: a worker of a busy connection
+ * must not queue behind another worker's sendmsg, which holds svc.conn.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -342,11 +342,14 @@ static bool req_reserve(struct svc_req *rq)
 {
 	struct svc_conn *c = rq->conn;
 	struct svc *s = rq->svc;
-	size_t limit = s->cfg.conn_max_buffered;
+	size_t limit = s->cfg.conn_max_buffered, total_max = s->cfg.max_buffered;
 	bool undo = false;
 	if (!atomic_load_explicit(&c->nheld, memory_order_relaxed)) {
 		size_t before = atomic_fetch_add(&c->reserved, rq->reserve);
-		if (!before || before + rq->reserve <= limit) {
+		size_t total = atomic_fetch_add(&s->buffered, rq->reserve) + rq->reserve;
+		/* one call of a connection that holds nothing always runs */
+		if (!before ||
+		    (before + rq->reserve <= limit && (!total_max || total <= total_max))) {
 			rq->reserved = true;
 			return true;
 		}
@@ -355,8 +358,10 @@ static bool req_reserve(struct svc_req *rq)
 	struct list admitted;
 	list_init(&admitted);
 	mutex_lock(&c->lock);
-	if (undo)
+	if (undo) {
 		atomic_fetch_sub(&c->reserved, rq->reserve);
+		atomic_fetch_sub(&s->buffered, rq->reserve);
+	}
 	if (c->dead) {
 		/* the client is gone and the call has not run: drop it */
 		mutex_unlock(&c->lock);

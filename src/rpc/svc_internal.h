@@ -112,7 +112,8 @@ struct svc_counters {
 	counter_t replies[REPLY_NKINDS];
 	counter_t bytes_in, bytes_out;
 	counter_t conns_accepted, conns_closed, conns_refused, conns_garbage, conns_too_big,
-		conns_stalled, conns_idle, conns_evicted, conns_send_timeout, conns_partial;
+		conns_stalled, conns_idle, conns_evicted, conns_send_timeout, conns_partial,
+		conns_pressure;
 	counter_t calls_held;
 	counter_t drc_hits, drc_in_progress;
 	counter_t deferred, deferred_timeouts, deferred_wakes;
@@ -171,6 +172,9 @@ struct svc {
 	/* bytes of incomplete records of all connections (their buffers):
 	 * written by the loop thread only, read by the counters */
 	_Atomic size_t partial_bytes;
+	/* calls read and not answered plus reply space reserved, of all
+	 * connections: the sum of their rx_bytes + reserved (max_buffered) */
+	_Atomic size_t buffered;
 
 	struct drc *drc;
 	_Atomic uint32_t next_xid;
@@ -214,11 +218,13 @@ struct svc_conn {
 	struct list outq;
 	size_t outq_bytes;
 	uint64_t tx_stuck_ns; /* since when the head of outq has not moved; 0: empty */
-	size_t rx_bytes;      /* calls read and not yet released: records, requests */
+	size_t rx_bytes;      /* calls read and not yet released: records, requests;
+			       * its changes go to svc.buffered as well */
 	/* Reply space of admitted calls. Grows without the lock on the fast
 	 * path (req_reserve), shrinks only under it, and every shrink is
 	 * followed by conn_admit_locked(): so no held call waits on space that
-	 * was given back (invariant 7 of svc.h). */
+	 * was given back (invariant 7 of svc.h). Every change goes to
+	 * svc.buffered as well. */
 	_Atomic size_t reserved;
 	struct list held;      /* calls waiting for reply space, by work.link */
 	_Atomic unsigned nheld; /* written under the lock, read without */

@@ -5,9 +5,13 @@
  *   _garbage/_too_big/_stalled/_idle/_evicted (closed to make room for a
  *   new one)/_send_timeout (replies not read)/_partial (closed because
  *   incomplete records of all connections passed partial_max),
- *   rpc.partial_bytes (what incomplete records hold now), rpc.calls_held (calls that
+ *   _pressure (replies not read while past max_buffered),
+ *   rpc.partial_bytes (what incomplete records hold now), rpc.buffered
+ *   (calls read and not answered plus reply space reserved, now),
+ *   rpc.calls_held (calls that
  *   waited for reply space), rpc.limits.max_conns/.conn_max_buffered/
- *   .idle_timeout_ms/.send_timeout_ms/.stall_timeout_ms/.partial_max (the configuration,
+ *   .idle_timeout_ms/.send_timeout_ms/.stall_timeout_ms/.partial_max/
+ *   .max_buffered (the configuration,
  *   0 = off), rpc.drc_hits, rpc.drc_in_progress_drops,
  *   rpc.drc_entries/_bytes/_evictions/_in_progress_entries, rpc.deferred,
  *   rpc.deferred_timeouts,
@@ -15,8 +19,8 @@
  *   errors, and rpc.<program>.v<version>.<procedure> per procedure with
  *   its reply latency histogram (call arrival to reply; as text .p50_us and
  *   .p99_us, the upper bound of the power-of-two bucket, once it has
- *   replies). rpc.connections, rpc.partial_bytes, the drc sizes and
- *   rpc.limits.* are gauges.
+ *   replies). rpc.connections, rpc.buffered, rpc.partial_bytes, the drc
+ *   sizes and rpc.limits.* are gauges.
  */
 #include <stdio.h>
 
@@ -48,6 +52,8 @@ void svc_stats(struct svc *s, const struct stat_sink *sink)
 	stat_emit(sink, "rpc.connections_evicted", counter_get(&st->conns_evicted));
 	stat_emit(sink, "rpc.connections_send_timeout", counter_get(&st->conns_send_timeout));
 	stat_emit(sink, "rpc.connections_partial", counter_get(&st->conns_partial));
+	stat_emit(sink, "rpc.connections_pressure", counter_get(&st->conns_pressure));
+	stat_gauge(sink, "rpc.buffered", atomic_load(&s->buffered));
 	stat_gauge(sink, "rpc.partial_bytes",
 		   atomic_load_explicit(&s->partial_bytes, memory_order_relaxed));
 	stat_emit(sink, "rpc.calls_held", counter_get(&st->calls_held));
@@ -57,6 +63,7 @@ void svc_stats(struct svc *s, const struct stat_sink *sink)
 	stat_gauge(sink, "rpc.limits.send_timeout_ms", s->cfg.send_timeout_ns / NSEC_PER_MSEC);
 	stat_gauge(sink, "rpc.limits.stall_timeout_ms", s->cfg.stall_timeout_ns / NSEC_PER_MSEC);
 	stat_gauge(sink, "rpc.limits.partial_max", s->cfg.partial_max);
+	stat_gauge(sink, "rpc.limits.max_buffered", s->cfg.max_buffered);
 	stat_emit(sink, "rpc.drc_hits", counter_get(&st->drc_hits));
 	stat_emit(sink, "rpc.drc_in_progress_drops", counter_get(&st->drc_in_progress));
 	drc_stats(s->drc, sink, "rpc");

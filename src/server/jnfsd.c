@@ -221,6 +221,10 @@ static void usage(FILE *f)
 		"                         raised to its hard limit at start, is lower)\n"
 		"  --max-record BYTES     largest call record (default 1 MiB + 64 KiB)\n"
 		"  --stall-timeout MS     close a connection stuck mid-record (default 30000)\n"
+		"  --max-buffered BYTES   calls read and not answered plus reply space, all\n"
+		"                         connections together; past it each runs one call\n"
+		"                         at a time and one whose replies do not move for\n"
+		"                         a second is closed (default 128 MiB, 0: no limit)\n"
 		"  --max-partial BYTES    bytes of incomplete records of all connections;\n"
 		"                         past it the one begun earliest is closed\n"
 		"                         (default 128 MiB, 0: no limit)\n"
@@ -457,6 +461,7 @@ int main(int argc, char **argv)
 		{"max-record", required_argument, NULL, 'm'},
 		{"stall-timeout", required_argument, NULL, 's'},
 		{"max-partial", required_argument, NULL, 'P'},
+		{"max-buffered", required_argument, NULL, 'b'},
 		{"idle-timeout", required_argument, NULL, 'i'},
 		{"send-timeout", required_argument, NULL, 'T'},
 		{"port-file", required_argument, NULL, 'p'},
@@ -573,6 +578,11 @@ int main(int argc, char **argv)
 			if (!parse_num(optarg, 1ull << 40, &v))
 				goto bad_value;
 			cfg.partial_max = (size_t)v;
+			break;
+		case 'b':
+			if (!parse_num(optarg, 1ull << 40, &v))
+				goto bad_value;
+			cfg.max_buffered = (size_t)v;
 			break;
 		case 'i':
 			if (!parse_num(optarg, 1ull << 40, &v))
