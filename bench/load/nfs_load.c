@@ -7,6 +7,7 @@
  *            [--shared K] [--file-max BYTES] [--wsize BYTES] [--fill]
  *            [--think-us U] [--timeout-ms T] [--give-up-ms G]
  *            [--interval S] [--series FILE] [--report-limit N] [--csv]
+ *            [--idle N] [--noread N] [--halfsent N] [--flood N]
  *
  * N clients, each a thread with its own connection, run the seeded mix of
  * work.c for S seconds in "<dir>/cK" and "<dir>/shared" of the export
@@ -18,12 +19,14 @@
  * At the end each client checks all of its names and files once more.
  *
  * --fill is the full-disk workload: appending writes of --wsize, and on
- * NOSPC the client removes its largest file and goes on.
+ * NOSPC the client removes its largest file and goes on. --idle, --noread,
+ * --halfsent and --flood add the hostile clients of abuse.h beside the
+ * measured ones.
  *
  * Output: "name value" lines (load.*: operations, ops/s, latency
  * percentiles of operations sent once, per kind; errors by operation and
  * status; mismatches and lost promises; reconnects, resends, restarts
- * seen), and with --csv one header and one row. --series writes
+ * seen; abuse.*), and with --csv one header and one row. --series writes
  * one CSV row per --interval (default 1 s): t_s, ops, ops_per_s, p50_us,
  * p99_us, max_us, reconnects, mismatches, lost. Exit status 0 only when
  * no reply contradicted the model and every client reached the server to
@@ -39,6 +42,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "abuse.h"
 #include "base/mem.h"
 #include "base/time.h"
 #include "work.h"
@@ -84,7 +88,45 @@ static void usage(FILE *f)
 		   "                [--clients N] [--seconds S] [--seed S] [--files F] [--dirs D]\n"
 		   "                [--shared K] [--file-max BYTES] [--wsize BYTES] [--fill]\n"
 		   "                [--think-us U] [--timeout-ms T] [--give-up-ms G]\n"
-		   "                [--interval S] [--series FILE] [--report-limit N] [--csv]\n");
+		   "                [--interval S] [--series FILE] [--report-limit N] [--csv]\n"
+		   "                [--idle N] [--noread N] [--halfsent N] [--flood N]\n");
+}
+
+/* A 1 MiB file for the never-reading clients to READ. */
+static enum load_st write_big(struct load_client *c, const struct load_fh *root,
+			      struct load_fh *big)
+{
+	struct load_fh dir;
+	struct load_attr a;
+	enum load_st st = wo.proto->lookup(c, root, wo.dir, &dir, &a);
+	if (st == LOAD_OK)
+		st = wo.proto->create(c, &dir, "abuse-big", LOAD_UNCHECKED, NULL, 0644, big, &a);
+	uint8_t *buf = xmalloc(1u << 16), verf[LOAD_VERF_LEN];
+	for (uint32_t off = 0; st == LOAD_OK && off < (1u << 20); off += 1u << 16) {
+		uint32_t count;
+		enum load_stable comm;
+		memset(buf, (int)(off >> 16), 1u << 16);
+		st = wo.proto->write(c, big, off, buf, 1u << 16, LOAD_FILE_SYNC, &count, &comm,
+				     verf);
+	}
+	free(buf);
+	return st;
+}
+
+/* The root's handle (the flood's GETATTRs) and the never-reading
+ * clients' file. */
+static int abuse_prepare(struct abuse_opts *ao)
+{
+	struct load_client c = {.lc_id = 1023, .lc_proto = wo.proto};
+	int err = wo.proto->open(&c, &wo.conn, &ao->root);
+	if (!err && ao->noread && write_big(&c, &ao->root, &ao->big) != LOAD_OK)
+		err = -EIO;
+	if (c.lc_pd)
+		wo.proto->close(&c);
+	if (err)
+		fprintf(stderr, "nfs-load: cannot prepare the hostile clients: %s\n",
+			strerror(-err));
+	return err;
 }
 
 int main(int argc, char **argv)
@@ -110,12 +152,17 @@ int main(int argc, char **argv)
 		{"series", required_argument, NULL, 'z'},
 		{"report-limit", required_argument, NULL, 'r'},
 		{"csv", no_argument, NULL, 'C'},
+		{"idle", required_argument, NULL, '1'},
+		{"noread", required_argument, NULL, '2'},
+		{"halfsent", required_argument, NULL, '3'},
+		{"flood", required_argument, NULL, '4'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	unsigned clients = 16, seconds = 30, interval = 1;
 	const char *series = NULL;
 	bool csv = false, file_max_given = false;
+	struct abuse_opts ao = {0};
 	uint64_t v;
 	int opt;
 
@@ -200,6 +247,18 @@ int main(int argc, char **argv)
 		case 'C':
 			csv = true;
 			break;
+		case '1':
+			ao.idle = (unsigned)atoi(optarg);
+			break;
+		case '2':
+			ao.noread = (unsigned)atoi(optarg);
+			break;
+		case '3':
+			ao.halfsent = (unsigned)atoi(optarg);
+			break;
+		case '4':
+			ao.flood = (unsigned)atoi(optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -223,7 +282,8 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	/* up to a thousand clients, a descriptor each */
+	/* up to a thousand clients and thousands of idle connections, a
+	 * descriptor each */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
@@ -250,6 +310,15 @@ int main(int argc, char **argv)
 		failed += cl[i].err != 0;
 	if (failed)
 		stop_flag = true;
+
+	struct abuse *ab = NULL;
+	if (!failed && (ao.idle || ao.noread || ao.halfsent || ao.flood)) {
+		ao.addr = wo.conn.addr;
+		if (abuse_prepare(&ao))
+			stop_flag = true;
+		else
+			ab = abuse_start(&ao);
+	}
 
 	uint64_t t0 = now_ns(), end = t0 + (uint64_t)seconds * NSEC_PER_SEC;
 	uint64_t next = t0 + (uint64_t)interval * NSEC_PER_SEC;
@@ -283,6 +352,7 @@ int main(int argc, char **argv)
 	}
 	double elapsed = (double)(now_ns() - t0) / 1e9;
 	stop_flag = true;
+	abuse_stop(ab);
 	for (unsigned i = 0; i < clients; i++)
 		pthread_join(cl[i].thread, NULL);
 	failed = 0;
@@ -378,6 +448,7 @@ int main(int argc, char **argv)
 	printf("load.clients_failed %u\n", failed);
 	printf("load.mismatches %llu\n", (unsigned long long)tot.mismatches);
 	printf("load.lost %llu\n", (unsigned long long)tot.lost);
+	abuse_report(ab, stdout);
 	if (csv) {
 		printf("csv,proto,clients,seconds,ops,ops_per_s,p50_us,p99_us,p999_us,restarts,"
 		       "nospc,mismatches,lost\n");
@@ -390,6 +461,7 @@ int main(int argc, char **argv)
 	}
 	if (sf)
 		fclose(sf);
+	abuse_free(ab);
 	for (unsigned i = 0; i < clients; i++)
 		work_free(cl[i].w);
 	free(cl);

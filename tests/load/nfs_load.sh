@@ -7,6 +7,10 @@
 #     connection closed, reconnects, checks what the server has (nothing
 #     may be missing, unstable data included: the server did not restart)
 #     and sends the operation again;
+#  3. 4 clients for 5 s beside hostile ones (bench/load/abuse.h): 200 idle
+#     connections, 2 that never read their replies, 20 with half-sent
+#     records, 1 flooding: each did its work, the measured clients agree
+#     with their models, jnfsd survives;
 # then a clean stop and `jnfs check`.
 #
 # usage: sh tests/load/nfs_load.sh JNFSD JNFS NFS-LOAD
@@ -55,6 +59,16 @@ grep -E '^load\.(ops|reconnects|resends|recoveries|restarts_seen|mismatches|lost
 [ "$(value load.mismatches "$TMP/b.out")" = 0 ] || fail "mismatches"
 [ "$(value load.restarts_seen "$TMP/b.out")" = 0 ] || fail "a restart that did not happen"
 [ "$(value load.recoveries "$TMP/b.out")" -ge 8 ] || fail "too few reconnects and checks"
+
+echo "nfs_load: 4 clients beside idle, never-reading, half-sending and flooding ones"
+"$LOAD" --addr "$ADDR" --clients 4 --seconds 5 --seed 9 --idle 200 --noread 2 --halfsent 20 \
+	--flood 1 >"$TMP/c.out" 2>"$TMP/c.err" || fail "nfs-load: $(cat "$TMP/c.err")"
+grep -E '^(load\.(ops_per_s|mismatches)|abuse\.(idle\.connections|noread\.reads_sent|halfsent\.records|flood\.replies)) ' "$TMP/c.out"
+[ "$(value load.mismatches "$TMP/c.out")" = 0 ] || fail "mismatches"
+[ "$(value abuse.noread.reads_sent "$TMP/c.out")" -gt 0 ] || fail "no READ sent by the never-readers"
+[ "$(value abuse.halfsent.records "$TMP/c.out")" -ge 20 ] || fail "too few half-sent records"
+[ "$(value abuse.flood.replies "$TMP/c.out")" -gt 0 ] || fail "the flood got no replies"
+kill -0 "$JPID" || fail "jnfsd died"
 
 kill -TERM "$JPID"
 status=0
