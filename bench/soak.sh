@@ -204,7 +204,9 @@ FINAL_CHECK=0
 
 # figures: the server's memory after the warm-up (a run without kills), and
 # per life of the server (consecutive samples of one pid, the first 20% of
-# each left out) its peak: a leak shows as peaks that grow life after life
+# each left out) its peak: a leak shows as peaks that grow life after life;
+# and how flat the memory of each life of 60 s or more is once its caches
+# have filled (after its first 40%): the largest (max - min) / min
 [ -n "$WARMUP" ] || WARMUP=$(awk -v s="$SECONDS_" 'BEGIN { w = s * 0.2; if (w > 60) w = 60; print w }')
 awk -F, -v w="$WARMUP" '
 	function life_end() {
@@ -213,7 +215,15 @@ awk -F, -v w="$WARMUP" '
 		for (i = 1; i <= np; i++) if (t[i] >= cut && r[i] > pk) pk = r[i]
 		nl++; peaks = peaks (nl > 1 ? " " : "") pk
 		if (lmin == "" || pk < lmin) lmin = pk; if (pk > lmax) lmax = pk
-		if (nl == 1) lfirst = pk; llast = pk; np = 0
+		if (nl == 1) lfirst = pk; llast = pk
+		if (t[np] - t[1] >= 60) {
+			cut = t[1] + (t[np] - t[1]) * 0.4; fmin = ""; fmax = 0
+			for (i = 1; i <= np; i++) if (t[i] >= cut) {
+				if (fmin == "" || r[i] < fmin) fmin = r[i]; if (r[i] > fmax) fmax = r[i]
+			}
+			f = fmin ? 100 * (fmax - fmin) / fmin : 0; nf++; if (f > flat) flat = f
+		}
+		np = 0
 	}
 	NR > 1 {
 		if ($2 != pid) { life_end(); pid = $2 }
@@ -239,6 +249,7 @@ awk -F, -v w="$WARMUP" '
 		printf "soak.rss_kib.life_peak.first %d\n", lfirst
 		printf "soak.rss_kib.life_peak.last %d\n", llast
 		printf "soak.rss.life_peak.spread_pct %.1f\n", lmin ? 100 * (lmax - lmin) / lmin : 0
+		if (nf) printf "soak.rss.life_flat_after_warmup_pct %.1f\n", flat
 		printf "soak.fds.max %d\n", fds
 		printf "soak.threads.max %d\n", thr
 	}' "$OUT/server.csv" >"$OUT/soak.txt"

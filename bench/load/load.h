@@ -28,6 +28,16 @@
  * be restored: the client gives up). Attributes are filled only when the
  * status is LOAD_OK unless said otherwise; la_valid says whether the
  * server sent them.
+ *
+ * An NFSv4.1 table would keep in lc_pd its client id, session and one
+ * open stateid per file handle (OPEN at create or first use, so that
+ * WRITE, READ and SETATTR of the size have one), build each operation as
+ * a COMPOUND with SEQUENCE, and after a reconnect BIND_CONN_TO_SESSION
+ * and send the same slot and sequence id again; when the server restarted
+ * (BADSESSION, STALE_CLIENTID) it makes a new client and session, opens
+ * its files again, calls lc_recover() and sends the operation again as a
+ * new request. The write verifier rules are the same, so the workload and
+ * its model need nothing else.
  */
 #ifndef JNFS_BENCH_LOAD_H
 #define JNFS_BENCH_LOAD_H
