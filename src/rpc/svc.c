@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <malloc.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -55,6 +56,9 @@ const struct lock_class svc_pool_class = LOCK_CLASS_INIT("svc.pool", 470);
 /* Past max_buffered, a connection whose replies have not moved for this
  * long is closed (svc.h). */
 #define PRESSURE_SEND_NS NSEC_PER_SEC
+/* Calls and replies of all connections that held at least this much and
+ * then went down to a quarter of it: give the memory back (sweep_fire). */
+#define TRIM_PEAK (32u << 20)
 
 void svc_config_default(struct svc_config *c)
 {
@@ -822,6 +826,19 @@ static void sweep_fire(struct svc_timer *t)
 		}
 	}
 	mutex_unlock(&s->conns_lock);
+	/* Replies of clients that did not read them (or a burst of large
+	 * ones) were freed, but the allocator keeps what it freed in its
+	 * per-thread arenas, and the next burst may be served from other ones:
+	 * VmRSS would climb burst after burst. Give it back once the total is
+	 * down to a quarter of a peak of TRIM_PEAK or more: rare, and cheap
+	 * next to what it returns. */
+	size_t held = atomic_load(&s->buffered);
+	if (held > s->buffered_peak)
+		s->buffered_peak = held;
+	if (s->buffered_peak >= TRIM_PEAK && held < s->buffered_peak / 4) {
+		malloc_trim(0);
+		s->buffered_peak = held;
+	}
 	timer_arm(s, &s->sweep, now + sweep_period(s));
 }
 

@@ -54,7 +54,9 @@
  *    is not read while it does), so every client still gets its turn; and
  *    a connection whose replies have not moved for a second is closed
  *    (PRESSURE_SEND_NS) rather than after send_timeout. The total is one
- *    atomic counter beside each connection's.
+ *    atomic counter beside each connection's. Once it is back down after
+ *    a spike, the freed memory is given back to the system (malloc_trim),
+ *    which the allocator would otherwise keep.
  *
  * Requests (struct svc_req) are reference counted. States:
  *

@@ -175,6 +175,8 @@ struct svc {
 	/* calls read and not answered plus reply space reserved, of all
 	 * connections: the sum of their rx_bytes + reserved (max_buffered) */
 	_Atomic size_t buffered;
+	size_t buffered_peak; /* the most seen by the sweep since memory was
+			       * last given back (loop only) */
 
 	struct drc *drc;
 	_Atomic uint32_t next_xid;
