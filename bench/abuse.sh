@@ -24,10 +24,14 @@
 # VmRSS at the start and its peak, what the hostile clients did and what the
 # server did to them (abuse.* lines of nfs-load), mismatches. Nothing is
 # asserted on time; it fails only if a client's reply contradicts its model
-# or jnfsd does not survive.
+# or jnfsd does not survive. With ROUNDS > 1 the phases run that many times
+# in turn (alone, abused, alone, abused, ...), each round's figures are
+# printed with the round in the name, and abuse.PHASE.p99_us_median and
+# .p99_vs_alone_median sum them up: on a machine shared with other work,
+# p99 moves between two runs alone as much as an abuser moves it.
 #
 # usage: bench/abuse.sh [PHASE...]     (default: every phase above)
-# environment: IMG_DIR, FLUSH_US, CLIENTS (8), SECONDS_ (20), THINK_US (2000), IDLE (5000),
+# environment: ROUNDS (1), IMG_DIR, FLUSH_US, CLIENTS (8), SECONDS_ (20), THINK_US (2000), IDLE (5000),
 #   NOREAD (8), HALFSENT (1000), FLOOD (1), THREADS (jnfsd --threads, 8),
 #   JNFSD_ARGS, OUT (a temporary directory, removed unless given), JNFSD,
 #   JNFS, LOAD (the programs; default ./build/...)
@@ -46,6 +50,7 @@ FLOOD=${FLOOD:-1}
 THREADS=${THREADS:-8}
 JNFSD_ARGS=${JNFSD_ARGS:-}
 PHASES=${*:-alone idle-noread halfsent flood alone-again}
+ROUNDS=${ROUNDS:-1}
 
 FLUSH_US=${FLUSH_US:-100}
 IMG_DIR=${IMG_DIR:-/dev/shm}
@@ -88,50 +93,68 @@ log "jnfsd on $ADDR (pid $JPID); $CLIENTS clients ${THINK_US} us apart, ${SECOND
 REF=
 FAILED=
 : >"$OUT/summary.csv"
-echo "phase,ops_per_s,p50_us,p99_us,p99_vs_alone,rss_start_kib,rss_peak_kib,mismatches" \
+echo "round,phase,ops_per_s,p50_us,p99_us,p99_vs_alone,rss_start_kib,rss_peak_kib,mismatches" \
 	>>"$OUT/summary.csv"
-for phase in $PHASES; do
-	case $phase in
-	alone | alone-again) extra= ;;
-	idle-noread) extra="--idle $IDLE --noread $NOREAD" ;;
-	halfsent) extra="--halfsent $HALFSENT" ;;
-	flood) extra="--flood $FLOOD" ;;
-	*) log "unknown phase $phase"; exit 2 ;;
-	esac
-	start=$(rss)
-	(
-		while :; do
-			awk '/^VmRSS:/ { print $2 }' "/proc/$JPID/status" 2>/dev/null || exit 0
-			sleep 0.2
-		done
-	) >"$OUT/rss.$phase" &
-	SAMPLER=$!
-	status=0
-	# shellcheck disable=SC2086
-	"$LOAD" --addr "$ADDR" --clients "$CLIENTS" --seconds "$SECONDS_" --think-us "$THINK_US" \
-		--dir "abuse-$phase" $extra >"$OUT/load.$phase" 2>"$OUT/err.$phase" || status=$?
-	kill "$SAMPLER" 2>/dev/null || true
-	wait "$SAMPLER" 2>/dev/null || true
-	SAMPLER=
-	kill -0 "$JPID" 2>/dev/null || { log "jnfsd died in phase $phase"; exit 1; }
-	peak=$(sort -n "$OUT/rss.$phase" | tail -n 1)
-	p99=$(value load.lat_us.p99 "$OUT/load.$phase")
-	[ -n "$REF" ] || REF=$p99
-	ratio=$(awk -v a="$p99" -v b="$REF" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-	mism=$(($(value load.mismatches "$OUT/load.$phase") + $(value load.lost "$OUT/load.$phase")))
-	[ "$status" = 0 ] && [ "$mism" = 0 ] || FAILED="$FAILED $phase"
-	echo "abuse.$phase.ops_per_s $(value load.ops_per_s "$OUT/load.$phase")"
-	echo "abuse.$phase.p50_us $(value load.lat_us.p50 "$OUT/load.$phase")"
-	echo "abuse.$phase.p99_us $p99"
-	echo "abuse.$phase.p99_vs_alone $ratio"
-	echo "abuse.$phase.rss_kib_start $start"
-	echo "abuse.$phase.rss_kib_peak $peak"
-	echo "abuse.$phase.mismatches $mism"
-	grep '^abuse\.' "$OUT/load.$phase" | sed "s/^abuse\./abuse.$phase./" || true
-	echo "$phase,$(value load.ops_per_s "$OUT/load.$phase"),$(value load.lat_us.p50 "$OUT/load.$phase"),$p99,$ratio,$start,$peak,$mism" >>"$OUT/summary.csv"
+round=0
+while [ $round -lt "$ROUNDS" ]; do
+	round=$((round + 1))
+	REF=
+	for phase in $PHASES; do
+		name=$phase
+		[ "$ROUNDS" = 1 ] || name=$phase.r$round
+		case $phase in
+		alone | alone-again) extra= ;;
+		idle-noread) extra="--idle $IDLE --noread $NOREAD" ;;
+		halfsent) extra="--halfsent $HALFSENT" ;;
+		flood) extra="--flood $FLOOD" ;;
+		*) log "unknown phase $phase"; exit 2 ;;
+		esac
+		start=$(rss)
+		(
+			while :; do
+				awk '/^VmRSS:/ { print $2 }' "/proc/$JPID/status" 2>/dev/null || exit 0
+				sleep 0.2
+			done
+		) >"$OUT/rss.$name" &
+		SAMPLER=$!
+		status=0
+		# shellcheck disable=SC2086
+		"$LOAD" --addr "$ADDR" --clients "$CLIENTS" --seconds "$SECONDS_" --think-us "$THINK_US" \
+			--dir "abuse-$name" $extra >"$OUT/load.$name" 2>"$OUT/err.$name" || status=$?
+		kill "$SAMPLER" 2>/dev/null || true
+		wait "$SAMPLER" 2>/dev/null || true
+		SAMPLER=
+		kill -0 "$JPID" 2>/dev/null || { log "jnfsd died in phase $name"; exit 1; }
+		peak=$(sort -n "$OUT/rss.$name" | tail -n 1)
+		p99=$(value load.lat_us.p99 "$OUT/load.$name")
+		[ -n "$REF" ] || REF=$p99
+		ratio=$(awk -v a="$p99" -v b="$REF" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+		mism=$(($(value load.mismatches "$OUT/load.$name") + $(value load.lost "$OUT/load.$name")))
+		[ "$status" = 0 ] && [ "$mism" = 0 ] || FAILED="$FAILED $name"
+		echo "abuse.$name.ops_per_s $(value load.ops_per_s "$OUT/load.$name")"
+		echo "abuse.$name.p50_us $(value load.lat_us.p50 "$OUT/load.$name")"
+		echo "abuse.$name.p99_us $p99"
+		echo "abuse.$name.p99_vs_alone $ratio"
+		echo "abuse.$name.rss_kib_start $start"
+		echo "abuse.$name.rss_kib_peak $peak"
+		echo "abuse.$name.mismatches $mism"
+		grep '^abuse\.' "$OUT/load.$name" | sed "s/^abuse\./abuse.$name./" || true
+		echo "$round,$phase,$(value load.ops_per_s "$OUT/load.$name"),$(value load.lat_us.p50 "$OUT/load.$name"),$p99,$ratio,$start,$peak,$mism" >>"$OUT/summary.csv"
+	done
 done
+# the medians over the rounds, per phase
+if [ "$ROUNDS" -gt 1 ]; then
+	for phase in $PHASES; do
+		awk -F, -v p="$phase" '$2 == p { print $5 " " $6 }' "$OUT/summary.csv" |
+			sort -n -k1,1 | awk -v p="$phase" '{ a[NR] = $1 } END {
+				printf "abuse.%s.p99_us_median %s\n", p, a[int((NR + 1) / 2)] }'
+		awk -F, -v p="$phase" '$2 == p { print $6 }' "$OUT/summary.csv" |
+			sort -n | awk -v p="$phase" '{ a[NR] = $1 } END {
+				printf "abuse.%s.p99_vs_alone_median %s\n", p, a[int((NR + 1) / 2)] }'
+	done
+fi
 "$JNFS" stat --server "$ADDR" >"$OUT/jnfsd.stats" 2>&1 || true
-grep -E '^rpc\.(connections|connections_(accepted|closed|refused|evicted|idle|stalled|send_timeout)|calls_held) ' \
+grep -E '^rpc\.(connections|connections_(accepted|closed|refused|evicted|idle|stalled|send_timeout|partial|pressure)|calls_held) ' \
 	"$OUT/jnfsd.stats" | sed 's/^/abuse.server./' || true
 kill -TERM "$JPID"
 wait "$JPID" || { log "jnfsd did not stop cleanly"; FAILED="$FAILED stop"; }
