@@ -28,6 +28,7 @@
 # usage: bench/soak.sh [--clients N] [--seconds S] [--kills K | --kill-every S]
 #                      [--size SIZE] [--threads T] [--flush-latency-us U] [--seed S]
 #                      [--fill] [--out DIR] [--warmup S] [--no-plot]
+#        bench/soak.sh --replot DIR     (draw DIR/soak.png again from its CSVs)
 #                      [--jnfsd PATH] [--jnfs PATH] [--load PATH] [-- NFS-LOAD-ARGS...]
 # defaults: 16 clients, 60 s, 5 kills, a 1G image, 4 threads, seed 1, OUT a
 # temporary directory removed when the run passes (kept and named when it
@@ -52,6 +53,7 @@ FILL=
 OUT=
 WARMUP=
 PLOT=1
+REPLOT=
 here=$(cd "$(dirname "$0")/.." && pwd)
 JNFSD=$here/build/jnfsd
 JNFS=$here/build/jnfs
@@ -71,6 +73,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--warmup) WARMUP=$2; shift ;;
 	--no-plot) PLOT= ;;
+	--replot) REPLOT=$2; shift ;;
 	--jnfsd) JNFSD=$2; shift ;;
 	--jnfs) JNFS=$2; shift ;;
 	--load) LOAD=$2; shift ;;
@@ -80,6 +83,51 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
+log() { echo "soak: $*" >&2; }
+
+# plot OUT/load.csv, OUT/server.csv and OUT/kills.txt into OUT/soak.png
+plot() {
+	kl=""
+	while read -r k; do
+		kl="$kl set arrow from $k, graph 0 to $k, graph 1 nohead lc rgb 'red' dt 2;"
+	done <"$OUT/kills.txt"
+	gnuplot <<-GP 2>"$OUT/gnuplot.err" || log "gnuplot failed (see $OUT/gnuplot.err)"
+	set terminal png size 1100,900
+	set output "$OUT/soak.png"
+	set datafile separator ","
+	set multiplot layout 3,1 title "soak: $1"
+	set key top left
+	set grid
+	set xlabel "seconds"
+	$kl
+	set ylabel "ops/s"
+	set yrange [0:*]
+	set y2label "p99 latency (ms, log)"
+	set y2tics
+	set logscale y2
+	plot "$OUT/load.csv" using 1:3 skip 1 with lines title "ops/s", \
+	     "" using 1:(\$5/1000) skip 1 axes x1y2 with lines title "p99 (ms)"
+	unset y2tics
+	unset y2label
+	unset logscale y2
+	set ylabel "MiB"
+	set yrange [0:*]
+	plot "$OUT/server.csv" using 1:(\$3/1024) skip 1 with lines title "jnfsd VmRSS"
+	set ylabel "count"
+	plot "$OUT/server.csv" using 1:4 skip 1 with lines title "open descriptors", \
+	     "" using 1:5 skip 1 with lines title "threads"
+	unset multiplot
+	GP
+	[ -s "$OUT/soak.png" ] && log "plot in $OUT/soak.png"
+}
+
+if [ -n "$REPLOT" ]; then
+	OUT=$REPLOT
+	v() { awk -v n="$1" '$1 == n { print $2 }' "$OUT/result.txt"; }
+	plot "$(v soak.clients) clients, $(v soak.kills) kills (red), $(v soak.seconds) s"
+	exit 0
+fi
+
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/jnfs-soak.XXXXXX")
 [ -n "$OUT" ] || OUT=$TMP
 mkdir -p "$OUT"
@@ -88,7 +136,6 @@ PIDFILE=$TMP/jnfsd.pid
 JPID=
 SAMPLER=
 LOADPID=
-log() { echo "soak: $*" >&2; }
 
 cleanup() {
 	[ -z "$SAMPLER" ] || kill "$SAMPLER" 2>/dev/null || true
@@ -272,37 +319,7 @@ if [ -s "$OUT/load.err" ]; then
 fi
 
 if [ -n "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
-	kl=""
-	while read -r k; do
-		kl="$kl set arrow from $k, graph 0 to $k, graph 1 nohead lc rgb 'red' dt 2;"
-	done <"$OUT/kills.txt"
-	gnuplot <<GP 2>"$OUT/gnuplot.err" || log "gnuplot failed (see $OUT/gnuplot.err)"
-set terminal png size 1100,900
-set output "$OUT/soak.png"
-set datafile separator ","
-set multiplot layout 3,1 title "soak: $CLIENTS clients, $KILLED kills (red), ${SECONDS_} s"
-set key top left
-set grid
-set xlabel "seconds"
-$kl
-set ylabel "ops/s"
-set yrange [0:*]
-set y2range [0:*]
-set y2label "p99 latency (ms)"
-set y2tics
-plot "$OUT/load.csv" using 1:3 skip 1 with lines title "ops/s", \
-     "" using 1:(\$5/1000) skip 1 axes x1y2 with lines title "p99 (ms)"
-unset y2tics
-unset y2label
-set ylabel "MiB"
-set yrange [0:*]
-plot "$OUT/server.csv" using 1:(\$3/1024) skip 1 with lines title "jnfsd VmRSS"
-set ylabel "count"
-plot "$OUT/server.csv" using 1:4 skip 1 with lines title "open descriptors", \
-     "" using 1:5 skip 1 with lines title "threads"
-unset multiplot
-GP
-	[ -s "$OUT/soak.png" ] && log "plot in $OUT/soak.png"
+	plot "$CLIENTS clients, $KILLED kills (red), ${SECONDS_} s"
 fi
 
 ok=1
