@@ -111,6 +111,11 @@ int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned
 	return 0;
 }
 
+void dev_note_external_writes(struct dev *d)
+{
+	atomic_fetch_add(&d->d_write_gen, 1);
+}
+
 /*
  * Nothing completed since a flush that covered everything: the call is
  * answered at once. With no flush running and none asked for, it also

@@ -135,6 +135,10 @@ int dev_read(struct dev *d, void *buf, size_t len, uint64_t off);
 int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned flags);
 /* Returns once a flush that started after the call completed (F2). */
 int dev_flush(struct dev *d);
+/* Writes this layer did not see may sit in the device's cache (a pNFS
+ * client wrote the storage directly): the next flush reaches the backend
+ * instead of being elided. */
+void dev_note_external_writes(struct dev *d);
 void dev_close(struct dev *d);
 
 /*

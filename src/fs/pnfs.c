@@ -194,6 +194,9 @@ int fs_commit_blocks(struct fs_inode *ip, const struct fs_range *ranges, unsigne
 		ip->i_d.mtime = *mtime;
 	ino_log(tx, ip, fields);
 	/* not synchronous: the force below goes only as far as needed */
+	/* the client wrote the storage itself: the device layer saw none of
+	 * it, so the flush below (or the checkpoint's) must not be elided */
+	dev_note_external_writes(fs->f_ddev);
 	int cerr = fstx_commit(tx, NULL);
 	rwlock_unlock(&ip->i_iolock);
 	if (!err)

@@ -195,12 +195,14 @@ static struct nfs4_cb *cb_new(struct nfs4_server *s, struct nfs4_session *sess, 
 
 static uint32_t cb_send(struct nfs4_cb *cb)
 {
+	/* once started, the reply may come and cb_done free cb at once */
+	struct nfs4_server *s = cb->s;
+	counter_inc(&s->st.cb_calls);
 	int err = svc_call_start(cb->conn, &cb->call);
 	if (err) {
 		cb_finish(cb, NFS4ERR_DELAY, false);
 		return NFS4ERR_DELAY;
 	}
-	counter_inc(&cb->s->st.cb_calls);
 	return NFS4_OK;
 }
 

@@ -127,6 +127,12 @@ static uint32_t layout_get_stid(struct nfs4_compound *c, struct fs_inode *ip,
 	struct nfs4_layout_table *t = c->s->layouts;
 	uint64_t clientid = nfs4_client_id(c->clp), file = fs_ino(ip);
 	uint32_t st = NFS4_OK;
+	/* the handle a recall will name, made before the table's lock (a
+	 * leaf: no engine lock under it) */
+	nfs_fh4 fh = {0};
+	struct fs_attr at;
+	if (!fs_getattr(ip, &at))
+		nfs4_fh_wire(c, &c->cfh, &at, &fh);
 	mutex_lock(&t->lock);
 	struct nfs4_layout *lo = find_locked(t, clientid, file);
 	*fresh = !lo;
@@ -140,9 +146,7 @@ static uint32_t layout_get_stid(struct nfs4_compound *c, struct fs_inode *ip,
 		fs_igrab(ip);
 		lo->ip = ip;
 		lo->peer = *svc_conn_peer(svc_req_conn(c->rq));
-		struct fs_attr at;
-		if (!fs_getattr(ip, &at))
-			nfs4_fh_wire(c, &c->cfh, &at, &lo->fh);
+		lo->fh = fh;
 		st = nfs4_stid_alloc(c->clp, NFS4_STID_LAYOUT, lo, &lo->stid);
 		if (st) {
 			fs_iput(ip);
@@ -236,8 +240,13 @@ uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 	if ((st = nfs4_stid_find(c->clp, &sid, NFS4_STID_OPEN | NFS4_STID_LOCK | NFS4_STID_LAYOUT,
 				 &given)))
 		return st;
+	unsigned given_type = nfs4_stid_type(given);
 	nfs4_stid_put(given);
-	if (rw && (st = nfs4_check_io_stateid(c, &la->loga_stateid, c->cfh.ip, true)))
+	/* an RW layout first needs an open for writing; after the first
+	 * LAYOUTGET the client presents the layout stateid (RFC 8881
+	 * §12.5.3), which stands for the open it was made from */
+	if (rw && given_type != NFS4_STID_LAYOUT &&
+	    (st = nfs4_check_io_stateid(c, &la->loga_stateid, c->cfh.ip, true)))
 		return st == NFS4ERR_OPENMODE ? NFS4ERR_BADIOMODE : st;
 	/* a LAYOUTGET racing a recall fails: no layout escapes the recall */
 	if (fs_layout_recalling(c->cfh.ip))
