@@ -144,9 +144,18 @@ static nfsstat4 cb_dispatch(void *arg, const struct nfs4c_cb_req *rq,
 	if (n >= 0 && n < NFS4C_CB_NOPS) {
 		mutex_lock(&cl->cbq_lock);
 		cl->cb_count[n]++;
+		nfs4c_cb_fn fn = cl->cb_fn[n];
+		void *fn_arg = cl->cb_arg[n];
+		cl->cb_in_handler = fn != NULL;
 		mutex_unlock(&cl->cbq_lock);
-		if (cl->cb_ops.op[n])
-			return cl->cb_ops.op[n](cl->cb_ops.arg, rq, op, res);
+		if (fn) {
+			nfsstat4 st = fn(fn_arg, rq, op, res);
+			mutex_lock(&cl->cbq_lock);
+			cl->cb_in_handler = false;
+			cond_broadcast(&cl->cb_idle_cv);
+			mutex_unlock(&cl->cbq_lock);
+			return st;
+		}
 	}
 	switch (n) {
 	case OP_CB_RECALL:
@@ -273,8 +282,10 @@ int nfs4c_create(const struct nfs4c_cfg *cfg, struct nfs4c_client **out)
 		uint64_t t = wall_ns();
 		memcpy(cl->cfg.verifier, &t, sizeof(t));
 	}
-	if (cfg->cb)
-		cl->cb_ops = *cfg->cb;
+	for (unsigned i = 0; cfg->cb && i < NFS4C_CB_NOPS; i++) {
+		cl->cb_fn[i] = cfg->cb->op[i];
+		cl->cb_arg[i] = cfg->cb->arg;
+	}
 	if (cfg->hooks)
 		cl->hooks = *cfg->hooks;
 	cl->cfg.cb = NULL;
@@ -288,6 +299,7 @@ int nfs4c_create(const struct nfs4c_cfg *cfg, struct nfs4c_client **out)
 	cond_init(&cl->renew_cv);
 	mutex_init(&cl->cbq_lock, &cbq_class);
 	cond_init(&cl->cbq_cv);
+	cond_init(&cl->cb_idle_cv);
 	list_init(&cl->cbq);
 	nfs4c_cb_init(&cl->cb, cl->cfg.cb_program, cb_dispatch, cl);
 	nfs4c_slots_init(&cl->slots, 1);
@@ -306,6 +318,7 @@ int nfs4c_create(const struct nfs4c_cfg *cfg, struct nfs4c_client **out)
 
 out_free:
 	nfs4c_cb_destroy(&cl->cb);
+	cond_destroy(&cl->cb_idle_cv);
 	cond_destroy(&cl->cbq_cv);
 	mutex_destroy(&cl->cbq_lock);
 	cond_destroy(&cl->renew_cv);
@@ -353,6 +366,7 @@ void nfs4c_destroy(struct nfs4c_client *cl)
 	}
 
 	nfs4c_cb_destroy(&cl->cb);
+	cond_destroy(&cl->cb_idle_cv);
 	cond_destroy(&cl->cbq_cv);
 	mutex_destroy(&cl->cbq_lock);
 	cond_destroy(&cl->renew_cv);
@@ -830,6 +844,21 @@ int nfs4c_open_conn(struct nfs4c_client *cl, struct nfs4c_conn **out)
 	struct nfs4c_conn_cfg cc;
 	conn_cfg(cl, &cc);
 	return nfs4c_conn_open(cl->addr, &cc, out);
+}
+
+int nfs4c_set_cb(struct nfs4c_client *cl, nfs_cb_opnum4 op, nfs4c_cb_fn fn, void *arg)
+{
+	if (op < 0 || op >= NFS4C_CB_NOPS)
+		return -EINVAL;
+	mutex_lock(&cl->cbq_lock);
+	cl->cb_fn[op] = fn;
+	cl->cb_arg[op] = arg;
+	/* the old handler may be running with the old argument: wait for it
+	 * (only the callback thread runs handlers, one at a time) */
+	while (cl->cb_in_handler)
+		cond_wait(&cl->cb_idle_cv, &cl->cbq_lock);
+	mutex_unlock(&cl->cbq_lock);
+	return 0;
 }
 
 struct nfs4c_cb *nfs4c_get_cb(struct nfs4c_client *cl)

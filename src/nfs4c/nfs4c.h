@@ -219,6 +219,16 @@ struct nfs4c_conn *nfs4c_get_conn(struct nfs4c_client *cl);
  * fore channel). Compounds use it when they name it (c->conn). The caller
  * closes it (nfs4c_conn_close) before nfs4c_destroy(). 0 or -errno. */
 int nfs4c_open_conn(struct nfs4c_client *cl, struct nfs4c_conn **out);
+/*
+ * Install (fn) or remove (NULL) the handler of one callback operation after
+ * the client was created, with an argument of its own: how a layer above
+ * the client (pnfs.h answers CB_LAYOUTRECALL) hooks into the back channel.
+ * Returns once no handler runs any more with what was installed before, so
+ * a layer may free its argument after removing its handler. Never call it
+ * from a handler (it would wait for itself). 0 or -EINVAL for an operation
+ * out of range.
+ */
+int nfs4c_set_cb(struct nfs4c_client *cl, nfs_cb_opnum4 op, nfs4c_cb_fn fn, void *arg);
 /* The back channel's state (stats, and for tests). */
 struct nfs4c_cb *nfs4c_get_cb(struct nfs4c_client *cl);
 /* The open and lock owners' client ID field. */
@@ -497,6 +507,41 @@ int nfs4c_op_secinfo_no_name(struct nfs4c_compound *c, secinfo_style4 style);
  * (tests; set no_sequence). The client's slot table is not involved. */
 int nfs4c_op_sequence(struct nfs4c_compound *c, uint32_t slot, uint32_t seqid, uint32_t highest,
 		      bool cachethis);
+
+/* pNFS (RFC 8881 18.40-18.44). GETDEVICEINFO and GETDEVICELIST need no
+ * current filehandle; the others act on the current file (LAYOUTRETURN of
+ * the FSID kind on its filesystem). */
+int nfs4c_op_getdeviceinfo(struct nfs4c_compound *c, const uint8_t id[NFS4_DEVICEID4_SIZE],
+			   layouttype4 type, uint32_t maxcount, uint32_t notify_types);
+int nfs4c_op_getdevicelist(struct nfs4c_compound *c, layouttype4 type, uint32_t maxdevices,
+			   uint64_t cookie, const uint8_t verf[NFS4_VERIFIER_SIZE]);
+/* LAYOUTGET: sid is an open, lock or delegation stateid for the first
+ * layout of a file, the layout stateid after. */
+int nfs4c_op_layoutget(struct nfs4c_compound *c, layouttype4 type, layoutiomode4 iomode,
+		       uint64_t off, uint64_t len, uint64_t minlen, const struct stateid4 *sid,
+		       uint32_t maxcount);
+/* LAYOUTCOMMIT (18.42): the body is the layout type's update (for blocks a
+ * pnfs_block_layoutupdate4), copied. */
+struct nfs4c_layoutcommit {
+	uint64_t off, len;	  /* loca_offset, loca_length */
+	bool reclaim;
+	struct stateid4 stateid;  /* the layout stateid */
+	bool have_last_write;	  /* loca_last_write_offset present */
+	uint64_t last_write;	  /* offset of the last byte written */
+	bool have_mtime;	  /* loca_time_modify present */
+	struct nfstime4 mtime;
+	layouttype4 type;
+	const void *body;
+	uint32_t body_len;
+};
+int nfs4c_op_layoutcommit(struct nfs4c_compound *c, const struct nfs4c_layoutcommit *lc);
+/* LAYOUTRETURN of a range of the current file (LAYOUTRETURN4_FILE, sid the
+ * layout stateid), or of everything the client holds on the current
+ * file's filesystem (LAYOUTRETURN4_FSID) or anywhere (LAYOUTRETURN4_ALL),
+ * where off, len and sid are not sent. */
+int nfs4c_op_layoutreturn(struct nfs4c_compound *c, layouttype4 type, layoutiomode4 iomode,
+			  layoutreturn_type4 kind, uint64_t off, uint64_t len,
+			  const struct stateid4 *sid);
 
 /* NFSv4.2 (RFC 7862) */
 int nfs4c_op_allocate(struct nfs4c_compound *c, const struct stateid4 *sid, uint64_t off,

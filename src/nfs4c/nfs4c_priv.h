@@ -27,7 +27,6 @@ struct nfs4c_client {
 	char *addr;
 	uint8_t *owner;
 	uint32_t owner_len;
-	struct nfs4c_cb_ops cb_ops;
 	struct nfs4c_hooks hooks;
 
 	struct mutex recover_lock; /* nfs4c.h invariant 3 */
@@ -66,6 +65,10 @@ struct nfs4c_client {
 	bool cb_stop;
 	pthread_t cb_thread;
 	uint64_t cb_count[NFS4C_CB_NOPS]; /* operations received, by opcode */
+	nfs4c_cb_fn cb_fn[NFS4C_CB_NOPS];  /* the handlers (cfg.cb, nfs4c_set_cb) */
+	void *cb_arg[NFS4C_CB_NOPS];
+	bool cb_in_handler;   /* the callback thread runs a handler */
+	struct cond cb_idle_cv; /* ... and finished it */
 	uint64_t cb_dropped;
 };
 

@@ -423,6 +423,104 @@ int nfs4c_op_sequence(struct nfs4c_compound *c, uint32_t slot, uint32_t seqid, u
 	return 0;
 }
 
+int nfs4c_op_getdeviceinfo(struct nfs4c_compound *c, const uint8_t id[NFS4_DEVICEID4_SIZE],
+			   layouttype4 type, uint32_t maxcount, uint32_t notify_types)
+{
+	struct nfs_argop4 *a = add(c, OP_GETDEVICEINFO);
+	if (!a)
+		return -E2BIG;
+	struct GETDEVICEINFO4args *g = &a->opgetdeviceinfo;
+	memcpy(g->gdia_device_id, id, NFS4_DEVICEID4_SIZE);
+	g->gdia_layout_type = type;
+	g->gdia_maxcount = maxcount;
+	if (notify_types) {
+		g->gdia_notify_types.len = 1;
+		g->gdia_notify_types.val[0] = notify_types;
+	}
+	return 0;
+}
+
+int nfs4c_op_getdevicelist(struct nfs4c_compound *c, layouttype4 type, uint32_t maxdevices,
+			   uint64_t cookie, const uint8_t verf[NFS4_VERIFIER_SIZE])
+{
+	struct nfs_argop4 *a = add(c, OP_GETDEVICELIST);
+	if (!a)
+		return -E2BIG;
+	struct GETDEVICELIST4args *g = &a->opgetdevicelist;
+	g->gdla_layout_type = type;
+	g->gdla_maxdevices = maxdevices;
+	g->gdla_cookie = cookie;
+	if (verf)
+		memcpy(g->gdla_cookieverf, verf, NFS4_VERIFIER_SIZE);
+	return 0;
+}
+
+int nfs4c_op_layoutget(struct nfs4c_compound *c, layouttype4 type, layoutiomode4 iomode,
+		       uint64_t off, uint64_t len, uint64_t minlen, const struct stateid4 *sid,
+		       uint32_t maxcount)
+{
+	struct nfs_argop4 *a = add(c, OP_LAYOUTGET);
+	if (!a)
+		return -E2BIG;
+	struct LAYOUTGET4args *g = &a->oplayoutget;
+	g->loga_signal_layout_avail = false;
+	g->loga_layout_type = type;
+	g->loga_iomode = iomode;
+	g->loga_offset = off;
+	g->loga_length = len;
+	g->loga_minlength = minlen;
+	g->loga_stateid = *sid;
+	g->loga_maxcount = maxcount;
+	return 0;
+}
+
+int nfs4c_op_layoutcommit(struct nfs4c_compound *c, const struct nfs4c_layoutcommit *lc)
+{
+	struct nfs_argop4 *a = add(c, OP_LAYOUTCOMMIT);
+	if (!a)
+		return -E2BIG;
+	struct LAYOUTCOMMIT4args *l = &a->oplayoutcommit;
+	l->loca_offset = lc->off;
+	l->loca_length = lc->len;
+	l->loca_reclaim = lc->reclaim;
+	l->loca_stateid = lc->stateid;
+	l->loca_last_write_offset.no_newoffset = lc->have_last_write;
+	l->loca_last_write_offset.no_offset = lc->last_write;
+	l->loca_time_modify.nt_timechanged = lc->have_mtime;
+	l->loca_time_modify.nt_time = lc->mtime;
+	l->loca_layoutupdate.lou_type = lc->type;
+	if (lc->body_len) {
+		uint8_t *p = nfs4c_scratch(c, lc->body_len);
+		if (!p)
+			return -E2BIG;
+		memcpy(p, lc->body, lc->body_len);
+		l->loca_layoutupdate.lou_body.len = lc->body_len;
+		l->loca_layoutupdate.lou_body.val = p;
+	}
+	return 0;
+}
+
+int nfs4c_op_layoutreturn(struct nfs4c_compound *c, layouttype4 type, layoutiomode4 iomode,
+			  layoutreturn_type4 kind, uint64_t off, uint64_t len,
+			  const struct stateid4 *sid)
+{
+	struct nfs_argop4 *a = add(c, OP_LAYOUTRETURN);
+	if (!a)
+		return -E2BIG;
+	struct LAYOUTRETURN4args *r = &a->oplayoutreturn;
+	r->lora_reclaim = false;
+	r->lora_layout_type = type;
+	r->lora_iomode = iomode;
+	r->lora_layoutreturn.lr_returntype = kind;
+	if (kind == LAYOUTRETURN4_FILE) {
+		r->lora_layoutreturn.lr_layout.lrf_offset = off;
+		r->lora_layoutreturn.lr_layout.lrf_length = len;
+		if (sid)
+			r->lora_layoutreturn.lr_layout.lrf_stateid = *sid;
+	}
+	return 0;
+}
+
 int nfs4c_op_allocate(struct nfs4c_compound *c, const struct stateid4 *sid, uint64_t off,
 		      uint64_t len)
 {

@@ -269,9 +269,29 @@ static void test_compound_encode(void)
 				.attrs = {.set = NFS4C_SA_MODE, .mode = 0600}};
 	memcpy(ex.verf, verf, 8);
 	nfs4c_op_open(&c, &ex);
+	static const uint8_t devid[16] = "device-id-16byte";
+	nfs4c_op_getdeviceinfo(&c, devid, LAYOUT4_BLOCK_VOLUME, 65536, 6);
+	nfs4c_op_getdevicelist(&c, LAYOUT4_BLOCK_VOLUME, 32, 17, verf);
+	nfs4c_op_layoutget(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_RW, 8192, 65536, 4096, &sid_a,
+			   32768);
+	struct nfs4c_layoutcommit lc = {.off = 4096,
+					.len = 8192,
+					.stateid = sid_b,
+					.have_last_write = true,
+					.last_write = 12287,
+					.have_mtime = true,
+					.mtime = {1700000000, 5},
+					.type = LAYOUT4_BLOCK_VOLUME,
+					.body = "\0\0\0\0",
+					.body_len = 4};
+	nfs4c_op_layoutcommit(&c, &lc);
+	nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_ANY, LAYOUTRETURN4_FILE, 0,
+			      NFS4_UINT64_MAX, &sid_b);
+	nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_READ, LAYOUTRETURN4_ALL, 1, 2,
+			      NULL);
 	nfs4c_op_add(&c, 9999); /* unknown to the codecs: sent as its number */
 	uint32_t n = c.nops;
-	CHECK_EQ(n, 35);
+	CHECK_EQ(n, 41);
 
 	/* -ENOMSG at the unknown operation, everything before it decoded */
 	CHECK_EQ(decode_args(&c, &x, &arena, &flat, &args), -ENOMSG);
@@ -354,6 +374,35 @@ static void test_compound_encode(void)
 	const struct createhow4 *h = &a[33].opopen.openhow.how;
 	CHECK(h->mode == EXCLUSIVE4_1 && !memcmp(h->ch_createboth.cva_verf, verf, 8));
 	check_sattr(&h->ch_createboth.cva_attrs, 0600, UINT64_MAX, UINT32_MAX);
+	const struct GETDEVICEINFO4args *gdi = &a[34].opgetdeviceinfo;
+	CHECK(!memcmp(gdi->gdia_device_id, devid, 16) && gdi->gdia_maxcount == 65536 &&
+	      gdi->gdia_layout_type == LAYOUT4_BLOCK_VOLUME && gdi->gdia_notify_types.len == 1 &&
+	      gdi->gdia_notify_types.val[0] == 6);
+	const struct GETDEVICELIST4args *gdl = &a[35].opgetdevicelist;
+	CHECK(gdl->gdla_maxdevices == 32 && gdl->gdla_cookie == 17 &&
+	      !memcmp(gdl->gdla_cookieverf, verf, 8));
+	const struct LAYOUTGET4args *lg = &a[36].oplayoutget;
+	CHECK(lg->loga_iomode == LAYOUTIOMODE4_RW && lg->loga_offset == 8192 &&
+	      lg->loga_length == 65536 && lg->loga_minlength == 4096 &&
+	      lg->loga_stateid.seqid == 7 && lg->loga_maxcount == 32768 &&
+	      !lg->loga_signal_layout_avail);
+	const struct LAYOUTCOMMIT4args *lca = &a[37].oplayoutcommit;
+	CHECK(lca->loca_offset == 4096 && lca->loca_length == 8192 && !lca->loca_reclaim &&
+	      lca->loca_stateid.seqid == 9);
+	CHECK(lca->loca_last_write_offset.no_newoffset &&
+	      lca->loca_last_write_offset.no_offset == 12287);
+	CHECK(lca->loca_time_modify.nt_timechanged &&
+	      lca->loca_time_modify.nt_time.seconds == 1700000000 &&
+	      lca->loca_time_modify.nt_time.nseconds == 5);
+	CHECK(lca->loca_layoutupdate.lou_type == LAYOUT4_BLOCK_VOLUME &&
+	      lca->loca_layoutupdate.lou_body.len == 4);
+	const struct LAYOUTRETURN4args *lr = &a[38].oplayoutreturn;
+	CHECK(lr->lora_layoutreturn.lr_returntype == LAYOUTRETURN4_FILE &&
+	      lr->lora_iomode == LAYOUTIOMODE4_ANY &&
+	      lr->lora_layoutreturn.lr_layout.lrf_length == NFS4_UINT64_MAX &&
+	      lr->lora_layoutreturn.lr_layout.lrf_stateid.seqid == 9);
+	CHECK(a[39].oplayoutreturn.lora_layoutreturn.lr_returntype == LAYOUTRETURN4_ALL &&
+	      a[39].oplayoutreturn.lora_iomode == LAYOUTIOMODE4_READ);
 	free(flat);
 	xdr_arena_reset(&arena);
 	xdr_enc_destroy(&x);

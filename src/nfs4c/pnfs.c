@@ -1,0 +1,1315 @@
+/*
+ * pnfs.c - the pNFS block layout client: disks, devices, files with their
+ * layouts, I/O through them, LAYOUTCOMMIT, returns and recalls. pnfs.h
+ * has the design and the invariants; blk.h the extent arithmetic.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/compiler.h"
+#include "base/list.h"
+#include "base/lock.h"
+#include "base/mem.h"
+#include "base/time.h"
+#include "nfs4c/pnfs.h"
+
+#define DIO_ALIGN     4096u	 /* O_DIRECT: offsets, lengths and buffers */
+#define IO_CHUNK      (1u << 20) /* bytes of one disk I/O */
+#define MAX_DEVICES   64	 /* device ids described per client */
+#define DEVINFO_MAX   65536u	 /* gdia_maxcount */
+#define LAYOUT_MAX    32768u	 /* loga_maxcount */
+#define COMMIT_MAX    1024u	 /* extents per LAYOUTCOMMIT (44 bytes each) */
+#define RETRY_FIRST   (10 * NSEC_PER_MSEC)
+#define RETRY_MAX     (500 * NSEC_PER_MSEC)
+#define RETRY_DEFAULT 60000u
+
+static const struct lock_class pnfs_class = LOCK_CLASS_INIT("nfs4c.pnfs", 750);
+static const struct lock_class file_class = LOCK_CLASS_INIT("nfs4c.pnfs.file", 760);
+
+struct pnfs_disk {
+	char *path;
+	int fd;
+	uint64_t size;
+};
+
+struct pnfs_dev {
+	uint8_t id[NFS4_DEVICEID4_SIZE];
+	struct nfs4c_blk_topo topo; /* resolved; never changes once listed */
+};
+
+/* A return to make: a recalled file range, or everything (FSID, ALL,
+ * CB_RECALL_ANY). */
+struct ret_job {
+	struct list link;
+	layoutrecall_type4 kind;
+	layoutiomode4 iomode;
+	struct nfs4c_pnfs_file *f; /* FILE: referenced */
+	uint64_t off, len;
+	struct nfs4c_pnfs_file **files; /* the others: referenced */
+	unsigned nfiles;
+};
+
+struct nfs4c_pnfs {
+	struct nfs4c_client *cl;
+	struct nfs4c_pnfs_cfg cfg;
+	uint32_t bs;
+	unsigned ndisk;
+	struct pnfs_disk disk[NFS4C_PNFS_MAX_DISKS];
+	char owner[64];
+
+	struct mutex lock; /* everything below */
+	struct cond cv;
+	struct pnfs_dev *dev[MAX_DEVICES];
+	unsigned ndev;
+	struct list files;
+	struct list jobs;
+	bool stop;
+	pthread_t thread;
+	struct nfs4c_pnfs_stats st;
+};
+
+struct nfs4c_pnfs_file {
+	struct nfs4c_pnfs *p;
+	struct list link; /* p->files, under p->lock, as is refs */
+	unsigned refs;
+	bool listed;
+	struct nfs4c_fh fh;
+	struct stateid4 open_sid;
+
+	struct mutex lock; /* everything below */
+	struct cond cv;
+	bool have_lsid;
+	struct stateid4 lsid;
+	struct nfs4c_blk_map map;
+	uint64_t size;
+	bool written;		   /* since the last LAYOUTCOMMIT */
+	uint64_t wr_lo, wr_hi;	   /* block-aligned range written since */
+	uint64_t last_end;	   /* one past the last byte written since */
+	uint64_t wr_gen;	   /* one more per write */
+	unsigned io_busy;	   /* I/Os using the layout (invariant 2) */
+	unsigned recalling;	   /* returns pending (invariant 2) */
+	bool lg_busy, commit_busy; /* invariant 4 */
+};
+
+static void note(struct nfs4c_pnfs *p, const char *fmt, ...) __printf(2, 3);
+static void note(struct nfs4c_pnfs *p, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	if (!p->cfg.note)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	p->cfg.note(p->cfg.note_arg, line);
+}
+
+static void count(struct nfs4c_pnfs *p, uint64_t *ctr, uint64_t n)
+{
+	mutex_lock(&p->lock);
+	*ctr += n;
+	mutex_unlock(&p->lock);
+}
+
+static bool busy_status(int st)
+{
+	return st == NFS4ERR_DELAY || st == NFS4ERR_GRACE || st == NFS4ERR_RECALLCONFLICT ||
+	       st == NFS4ERR_LAYOUTTRYLATER;
+}
+
+/* A retry schedule for busy answers (pnfs.h: up to retry_ms). */
+struct backoff {
+	uint64_t pause, deadline;
+};
+
+static void backoff_init(struct nfs4c_pnfs *p, struct backoff *b)
+{
+	b->pause = RETRY_FIRST;
+	b->deadline = now_ns() + (uint64_t)p->cfg.retry_ms * NSEC_PER_MSEC;
+}
+
+/* Sleep before trying again; false when the time is up. */
+static bool backoff_wait(struct backoff *b)
+{
+	if (now_ns() >= b->deadline)
+		return false;
+	sleep_ns(b->pause);
+	b->pause = MIN(2 * b->pause, RETRY_MAX);
+	return true;
+}
+
+/* a is later than b in seqid order (RFC 8881 8.2.2: a 32-bit sequence) */
+static bool seqid_after(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
+/* ---- disks ------------------------------------------------------------ */
+
+static int disk_open(struct pnfs_disk *d, const char *path)
+{
+	struct stat sb;
+	d->path = xstrdup(path);
+	d->fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (d->fd < 0)
+		return -errno;
+	if (fstat(d->fd, &sb))
+		return -errno;
+	if (S_ISBLK(sb.st_mode)) {
+		if (ioctl(d->fd, BLKGETSIZE64, &d->size))
+			return -errno;
+	} else if (S_ISREG(sb.st_mode)) {
+		d->size = (uint64_t)sb.st_size;
+	} else {
+		return -ENOTBLK;
+	}
+	return 0;
+}
+
+/* Whole aligned transfers (buf, off, len aligned to DIO_ALIGN): 0 or
+ * -errno, -EIO for a transfer cut short by the disk's end. A read with
+ * done stops there instead and says how far it got. */
+static int disk_pio(struct pnfs_disk *d, bool wr, void *buf, size_t len, uint64_t off, size_t *done)
+{
+	size_t n = 0;
+	while (n < len) {
+		ssize_t r = wr ? pwrite(d->fd, (uint8_t *)buf + n, len - n, (off_t)(off + n))
+			       : pread(d->fd, (uint8_t *)buf + n, len - n, (off_t)(off + n));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (done) {
+		*done = n;
+		return 0;
+	}
+	return n == len ? 0 : -EIO;
+}
+
+/* Any bytes of a disk (signatures): through an aligned bounce buffer. */
+static int disk_read_any(void *arg, unsigned disk, uint64_t off, void *buf, size_t len)
+{
+	struct nfs4c_pnfs *p = arg;
+	struct pnfs_disk *d = &p->disk[disk];
+	if (disk >= p->ndisk || off > d->size || len > d->size - off)
+		return -ERANGE;
+	uint64_t a = ALIGN_DOWN(off, (uint64_t)DIO_ALIGN);
+	uint64_t b = ALIGN_UP(off + len, (uint64_t)DIO_ALIGN);
+	uint8_t *bb = xmalloc_aligned(DIO_ALIGN, b - a);
+	size_t done = 0;
+	int err = disk_pio(d, false, bb, b - a, a, &done);
+	if (!err && done < off + len - a)
+		err = -EIO;
+	if (!err)
+		memcpy(buf, bb + (off - a), len);
+	free(bb);
+	return err;
+}
+
+/* ---- devices ------------------------------------------------------------ */
+
+static struct pnfs_dev *dev_find(struct nfs4c_pnfs *p, const uint8_t id[NFS4_DEVICEID4_SIZE])
+{
+	for (unsigned i = 0; i < p->ndev; i++)
+		if (!memcmp(p->dev[i]->id, id, NFS4_DEVICEID4_SIZE))
+			return p->dev[i];
+	return NULL;
+}
+
+static void dev_free(struct pnfs_dev *d)
+{
+	nfs4c_blk_topo_free(&d->topo);
+	free(d);
+}
+
+/* GETDEVICEINFO and find its volumes on the disks. */
+static int dev_describe(struct nfs4c_pnfs *p, const uint8_t id[NFS4_DEVICEID4_SIZE],
+			struct pnfs_dev **out)
+{
+	struct nfs4c_compound c;
+	struct backoff b;
+	uint64_t sizes[NFS4C_PNFS_MAX_DISKS];
+	int ret;
+
+	backoff_init(p, &b);
+	nfs4c_compound_init(&c, p->cl);
+	for (;;) {
+		nfs4c_compound_reset(&c);
+		nfs4c_op_getdeviceinfo(&c, id, LAYOUT4_BLOCK_VOLUME, DEVINFO_MAX, 0);
+		ret = nfs4c_send(&c);
+		if (!ret)
+			ret = c.status;
+		if (!busy_status(ret) || !backoff_wait(&b))
+			break;
+	}
+	count(p, &p->st.getdeviceinfos, 1);
+	if (ret == NFS4ERR_TOOSMALL)
+		ret = -EMSGSIZE; /* a device description over DEVINFO_MAX */
+	if (ret)
+		goto out;
+	const struct nfs_resop4 *r = nfs4c_res(&c, OP_GETDEVICEINFO, 0);
+	if (!r) {
+		ret = -EBADMSG;
+		goto out;
+	}
+	const struct device_addr4 *da = &r->opgetdeviceinfo.gdir_resok4.gdir_device_addr;
+	if (da->da_layout_type != LAYOUT4_BLOCK_VOLUME) {
+		ret = -EPROTO;
+		goto out;
+	}
+	struct pnfs_dev *d = xcalloc(1, sizeof(*d));
+	memcpy(d->id, id, NFS4_DEVICEID4_SIZE);
+	ret = nfs4c_blk_topo_decode(da->da_addr_body.val, da->da_addr_body.len, &d->topo);
+	for (unsigned i = 0; i < p->ndisk; i++)
+		sizes[i] = p->disk[i].size;
+	if (!ret)
+		ret = nfs4c_blk_topo_resolve(&d->topo, p->ndisk, sizes, disk_read_any, p);
+	if (ret) {
+		if (ret == -ENODEV)
+			note(p,
+			     "device %02x%02x%02x%02x...: its signature is on none of the %u disks",
+			     id[0], id[1], id[2], id[3], p->ndisk);
+		dev_free(d);
+		goto out;
+	}
+	*out = d;
+out:
+	nfs4c_compound_destroy(&c);
+	return ret;
+}
+
+static int dev_get(struct nfs4c_pnfs *p, const uint8_t id[NFS4_DEVICEID4_SIZE],
+		   struct pnfs_dev **out)
+{
+	mutex_lock(&p->lock);
+	*out = dev_find(p, id);
+	mutex_unlock(&p->lock);
+	if (*out)
+		return 0;
+	struct pnfs_dev *d;
+	int ret = dev_describe(p, id, &d);
+	if (ret)
+		return ret;
+	mutex_lock(&p->lock);
+	*out = dev_find(p, id); /* described meanwhile by another thread? */
+	if (!*out && p->ndev < MAX_DEVICES) {
+		p->dev[p->ndev++] = d;
+		*out = d;
+		d = NULL;
+	}
+	mutex_unlock(&p->lock);
+	if (d)
+		dev_free(d);
+	return *out ? 0 : -E2BIG;
+}
+
+/* Read or write [soff, soff + len) of a device (aligned buffer). */
+static int dev_io(struct nfs4c_pnfs *p, const uint8_t id[NFS4_DEVICEID4_SIZE], uint64_t soff,
+		  void *buf, size_t len, bool wr)
+{
+	struct pnfs_dev *d;
+	int err = dev_get(p, id, &d);
+	while (!err && len) {
+		unsigned disk;
+		uint64_t doff, contig;
+		err = nfs4c_blk_topo_map(&d->topo, soff, len, &disk, &doff, &contig);
+		if (err == -ERANGE)
+			err = -EPROTO; /* an extent past the device's end */
+		if (err)
+			break;
+		err = disk_pio(&p->disk[disk], wr, buf, contig, doff, NULL);
+		if (!err)
+			count(p, wr ? &p->st.disk_write_bytes : &p->st.disk_read_bytes, contig);
+		buf = (uint8_t *)buf + contig;
+		soff += contig;
+		len -= contig;
+	}
+	if (!err)
+		count(p, wr ? &p->st.disk_writes : &p->st.disk_reads, 1);
+	return err;
+}
+
+int nfs4c_pnfs_device(struct nfs4c_pnfs *p, const uint8_t id[NFS4_DEVICEID4_SIZE],
+		      struct nfs4c_pnfs_device *out)
+{
+	struct pnfs_dev *d;
+	int err = dev_get(p, id, &d);
+	if (err)
+		return err;
+	memset(out, 0, sizeof(*out));
+	out->nvol = d->topo.nvol;
+	for (unsigned i = 0; i < d->topo.nvol; i++) {
+		const struct nfs4c_blk_vol *v = &d->topo.vol[i];
+		out->vol[i].type = v->type;
+		out->vol[i].size = v->size;
+		out->vol[i].disk = v->disk;
+		out->vol[i].nsig = v->nsig;
+		if (v->nsig) {
+			out->vol[i].sig_off = v->sig[0].off;
+			out->vol[i].sig_len = v->sig[0].len;
+		}
+	}
+	return 0;
+}
+
+/* ---- files ---------------------------------------------------------------- */
+
+static void file_put(struct nfs4c_pnfs_file *f)
+{
+	struct nfs4c_pnfs *p = f->p;
+	mutex_lock(&p->lock);
+	bool last = --f->refs == 0;
+	mutex_unlock(&p->lock);
+	if (!last)
+		return;
+	nfs4c_blk_map_destroy(&f->map);
+	cond_destroy(&f->cv);
+	mutex_destroy(&f->lock);
+	free(f);
+}
+
+const struct nfs4c_fh *nfs4c_pnfs_fh(const struct nfs4c_pnfs_file *f)
+{
+	return &f->fh;
+}
+
+struct stateid4 nfs4c_pnfs_open_stateid(const struct nfs4c_pnfs_file *f)
+{
+	return f->open_sid;
+}
+
+uint64_t nfs4c_pnfs_size(struct nfs4c_pnfs_file *f)
+{
+	mutex_lock(&f->lock);
+	uint64_t s = f->size;
+	mutex_unlock(&f->lock);
+	return s;
+}
+
+bool nfs4c_pnfs_layout_stateid(struct nfs4c_pnfs_file *f, struct stateid4 *sid)
+{
+	mutex_lock(&f->lock);
+	bool have = f->have_lsid;
+	if (have)
+		*sid = f->lsid;
+	mutex_unlock(&f->lock);
+	return have;
+}
+
+unsigned nfs4c_pnfs_extents(struct nfs4c_pnfs_file *f)
+{
+	mutex_lock(&f->lock);
+	unsigned n = nfs4c_blk_map_count(&f->map);
+	mutex_unlock(&f->lock);
+	return n;
+}
+
+int nfs4c_pnfs_open(struct nfs4c_pnfs *p, const struct nfs4c_fh *dir, const char *name,
+		    unsigned flags, struct nfs4c_pnfs_file **out)
+{
+	struct nfs4c_compound c;
+	struct nfs4c_attr attr;
+	struct backoff b;
+	bitmap4 bm = {0};
+	int ret;
+
+	struct nfs4c_open o = {.owner = p->owner,
+			       .owner_len = (uint32_t)strlen(p->owner),
+			       .access = flags & NFS4C_PNFS_RDONLY ? OPEN4_SHARE_ACCESS_READ
+								   : OPEN4_SHARE_ACCESS_BOTH,
+			       .deny = OPEN4_SHARE_DENY_NONE,
+			       .claim = CLAIM_NULL,
+			       .name = name,
+			       .create = flags &
+					 (NFS4C_PNFS_CREATE | NFS4C_PNFS_EXCL | NFS4C_PNFS_TRUNC),
+			       .how = flags & NFS4C_PNFS_EXCL ? GUARDED4 : UNCHECKED4,
+			       .attrs = {.set = NFS4C_SA_MODE, .mode = 0644}};
+	/* an existing file gets only a size of zero from UNCHECKED4's
+	 * attributes (RFC 8881 18.16.3): the truncation */
+	if (flags & NFS4C_PNFS_TRUNC)
+		o.attrs.set |= NFS4C_SA_SIZE;
+	nfs4c_bitmap_set(&bm, FATTR4_SIZE);
+	backoff_init(p, &b);
+	nfs4c_compound_init(&c, p->cl);
+	for (;;) {
+		nfs4c_compound_reset(&c);
+		nfs4c_op_putfh(&c, dir);
+		nfs4c_op_open(&c, &o);
+		nfs4c_op_getfh(&c);
+		nfs4c_op_getattr(&c, &bm);
+		ret = nfs4c_send(&c);
+		if (!ret)
+			ret = c.status;
+		if (!busy_status(ret) || !backoff_wait(&b))
+			break;
+	}
+	if (ret)
+		goto out;
+	struct nfs4c_pnfs_file *f = xcalloc(1, sizeof(*f));
+	f->p = p;
+	f->refs = 1;
+	f->open_sid = nfs4c_res(&c, OP_OPEN, 0)->opopen.resok4.stateid;
+	mutex_init(&f->lock, &file_class);
+	cond_init(&f->cv);
+	nfs4c_blk_map_init(&f->map);
+	ret = nfs4c_res_fh(&c, &f->fh);
+	if (!ret)
+		ret = nfs4c_res_attr(&c, &attr);
+	if (ret) {
+		file_put(f);
+		goto out;
+	}
+	f->size = attr.size;
+	mutex_lock(&p->lock);
+	list_add_tail(&f->link, &p->files);
+	f->listed = true;
+	mutex_unlock(&p->lock);
+	*out = f;
+out:
+	nfs4c_compound_destroy(&c);
+	return ret;
+}
+
+/* ---- LAYOUTGET ---------------------------------------------------------- */
+
+/* Take what a LAYOUTGET gave (f->lg_busy is ours): the stateid, the
+ * extents; -EPROTO when they still do not map off for iomode. */
+static int layout_take(struct nfs4c_pnfs_file *f, const struct LAYOUTGET4resok *ok,
+		       layoutiomode4 iomode, uint64_t off)
+{
+	struct nfs4c_pnfs *p = f->p;
+	unsigned cap = PNFS_BLOCK_LIMIT_pnfs_block_layout4_blo_extents;
+	struct nfs4c_blk_ext *e = xcalloc(cap, sizeof(*e));
+	int err = 0;
+
+	mutex_lock(&f->lock);
+	if (!f->have_lsid || memcmp(f->lsid.other, ok->logr_stateid.other, NFS4_OTHER_SIZE) ||
+	    seqid_after(ok->logr_stateid.seqid, f->lsid.seqid)) {
+		f->lsid = ok->logr_stateid;
+		f->have_lsid = true;
+	}
+	mutex_unlock(&f->lock);
+	for (uint32_t i = 0; !err && i < ok->logr_layout.len; i++) {
+		const struct layout4 *lo = &ok->logr_layout.val[i];
+		unsigned n;
+		if (lo->lo_content.loc_type != LAYOUT4_BLOCK_VOLUME) {
+			err = -EPROTO;
+			break;
+		}
+		err = nfs4c_blk_layout_decode(lo->lo_content.loc_body.val,
+					      lo->lo_content.loc_body.len, lo->lo_iomode, p->bs, e,
+					      cap, &n);
+		if (!err) {
+			mutex_lock(&f->lock);
+			err = nfs4c_blk_map_add(&f->map, e, n);
+			mutex_unlock(&f->lock);
+		}
+	}
+	free(e);
+	if (err)
+		return err;
+	mutex_lock(&f->lock);
+	bool mapped = nfs4c_blk_map_covers(&f->map, iomode == LAYOUTIOMODE4_RW, off, p->bs);
+	mutex_unlock(&f->lock);
+	return mapped ? 0 : -EPROTO;
+}
+
+static int layoutget(struct nfs4c_pnfs_file *f, layoutiomode4 iomode, uint64_t off, uint64_t len)
+{
+	struct nfs4c_pnfs *p = f->p;
+	struct nfs4c_compound c;
+	struct backoff b;
+	int ret;
+
+	mutex_lock(&f->lock);
+	while (f->lg_busy)
+		cond_wait(&f->cv, &f->lock);
+	f->lg_busy = true;
+	mutex_unlock(&f->lock);
+
+	backoff_init(p, &b);
+	nfs4c_compound_init(&c, p->cl);
+	for (;;) {
+		mutex_lock(&f->lock);
+		bool used_lsid = f->have_lsid;
+		struct stateid4 sid = used_lsid ? f->lsid : f->open_sid;
+		mutex_unlock(&f->lock);
+		nfs4c_compound_reset(&c);
+		nfs4c_op_putfh(&c, &f->fh);
+		nfs4c_op_layoutget(&c, LAYOUT4_BLOCK_VOLUME, iomode, off, len, p->bs, &sid,
+				   LAYOUT_MAX);
+		ret = nfs4c_send(&c);
+		if (ret)
+			break;
+		ret = c.status;
+		count(p, &p->st.layoutgets, 1);
+		if (ret == NFS4_OK) {
+			const struct nfs_resop4 *r = nfs4c_res(&c, OP_LAYOUTGET, 0);
+			ret = r ? layout_take(f, &r->oplayoutget.logr_resok4, iomode, off)
+				: -EBADMSG;
+			break;
+		}
+		if (busy_status(ret)) {
+			count(p, &p->st.layoutget_retries, 1);
+			if (backoff_wait(&b))
+				continue;
+			break;
+		}
+		if ((ret == NFS4ERR_BAD_STATEID || ret == NFS4ERR_OLD_STATEID) && used_lsid) {
+			/* the server no longer has that layout state (returned
+			 * or revoked): start again from the open stateid */
+			mutex_lock(&f->lock);
+			f->have_lsid = false;
+			nfs4c_blk_map_remove(&f->map, LAYOUTIOMODE4_ANY, 0, UINT64_MAX);
+			mutex_unlock(&f->lock);
+			continue;
+		}
+		break;
+	}
+	nfs4c_compound_destroy(&c);
+
+	mutex_lock(&f->lock);
+	f->lg_busy = false;
+	cond_broadcast(&f->cv);
+	mutex_unlock(&f->lock);
+	return ret;
+}
+
+int nfs4c_pnfs_layoutget(struct nfs4c_pnfs_file *f, layoutiomode4 iomode, uint64_t off,
+			 uint64_t len)
+{
+	uint32_t bs = f->p->bs;
+	if (!len || off + len < off)
+		return -EINVAL;
+	uint64_t a = ALIGN_DOWN(off, (uint64_t)bs), end = ALIGN_UP(off + len, (uint64_t)bs);
+	while (a < end) {
+		mutex_lock(&f->lock);
+		struct nfs4c_blk_piece pc;
+		nfs4c_blk_map_plan(&f->map, iomode == LAYOUTIOMODE4_RW, a, end - a, &pc);
+		mutex_unlock(&f->lock);
+		bool need = pc.how == NFS4C_BLK_UNMAPPED ||
+			    (iomode == LAYOUTIOMODE4_RW &&
+			     (pc.how == NFS4C_BLK_READONLY || pc.how == NFS4C_BLK_HOLE));
+		if (need) {
+			int ret = layoutget(f, iomode, a, end - a);
+			if (ret)
+				return ret;
+			continue;
+		}
+		a += pc.len;
+	}
+	return 0;
+}
+
+/* ---- I/O ------------------------------------------------------------------ */
+
+/* Plan the piece of [off, end) at ALIGN_DOWN(off), getting layouts as
+ * needed, and count it as I/O in flight (invariant 2). */
+static int io_begin(struct nfs4c_pnfs_file *f, bool wr, uint64_t off, uint64_t end,
+		    struct nfs4c_blk_piece *pc)
+{
+	uint32_t bs = f->p->bs;
+	uint64_t a = ALIGN_DOWN(off, (uint64_t)bs), b = ALIGN_UP(end, (uint64_t)bs);
+	for (;;) {
+		mutex_lock(&f->lock);
+		while (f->recalling)
+			cond_wait(&f->cv, &f->lock);
+		nfs4c_blk_map_plan(&f->map, wr, a, b - a, pc);
+		bool ready = pc->how == NFS4C_BLK_DEV || pc->how == NFS4C_BLK_ZERO;
+		if (ready)
+			f->io_busy++;
+		mutex_unlock(&f->lock);
+		if (ready)
+			return 0;
+		if (pc->how == NFS4C_BLK_HOLE)
+			return -EIO; /* an RW layout that gives no storage to write */
+		/* RW: the blocks this write needs (the server allocates what
+		 * it maps); READ: up to the end of the file, which costs the
+		 * server nothing and saves the next reads a LAYOUTGET */
+		uint64_t want = b - a;
+		if (!wr) {
+			uint64_t eof = ALIGN_UP(nfs4c_pnfs_size(f), (uint64_t)bs);
+			want = MAX(want, eof > a ? eof - a : 0);
+		}
+		int ret = layoutget(f, wr ? LAYOUTIOMODE4_RW : LAYOUTIOMODE4_READ, a, want);
+		if (ret)
+			return ret;
+	}
+}
+
+static int io_end(struct nfs4c_pnfs_file *f, bool wr, const struct nfs4c_blk_piece *pc, uint64_t a,
+		  uint64_t b, uint64_t uend, int err)
+{
+	mutex_lock(&f->lock);
+	if (!err && wr && pc->fill)
+		err = nfs4c_blk_map_mark_written(&f->map, a, b - a);
+	if (!err && wr) {
+		f->wr_lo = f->written ? MIN(f->wr_lo, a) : a;
+		f->wr_hi = f->written ? MAX(f->wr_hi, b) : b;
+		f->last_end = f->written ? MAX(f->last_end, uend) : uend;
+		f->written = true;
+		f->wr_gen++;
+	}
+	if (--f->io_busy == 0)
+		cond_broadcast(&f->cv);
+	mutex_unlock(&f->lock);
+	return err;
+}
+
+/* Block blk of the piece as it is before the write: for the rest of a
+ * block the write covers only in part. */
+static int fill_block(struct nfs4c_pnfs *p, const struct nfs4c_blk_piece *pc, uint64_t blk,
+		      uint8_t *dst)
+{
+	if (!pc->fill)
+		return dev_io(p, pc->devid, pc->soff + (blk - pc->foff), dst, p->bs, false);
+	if (pc->cow)
+		return dev_io(p, pc->cow_devid, pc->cow_soff + (blk - pc->foff), dst, p->bs, false);
+	memset(dst, 0, p->bs); /* INVALID_DATA reads as zeros (RFC 5663 2.3.1) */
+	return 0;
+}
+
+int nfs4c_pnfs_write(struct nfs4c_pnfs_file *f, uint64_t off, const void *buf, size_t len)
+{
+	struct nfs4c_pnfs *p = f->p;
+	uint32_t bs = p->bs;
+	uint64_t end = off + len, off0 = off;
+	if (end < off || end > INT64_MAX)
+		return -EFBIG;
+	uint8_t *bb = xmalloc_aligned(DIO_ALIGN, IO_CHUNK);
+	int err = 0;
+	while (!err && off < end) {
+		struct nfs4c_blk_piece pc;
+		err = io_begin(f, true, off, end, &pc);
+		if (err)
+			break;
+		uint64_t uend = MIN(end, pc.foff + pc.len);
+		uint64_t a = ALIGN_DOWN(off, (uint64_t)bs), b = ALIGN_UP(uend, (uint64_t)bs);
+		if (b - a > IO_CHUNK) {
+			b = a + IO_CHUNK;
+			uend = b;
+		}
+		if (off > a)
+			err = fill_block(p, &pc, a, bb);
+		if (!err && uend < b && (b - bs > a || off == a))
+			err = fill_block(p, &pc, b - bs, bb + (b - bs - a));
+		if (!err) {
+			memcpy(bb + (off - a), (const uint8_t *)buf + (off - off0), uend - off);
+			err = dev_io(p, pc.devid, pc.soff + (a - pc.foff), bb, b - a, true);
+		}
+		err = io_end(f, true, &pc, a, b, uend, err);
+		off = uend;
+	}
+	free(bb);
+	return err;
+}
+
+int nfs4c_pnfs_read(struct nfs4c_pnfs_file *f, uint64_t off, void *buf, size_t len, size_t *got)
+{
+	struct nfs4c_pnfs *p = f->p;
+	uint32_t bs = p->bs;
+	*got = 0;
+	uint64_t size = nfs4c_pnfs_size(f);
+	if (off >= size || !len)
+		return 0;
+	uint64_t end = off + MIN((uint64_t)len, size - off), off0 = off;
+	uint8_t *bb = xmalloc_aligned(DIO_ALIGN, IO_CHUNK);
+	int err = 0;
+	while (!err && off < end) {
+		struct nfs4c_blk_piece pc;
+		err = io_begin(f, false, off, end, &pc);
+		if (err)
+			break;
+		uint64_t uend = MIN(end, pc.foff + pc.len);
+		uint64_t a = ALIGN_DOWN(off, (uint64_t)bs), b = ALIGN_UP(uend, (uint64_t)bs);
+		if (b - a > IO_CHUNK) {
+			b = a + IO_CHUNK;
+			uend = b;
+		}
+		uint8_t *dst = (uint8_t *)buf + (off - off0);
+		if (pc.how == NFS4C_BLK_ZERO) {
+			memset(dst, 0, uend - off);
+			count(p, &p->st.zero_bytes, uend - off);
+		} else {
+			err = dev_io(p, pc.devid, pc.soff + (a - pc.foff), bb, b - a, false);
+			if (!err)
+				memcpy(dst, bb + (off - a), uend - off);
+		}
+		err = io_end(f, false, &pc, a, b, uend, err);
+		if (!err)
+			*got += uend - off;
+		off = uend;
+	}
+	free(bb);
+	return err;
+}
+
+/* ---- LAYOUTCOMMIT, LAYOUTRETURN -------------------------------------------- */
+
+/* Send one LAYOUTCOMMIT (retrying busy answers). */
+static int commit_send(struct nfs4c_pnfs_file *f, const struct nfs4c_layoutcommit *lc,
+		       struct newsize4 *ns)
+{
+	struct nfs4c_pnfs *p = f->p;
+	struct nfs4c_compound c;
+	struct backoff b;
+	int ret;
+
+	backoff_init(p, &b);
+	nfs4c_compound_init(&c, p->cl);
+	for (;;) {
+		nfs4c_compound_reset(&c);
+		nfs4c_op_putfh(&c, &f->fh);
+		nfs4c_op_layoutcommit(&c, lc);
+		ret = nfs4c_send(&c);
+		if (!ret)
+			ret = c.status;
+		if (!busy_status(ret) || !backoff_wait(&b))
+			break;
+	}
+	count(p, &p->st.layoutcommits, 1);
+	const struct nfs_resop4 *r = ret ? NULL : nfs4c_res(&c, OP_LAYOUTCOMMIT, 0);
+	if (!ret && !r)
+		ret = -EBADMSG;
+	if (!ret)
+		*ns = r->oplayoutcommit.locr_resok4.locr_newsize;
+	nfs4c_compound_destroy(&c);
+	return ret;
+}
+
+/* One LAYOUTCOMMIT of at most COMMIT_MAX pending extents (commit_busy is
+ * ours). *more: extents were left for another. */
+static int commit_one(struct nfs4c_pnfs_file *f, struct nfs4c_pnfs_commit_res *res, bool *more)
+{
+	struct nfs4c_blk_ext *e = xcalloc(COMMIT_MAX, sizeof(*e));
+	struct nfs4c_layoutcommit lc = {.have_mtime = true, .type = LAYOUT4_BLOCK_VOLUME};
+	struct newsize4 ns = {0};
+	struct xdr_enc x;
+	uint8_t *body = NULL;
+	unsigned n;
+	int ret = 0;
+
+	mutex_lock(&f->lock);
+	nfs4c_blk_map_pending(&f->map, e, COMMIT_MAX, &n, more);
+	bool have = f->have_lsid, written = f->written;
+	uint64_t lo = f->wr_lo, hi = f->wr_hi, last_end = f->last_end, gen = f->wr_gen;
+	lc.stateid = f->lsid;
+	mutex_unlock(&f->lock);
+	if (!written && !n)
+		goto out; /* nothing written since the last commit */
+	if (!have) {
+		/* written, but the layout is gone: invariant 3 says this
+		 * cannot happen, unless the server revoked the layout */
+		ret = -ENOLCK;
+		goto out;
+	}
+	/* the range: what was written, and every extent of the update */
+	for (unsigned i = 0; i < n; i++) {
+		bool first = !written && i == 0;
+		lo = first ? e[i].foff : MIN(lo, e[i].foff);
+		hi = first ? e[i].foff + e[i].len : MAX(hi, e[i].foff + e[i].len);
+	}
+	lc.off = lo;
+	lc.len = hi - lo;
+	lc.have_last_write = written;
+	lc.last_write = written ? last_end - 1 : 0;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	lc.mtime.seconds = now.tv_sec;
+	lc.mtime.nseconds = (uint32_t)now.tv_nsec;
+
+	xdr_enc_init(&x, 1u << 20);
+	ret = nfs4c_blk_update_encode(&x, e, n);
+	if (!ret) {
+		body = xmalloc(xdr_enc_len(&x));
+		xdr_enc_flatten(&x, body);
+		lc.body = body;
+		lc.body_len = (uint32_t)xdr_enc_len(&x);
+	}
+	xdr_enc_destroy(&x);
+	if (!ret)
+		ret = commit_send(f, &lc, &ns);
+	if (res) {
+		res->commits++;
+		res->extents += n;
+		if (!ret && ns.ns_sizechanged) {
+			res->size_changed = true;
+			res->new_size = ns.ns_size;
+		}
+	}
+	if (ret)
+		goto out;
+	mutex_lock(&f->lock);
+	nfs4c_blk_map_committed(&f->map, e, n);
+	if (ns.ns_sizechanged)
+		f->size = ns.ns_size;
+	else if (written && last_end > f->size)
+		f->size = last_end;
+	if (f->wr_gen == gen)
+		f->written = false; /* nothing written meanwhile */
+	mutex_unlock(&f->lock);
+out:
+	free(body);
+	free(e);
+	return ret;
+}
+
+int nfs4c_pnfs_commit(struct nfs4c_pnfs_file *f, struct nfs4c_pnfs_commit_res *res)
+{
+	bool more = true;
+	int ret = 0;
+	if (res)
+		memset(res, 0, sizeof(*res));
+	mutex_lock(&f->lock);
+	while (f->commit_busy)
+		cond_wait(&f->cv, &f->lock);
+	f->commit_busy = true;
+	mutex_unlock(&f->lock);
+	while (!ret && more)
+		ret = commit_one(f, res, &more);
+	mutex_lock(&f->lock);
+	f->commit_busy = false;
+	cond_broadcast(&f->cv);
+	mutex_unlock(&f->lock);
+	return ret;
+}
+
+static void wait_io_done(struct nfs4c_pnfs_file *f)
+{
+	mutex_lock(&f->lock);
+	while (f->io_busy)
+		cond_wait(&f->cv, &f->lock);
+	mutex_unlock(&f->lock);
+}
+
+/* LAYOUTRETURN of the file's [off, off + len) of iomode, then forget
+ * those extents (whatever the answer: the layout is not ours to use). */
+static int return_range(struct nfs4c_pnfs_file *f, layoutiomode4 iomode, uint64_t off, uint64_t len)
+{
+	struct nfs4c_pnfs *p = f->p;
+	struct nfs4c_compound c;
+	struct backoff b;
+	int ret;
+
+	mutex_lock(&f->lock);
+	bool have = f->have_lsid;
+	struct stateid4 sid = f->lsid;
+	mutex_unlock(&f->lock);
+	if (!have)
+		return 0;
+	backoff_init(p, &b);
+	nfs4c_compound_init(&c, p->cl);
+	for (;;) {
+		nfs4c_compound_reset(&c);
+		nfs4c_op_putfh(&c, &f->fh);
+		nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, iomode, LAYOUTRETURN4_FILE, off,
+				      len, &sid);
+		ret = nfs4c_send(&c);
+		if (!ret)
+			ret = c.status;
+		if (!busy_status(ret) || !backoff_wait(&b))
+			break;
+	}
+	count(p, &p->st.layoutreturns, 1);
+	const struct nfs_resop4 *r = ret ? NULL : nfs4c_res(&c, OP_LAYOUTRETURN, 0);
+	mutex_lock(&f->lock);
+	if (r && r->oplayoutreturn.lorr_stateid.lrs_present) {
+		f->lsid = r->oplayoutreturn.lorr_stateid.lrs_stateid;
+	} else if (r || ret == NFS4ERR_BAD_STATEID) {
+		/* nothing left (RFC 8881 18.44.3), or the server lost it */
+		f->have_lsid = false;
+		off = 0;
+		len = UINT64_MAX;
+		iomode = LAYOUTIOMODE4_ANY;
+	}
+	nfs4c_blk_map_remove(&f->map, iomode, off, len);
+	mutex_unlock(&f->lock);
+	nfs4c_compound_destroy(&c);
+	return ret;
+}
+
+int nfs4c_pnfs_return(struct nfs4c_pnfs_file *f, layoutiomode4 iomode)
+{
+	int ret = nfs4c_pnfs_commit(f, NULL);
+	wait_io_done(f);
+	int ret2 = return_range(f, iomode, 0, NFS4_UINT64_MAX);
+	return ret ? ret : ret2;
+}
+
+int nfs4c_pnfs_close(struct nfs4c_pnfs_file *f)
+{
+	struct nfs4c_pnfs *p = f->p;
+	struct nfs4c_compound c;
+	struct backoff b;
+	int ret = nfs4c_pnfs_commit(f, NULL), ret2 = 0;
+
+	if (!p->cfg.hold)
+		ret2 = return_range(f, LAYOUTIOMODE4_ANY, 0, NFS4_UINT64_MAX);
+	ret = ret ? ret : ret2;
+	backoff_init(p, &b);
+	nfs4c_compound_init(&c, p->cl);
+	for (;;) {
+		nfs4c_compound_reset(&c);
+		nfs4c_op_putfh(&c, &f->fh);
+		nfs4c_op_close(&c, &f->open_sid);
+		ret2 = nfs4c_send(&c);
+		if (!ret2)
+			ret2 = c.status;
+		if (!busy_status(ret2) || !backoff_wait(&b))
+			break;
+	}
+	nfs4c_compound_destroy(&c);
+	ret = ret ? ret : ret2;
+	mutex_lock(&p->lock);
+	if (f->listed)
+		list_del(&f->link);
+	f->listed = false;
+	mutex_unlock(&p->lock);
+	file_put(f);
+	return ret;
+}
+
+/* ---- recalls ---------------------------------------------------------------- */
+
+static void job_free(struct ret_job *j)
+{
+	if (j->f)
+		file_put(j->f);
+	for (unsigned i = 0; i < j->nfiles; i++)
+		file_put(j->files[i]);
+	free(j->files);
+	free(j);
+}
+
+static void recall_done(struct nfs4c_pnfs_file *f)
+{
+	mutex_lock(&f->lock);
+	f->recalling--;
+	cond_broadcast(&f->cv);
+	mutex_unlock(&f->lock);
+}
+
+/* A recalled file range: its I/O drains, what it wrote is committed
+ * (invariant 3), then the range goes back. */
+static void return_file_job(struct nfs4c_pnfs *p, struct ret_job *j)
+{
+	struct nfs4c_pnfs_file *f = j->f;
+	wait_io_done(f);
+	int ret = nfs4c_pnfs_commit(f, NULL);
+	if (ret)
+		note(p, "recall: LAYOUTCOMMIT before the return failed: %d", ret);
+	ret = return_range(f, j->iomode, j->off, j->len);
+	count(p, &p->st.recalls_returned, 1);
+	note(p, "recall: layout returned (%s)", ret ? "the server refused the return" : "ok");
+	recall_done(f);
+}
+
+/* FSID, ALL, CB_RECALL_ANY: every file's I/O drains and its writes are
+ * committed, then one LAYOUTRETURN of that kind gives back the rest. */
+static void return_all_job(struct nfs4c_pnfs *p, struct ret_job *j)
+{
+	for (unsigned i = 0; i < j->nfiles; i++) {
+		wait_io_done(j->files[i]);
+		int ret = nfs4c_pnfs_commit(j->files[i], NULL);
+		if (ret)
+			note(p, "recall: LAYOUTCOMMIT before the return failed: %d", ret);
+	}
+	for (unsigned i = 0; i < j->nfiles; i++) {
+		struct nfs4c_pnfs_file *f = j->files[i];
+		mutex_lock(&f->lock);
+		f->have_lsid = false;
+		nfs4c_blk_map_remove(&f->map, LAYOUTIOMODE4_ANY, 0, UINT64_MAX);
+		mutex_unlock(&f->lock);
+	}
+	struct nfs4c_compound c;
+	struct backoff b;
+	int ret;
+	backoff_init(p, &b);
+	nfs4c_compound_init(&c, p->cl);
+	for (;;) {
+		nfs4c_compound_reset(&c);
+		/* FSID names the current file's filesystem */
+		if (j->nfiles)
+			nfs4c_op_putfh(&c, &j->files[0]->fh);
+		else
+			nfs4c_op_putrootfh(&c);
+		nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, j->iomode,
+				      j->kind == LAYOUTRECALL4_FSID ? LAYOUTRETURN4_FSID
+								    : LAYOUTRETURN4_ALL,
+				      0, 0, NULL);
+		ret = nfs4c_send(&c);
+		if (!ret)
+			ret = c.status;
+		if (!busy_status(ret) || !backoff_wait(&b))
+			break;
+	}
+	nfs4c_compound_destroy(&c);
+	count(p, &p->st.layoutreturns, 1);
+	count(p, &p->st.recalls_returned, 1);
+	note(p, "recall: every layout returned (%s)", ret ? "the server refused the return" : "ok");
+	for (unsigned i = 0; i < j->nfiles; i++)
+		recall_done(j->files[i]);
+}
+
+static void *ret_main(void *arg)
+{
+	struct nfs4c_pnfs *p = arg;
+	for (;;) {
+		mutex_lock(&p->lock);
+		while (list_empty(&p->jobs) && !p->stop)
+			cond_wait(&p->cv, &p->lock);
+		if (list_empty(&p->jobs)) {
+			mutex_unlock(&p->lock);
+			return NULL;
+		}
+		struct ret_job *j = list_first_entry(&p->jobs, struct ret_job, link);
+		list_del(&j->link);
+		mutex_unlock(&p->lock);
+		if (j->kind == LAYOUTRECALL4_FILE)
+			return_file_job(p, j);
+		else
+			return_all_job(p, j);
+		job_free(j);
+	}
+}
+
+static void job_queue(struct nfs4c_pnfs *p, struct ret_job *j)
+{
+	mutex_lock(&p->lock);
+	list_add_tail(&j->link, &p->jobs);
+	cond_broadcast(&p->cv);
+	mutex_unlock(&p->lock);
+}
+
+static struct nfs4c_pnfs_file *file_find(struct nfs4c_pnfs *p, const nfs_fh4 *fh)
+{
+	struct nfs4c_pnfs_file *f, *found = NULL;
+	mutex_lock(&p->lock);
+	list_for_each_entry (f, &p->files, link) {
+		if (f->fh.len == fh->len && !memcmp(f->fh.val, fh->val, fh->len)) {
+			found = f;
+			found->refs++;
+			break;
+		}
+	}
+	mutex_unlock(&p->lock);
+	return found;
+}
+
+/* A FILE recall: OK with a return queued, or why not (pnfs.h). */
+static nfsstat4 recall_file(struct nfs4c_pnfs *p, const struct CB_LAYOUTRECALL4args *a)
+{
+	const struct layoutrecall_file4 *r = &a->clora_recall.lor_layout;
+	struct nfs4c_pnfs_file *f = file_find(p, &r->lor_fh);
+	if (!f)
+		return NFS4ERR_NOMATCHING_LAYOUT;
+	nfsstat4 st = NFS4_OK;
+	mutex_lock(&f->lock);
+	bool same = f->have_lsid && !memcmp(f->lsid.other, r->lor_stateid.other, NFS4_OTHER_SIZE);
+	if (!same) {
+		/* a first LAYOUTGET whose reply is still on its way, or a
+		 * layout this client does not hold */
+		st = f->lg_busy ? NFS4ERR_DELAY : NFS4ERR_NOMATCHING_LAYOUT;
+	} else if (seqid_after(r->lor_stateid.seqid, f->lsid.seqid + 1) && f->lg_busy) {
+		st = NFS4ERR_DELAY; /* a LAYOUTGET reply it follows is to come */
+	} else {
+		if (seqid_after(r->lor_stateid.seqid, f->lsid.seqid))
+			f->lsid.seqid = r->lor_stateid.seqid; /* returns carry the recall's */
+		f->recalling++;
+	}
+	mutex_unlock(&f->lock);
+	if (st != NFS4_OK) {
+		file_put(f);
+		return st;
+	}
+	struct ret_job *j = xcalloc(1, sizeof(*j));
+	j->kind = LAYOUTRECALL4_FILE;
+	j->iomode = a->clora_iomode;
+	j->f = f;
+	j->off = r->lor_offset;
+	j->len = r->lor_length;
+	job_queue(p, j);
+	return NFS4_OK;
+}
+
+/* Every file that holds a layout, each marked as being returned. */
+static struct ret_job *recall_everything(struct nfs4c_pnfs *p, layoutrecall_type4 kind,
+					 layoutiomode4 iomode)
+{
+	struct ret_job *j = xcalloc(1, sizeof(*j));
+	struct nfs4c_pnfs_file *f;
+	unsigned n = 0;
+	j->kind = kind;
+	j->iomode = iomode;
+	mutex_lock(&p->lock);
+	list_for_each_entry (f, &p->files, link)
+		n++;
+	j->files = xcalloc(n ? n : 1, sizeof(*j->files));
+	list_for_each_entry (f, &p->files, link) {
+		f->refs++;
+		j->files[j->nfiles++] = f;
+	}
+	mutex_unlock(&p->lock);
+	unsigned holding = 0;
+	for (unsigned i = 0; i < j->nfiles; i++) {
+		f = j->files[i];
+		mutex_lock(&f->lock);
+		holding += f->have_lsid;
+		f->recalling++;
+		mutex_unlock(&f->lock);
+	}
+	if (!holding) {
+		for (unsigned i = 0; i < j->nfiles; i++)
+			recall_done(j->files[i]);
+		job_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+/* CB_LAYOUTRECALL, on the callback thread: never waits for I/O. */
+static nfsstat4 on_layoutrecall(void *arg, const struct nfs4c_cb_req *rq,
+				const struct nfs_cb_argop4 *op, struct nfs_cb_resop4 *res)
+{
+	struct nfs4c_pnfs *p = arg;
+	const struct CB_LAYOUTRECALL4args *a = &op->opcblayoutrecall;
+	layoutrecall_type4 kind = a->clora_recall.lor_recalltype;
+	nfsstat4 st;
+
+	count(p, &p->st.recalls, 1);
+	if (a->clora_type != LAYOUT4_BLOCK_VOLUME) {
+		st = NFS4ERR_NOMATCHING_LAYOUT;
+	} else if (p->cfg.hold) {
+		count(p, &p->st.recalls_ignored, 1);
+		note(p, "recall %s: acknowledged, not returning (hold)",
+		     kind == LAYOUTRECALL4_FILE	  ? "FILE"
+		     : kind == LAYOUTRECALL4_FSID ? "FSID"
+						  : "ALL");
+		return NFS4_OK;
+	} else if (kind == LAYOUTRECALL4_FILE) {
+		st = recall_file(p, a);
+	} else {
+		struct ret_job *j = recall_everything(p, kind, a->clora_iomode);
+		st = j ? NFS4_OK : NFS4ERR_NOMATCHING_LAYOUT;
+		if (j)
+			job_queue(p, j);
+	}
+	if (st == NFS4ERR_NOMATCHING_LAYOUT)
+		count(p, &p->st.recalls_nomatch, 1);
+	else if (st == NFS4ERR_DELAY)
+		count(p, &p->st.recalls_delayed, 1);
+	note(p, "recall %s: answered %s", kind == LAYOUTRECALL4_FILE ? "FILE" : "FSID/ALL",
+	     st == NFS4_OK	   ? "OK, returning"
+	     : st == NFS4ERR_DELAY ? "DELAY"
+				   : "NOMATCHING_LAYOUT");
+	return st;
+}
+
+/* CB_RECALL_ANY with the block layout bit: give every layout back. */
+static nfsstat4 on_recall_any(void *arg, const struct nfs4c_cb_req *rq,
+			      const struct nfs_cb_argop4 *op, struct nfs_cb_resop4 *res)
+{
+	struct nfs4c_pnfs *p = arg;
+	const bitmap4 *mask = &op->opcbrecall_any.craa_type_mask;
+	if (!nfs4c_bitmap_isset(mask, RCA4_TYPE_MASK_BLK_LAYOUT))
+		return NFS4_OK;
+	count(p, &p->st.recall_any, 1);
+	if (p->cfg.hold)
+		return NFS4_OK;
+	struct ret_job *j = recall_everything(p, LAYOUTRECALL4_ALL, LAYOUTIOMODE4_ANY);
+	if (j)
+		job_queue(p, j);
+	return NFS4_OK;
+}
+
+/* ---- the client ------------------------------------------------------------ */
+
+int nfs4c_pnfs_create(struct nfs4c_client *cl, const struct nfs4c_pnfs_cfg *cfg,
+		      struct nfs4c_pnfs **out)
+{
+	static _Atomic unsigned serial;
+	if (!cfg->ndisks || cfg->ndisks > NFS4C_PNFS_MAX_DISKS ||
+	    (cfg->blksize && (cfg->blksize % DIO_ALIGN || (cfg->blksize & (cfg->blksize - 1)))))
+		return -EINVAL;
+	struct nfs4c_pnfs *p = xcalloc(1, sizeof(*p));
+	int err = 0;
+	p->cl = cl;
+	p->cfg = *cfg;
+	p->cfg.disks = NULL;
+	if (!p->cfg.retry_ms)
+		p->cfg.retry_ms = RETRY_DEFAULT;
+	p->bs = cfg->blksize ? cfg->blksize : DIO_ALIGN;
+	snprintf(p->owner, sizeof(p->owner), "nfs4c-pnfs/%d/%u", (int)getpid(), serial++);
+	mutex_init(&p->lock, &pnfs_class);
+	cond_init(&p->cv);
+	list_init(&p->files);
+	list_init(&p->jobs);
+	for (unsigned i = 0; i < cfg->ndisks; i++) {
+		p->disk[i].fd = -1;
+		p->ndisk = i + 1;
+		err = disk_open(&p->disk[i], cfg->disks[i]);
+		if (err) {
+			note(p, "%s: %s", cfg->disks[i], strerror(-err));
+			goto out_free;
+		}
+	}
+	err = -pthread_create(&p->thread, NULL, ret_main, p);
+	if (err)
+		goto out_free;
+	nfs4c_set_cb(cl, OP_CB_LAYOUTRECALL, on_layoutrecall, p);
+	nfs4c_set_cb(cl, OP_CB_RECALL_ANY, on_recall_any, p);
+	*out = p;
+	return 0;
+
+out_free:
+	for (unsigned i = 0; i < p->ndisk; i++) {
+		if (p->disk[i].fd >= 0)
+			close(p->disk[i].fd);
+		free(p->disk[i].path);
+	}
+	cond_destroy(&p->cv);
+	mutex_destroy(&p->lock);
+	free(p);
+	return err;
+}
+
+void nfs4c_pnfs_destroy(struct nfs4c_pnfs *p)
+{
+	/* no handler runs with p once these return (nfs4c_set_cb) */
+	nfs4c_set_cb(p->cl, OP_CB_LAYOUTRECALL, NULL, NULL);
+	nfs4c_set_cb(p->cl, OP_CB_RECALL_ANY, NULL, NULL);
+	mutex_lock(&p->lock);
+	p->stop = true;
+	cond_broadcast(&p->cv);
+	mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL); /* runs what is queued, then ends */
+	for (unsigned i = 0; i < p->ndev; i++)
+		dev_free(p->dev[i]);
+	for (unsigned i = 0; i < p->ndisk; i++) {
+		close(p->disk[i].fd);
+		free(p->disk[i].path);
+	}
+	cond_destroy(&p->cv);
+	mutex_destroy(&p->lock);
+	free(p);
+}
+
+void nfs4c_pnfs_stats(struct nfs4c_pnfs *p, struct nfs4c_pnfs_stats *st)
+{
+	mutex_lock(&p->lock);
+	*st = p->st;
+	mutex_unlock(&p->lock);
+}
