@@ -6,6 +6,7 @@
  *   jnfs stat IMAGE [--log-device PATH]
  *   jnfs stat --server ADDR:PORT   (a running jnfsd's counters)
  *   jnfs io IMAGE [--crash] [--flush-latency-us N] [--log-device PATH] -c CMD [-c CMD ...]
+ *   jnfs pnfs URL --device PATH COMMAND ...   (a pNFS block layout client, pnfs.c)
  *
  * Sizes take K, M, G, T suffixes. `io` runs one command per -c against the
  * engine, like xfs_io; see io.c. Errors print the errno name; the exit
@@ -201,31 +202,55 @@ static int dec_stats(struct xdr_dec *x, void *res)
 	return err;
 }
 
-/* A running server's counters, through its administration program. */
-static int server_stat(const char *addr)
+int cli_server_stats(const char *addr, char **text, size_t *len)
 {
 	int fd = rpc_clnt_connect(addr, 10000);
-	if (fd < 0) {
-		fprintf(stderr, "jnfs stat: cannot reach %s: %s\n", addr, strerror(-fd));
-		return 1;
-	}
+	if (fd < 0)
+		return fd;
 	struct stats_text t = {0};
 	struct rpc_reply_hdr rh;
 	int err = rpc_clnt_call(fd, 1, JNFS_ADMIN_PROG, JNFS_ADMIN_VERS, JNFS_ADMIN_PROC_STATS, NULL,
 				svc_enc_void, NULL, dec_stats, &t, &rh);
 	close(fd);
+	if (err)
+		return err;
+	t.p[t.len] = '\0';
+	*text = t.p;
+	*len = t.len;
+	return 0;
+}
+
+int cli_stat_value(const char *text, const char *name, uint64_t *v)
+{
+	size_t n = strlen(name);
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		if (!strncmp(l, name, n) && l[n] == ' ') {
+			*v = strtoull(l + n + 1, NULL, 10);
+			return 0;
+		}
+	}
+	*v = 0;
+	return -ENOENT;
+}
+
+/* A running server's counters, through its administration program. */
+static int server_stat(const char *addr)
+{
+	char *text;
+	size_t len;
+	int err = cli_server_stats(addr, &text, &len);
 	if (err) {
 		fprintf(stderr, "jnfs stat: %s: %s\n", addr,
 			err == -EPROTO ? "not a jnfsd (the call was refused)" : strerror(-err));
 		return 1;
 	}
 	int status = 0;
-	if (t.len == 0) {
+	if (len == 0) {
 		fprintf(stderr, "jnfs stat: %s answers only on its loopback address\n", addr);
 		status = 1;
 	}
-	fwrite(t.p, 1, t.len, stdout);
-	free(t.p);
+	fwrite(text, 1, len, stdout);
+	free(text);
 	return status;
 }
 
@@ -261,6 +286,7 @@ static void usage(FILE *f)
 		   "  stat IMAGE [--log-device PATH]\n"
 		   "  stat --server ADDR:PORT\n"
 		   "  io IMAGE [--crash] [--flush-latency-us N] [--log-device PATH] -c CMD ...\n"
+		   "  pnfs URL --device PATH [options] COMMAND [ARGS]   (jnfs pnfs --help)\n"
 		   "  help | --version\n");
 }
 
@@ -286,6 +312,8 @@ int main(int argc, char **argv)
 		return cmd_stat(argc, argv);
 	if (strcmp(cmd, "io") == 0)
 		return cli_io(argc, argv);
+	if (strcmp(cmd, "pnfs") == 0)
+		return cli_pnfs(argc, argv);
 	fprintf(stderr, "jnfs: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return 2;

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/compiler.h"
@@ -230,7 +231,8 @@ static const uint8_t DEV_B[16] = "device-B-------";
 static struct nfs4c_blk_ext ext(uint64_t foff, uint64_t len, uint64_t soff,
 				pnfs_block_extent_state4 st, layoutiomode4 io, const uint8_t *dev)
 {
-	struct nfs4c_blk_ext e = {.foff = foff, .len = len, .soff = soff, .state = st, .iomode = io};
+	struct nfs4c_blk_ext e = {
+		.foff = foff, .len = len, .soff = soff, .state = st, .iomode = io};
 	memcpy(e.devid, dev, 16);
 	return e;
 }
@@ -254,9 +256,10 @@ static void plan(const struct nfs4c_blk_map *m, bool wr, uint64_t off, uint64_t 
 	struct nfs4c_blk_piece p;
 	nfs4c_blk_map_plan(m, wr, off, len, &p);
 	if (p.how != how || p.len != plen || (how == NFS4C_BLK_DEV && p.soff != soff)) {
-		fprintf(stderr, "plan(%s, %llu, %llu): how %d len %llu soff %llu, expected %d %llu %llu\n",
-			wr ? "write" : "read", (unsigned long long)off, (unsigned long long)len, p.how,
-			(unsigned long long)p.len, (unsigned long long)p.soff, how,
+		fprintf(stderr,
+			"plan(%s, %llu, %llu): how %d len %llu soff %llu, expected %d %llu %llu\n",
+			wr ? "write" : "read", (unsigned long long)off, (unsigned long long)len,
+			p.how, (unsigned long long)p.len, (unsigned long long)p.soff, how,
 			(unsigned long long)plen, (unsigned long long)soff);
 		exit(1);
 	}
@@ -271,11 +274,17 @@ static void test_extents(void)
 
 	/* layout bodies */
 	struct pnfs_block_extent4 w[3] = {
-		{.bex_file_offset = 0, .bex_length = 65536, .bex_storage_offset = 1 << 20,
+		{.bex_file_offset = 0,
+		 .bex_length = 65536,
+		 .bex_storage_offset = 1 << 20,
 		 .bex_state = PNFS_BLOCK_INVALID_DATA},
-		{.bex_file_offset = 65536, .bex_length = 8192, .bex_storage_offset = 2 << 20,
+		{.bex_file_offset = 65536,
+		 .bex_length = 8192,
+		 .bex_storage_offset = 2 << 20,
 		 .bex_state = PNFS_BLOCK_READ_WRITE_DATA},
-		{.bex_file_offset = 73728, .bex_length = 4096, .bex_storage_offset = 123,
+		{.bex_file_offset = 73728,
+		 .bex_length = 4096,
+		 .bex_storage_offset = 123,
 		 .bex_state = PNFS_BLOCK_NONE_DATA}, /* storage offset of a hole: unused */
 	};
 	for (int i = 0; i < 3; i++)
@@ -562,10 +571,10 @@ static void mds_layoutget(const struct LAYOUTGET4args *a, struct LAYOUTGET4res *
 		if (rw && M.blk[b] < 0)
 			M.blk[b] = (int64_t)M.next_free++;
 		pnfs_block_extent_state4 st =
-			M.blk[b] < 0 ? PNFS_BLOCK_NONE_DATA
+			M.blk[b] < 0   ? PNFS_BLOCK_NONE_DATA
 			: M.written[b] ? (rw ? PNFS_BLOCK_READ_WRITE_DATA : PNFS_BLOCK_READ_DATA)
-			: rw ? PNFS_BLOCK_INVALID_DATA
-			     : PNFS_BLOCK_NONE_DATA;
+			: rw	       ? PNFS_BLOCK_INVALID_DATA
+				       : PNFS_BLOCK_NONE_DATA;
 		uint64_t soff = st == PNFS_BLOCK_NONE_DATA ? 0 : blk_soff(b);
 		struct pnfs_block_extent4 *l = n ? &e[n - 1] : NULL;
 		if (l && l->bex_state == st &&
@@ -644,7 +653,8 @@ static void mds_layoutcommit(const struct LAYOUTCOMMIT4args *a, struct LAYOUTCOM
 		prev_end = e->bex_file_offset + e->bex_length;
 		for (uint64_t b = e->bex_file_offset / BS; b < prev_end / BS; b++) {
 			CHECK(b < FILE_BLOCKS && M.blk[b] >= 0);
-			CHECK_EQ(blk_soff(b), e->bex_storage_offset + (b * BS - e->bex_file_offset));
+			CHECK_EQ(blk_soff(b),
+				 e->bex_storage_offset + (b * BS - e->bex_file_offset));
 			M.written[b] = true;
 		}
 	}
@@ -797,7 +807,8 @@ static void mds_compound(uint32_t xid, const struct COMPOUND4args *args)
 				   !memcmp(a->opputfh.object.val, FILE_FH.val, FILE_FH.len);
 			break;
 		case OP_LOOKUP:
-			cur_file = a->oplookup.objname.len == 1 && a->oplookup.objname.val[0] == 'f';
+			cur_file =
+				a->oplookup.objname.len == 1 && a->oplookup.objname.val[0] == 'f';
 			if (!cur_file && a->oplookup.objname.len != 1)
 				r->oplookup.status = status = NFS4ERR_NOENT;
 			break;
@@ -813,7 +824,8 @@ static void mds_compound(uint32_t xid, const struct COMPOUND4args *args)
 			break;
 		case OP_OPEN: {
 			const struct OPEN4args *o = &a->opopen;
-			CHECK(o->claim.claim == CLAIM_NULL && o->claim.file.len == 1 &&
+			/* every name starting with f is the one file */
+			CHECK(o->claim.claim == CLAIM_NULL && o->claim.file.len >= 1 &&
 			      o->claim.file.val[0] == 'f');
 			mds_op('O');
 			if (o->openhow.opentype == OPEN4_CREATE &&
@@ -852,6 +864,15 @@ static void mds_compound(uint32_t xid, const struct COMPOUND4args *args)
 			mds_getdeviceinfo(&a->opgetdeviceinfo, &r->opgetdeviceinfo, body,
 					  sizeof(body));
 			break;
+		case OP_GETDEVICELIST: {
+			static deviceid4 ids[1];
+			memcpy(ids[0], DEVID, 16);
+			struct GETDEVICELIST4resok *ok = &r->opgetdevicelist.gdlr_resok4;
+			ok->gdlr_deviceid_list.len = 1;
+			ok->gdlr_deviceid_list.val = ids;
+			ok->gdlr_eof = true;
+			break;
+		}
 		default:
 			break; /* OK, zeroed results: RECLAIM_COMPLETE, DESTROY_* ... */
 		}
@@ -875,19 +896,16 @@ static void mds_compound(uint32_t xid, const struct COMPOUND4args *args)
 	free(res);
 }
 
-static void *mds_main(void *arg)
+/* Serve one connection until the client goes away. */
+static void mds_serve(void)
 {
-	struct timeval tv = {.tv_sec = 30};
-	M.fd = accept(M.lfd, NULL, NULL);
-	CHECK(M.fd >= 0);
-	setsockopt(M.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	for (;;) {
 		uint8_t *rec;
 		size_t len;
 		uint32_t xid, type;
 		struct xdr_dec x;
 		if (rpc_clnt_recv_record(M.fd, 8u << 20, &rec, &len))
-			break; /* the client went away */
+			return; /* the client went away */
 		xdr_dec_init(&x, rec, len);
 		CHECK_OK(rpc_dec_xid_type(&x, &xid, &type));
 		if (type == 1) {
@@ -901,7 +919,8 @@ static void *mds_main(void *arg)
 			xdr_arena_init(&ar, NULL, 0, 1 << 20);
 			x.arena = &ar;
 			CHECK_OK(nfs4_dec_CB_COMPOUND4res(&x, &cr));
-			CHECK(cr.resarray.len == 2 && cr.resarray.val[0].opcbsequence.csr_status == 0);
+			CHECK(cr.resarray.len == 2 &&
+			      cr.resarray.val[0].opcbsequence.csr_status == 0);
 			pthread_mutex_lock(&M.lock);
 			M.cb_reply_xid = xid;
 			M.cb_reply_status = cr.status; /* the last operation's */
@@ -934,7 +953,39 @@ static void *mds_main(void *arg)
 		xdr_arena_reset(&ar);
 		free(rec);
 	}
-	return NULL;
+}
+
+/* One client after the other (each a connection); ends when the test
+ * shuts the listener down. The file outlives its clients. */
+static void *mds_main(void *arg)
+{
+	struct timeval tv = {.tv_sec = 30};
+	for (;;) {
+		int fd = accept(M.lfd, NULL, NULL);
+		if (fd < 0)
+			return NULL;
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		pthread_mutex_lock(&M.send_lock);
+		M.fd = fd;
+		pthread_mutex_unlock(&M.send_lock);
+		mds_serve();
+		pthread_mutex_lock(&M.send_lock);
+		close(M.fd);
+		M.fd = -1;
+		pthread_mutex_unlock(&M.send_lock);
+		/* a new client: no layout, a new back channel */
+		pthread_mutex_lock(&M.lock);
+		M.have_layout = false;
+		M.cb_seqid = 0;
+		pthread_mutex_unlock(&M.lock);
+	}
+}
+
+static void mds_stop(void)
+{
+	shutdown(M.lfd, SHUT_RDWR); /* accept() fails: the thread ends */
+	CHECK_OK(pthread_join(M.thread, NULL));
+	close(M.lfd);
 }
 
 static void mds_start(void)
@@ -942,6 +993,7 @@ static void mds_start(void)
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t sl = sizeof(sa);
 	memset(&M, 0, sizeof(M));
+	M.fd = -1;
 	pthread_mutex_init(&M.lock, NULL);
 	pthread_mutex_init(&M.send_lock, NULL);
 	pthread_cond_init(&M.cv, NULL);
@@ -1058,6 +1110,26 @@ static void fill(uint8_t *b, size_t n, uint64_t off, uint8_t seed)
 		b[i] = (uint8_t)((off + i) * 131 + seed + (off + i) / 4096);
 }
 
+/* In a new directory (dir: a mkdtemp template), the disk (returned open)
+ * and a decoy with half its signature. */
+static int make_disks(char *dir, char *disk, char *decoy)
+{
+	CHECK(mkdtemp(dir));
+	snprintf(disk, 64, "%s/disk.img", dir);
+	snprintf(decoy, 64, "%s/decoy.img", dir);
+	int dfd = open(disk, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	int xfd = open(decoy, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(dfd >= 0 && xfd >= 0);
+	CHECK_OK(ftruncate(dfd, DISK_SIZE));
+	CHECK_OK(ftruncate(xfd, DISK_SIZE));
+	CHECK_EQ(pwrite(dfd, SIG, 16, 32), 16);
+	CHECK_EQ(pwrite(xfd, SIG, 16, 32), 16);
+	CHECK_EQ(pwrite(dfd, "tailsig!", 8, DISK_SIZE - 4096), 8);
+	CHECK_EQ(pwrite(xfd, "tailSIG!", 8, DISK_SIZE - 4096), 8);
+	close(xfd);
+	return dfd;
+}
+
 struct bgwrite {
 	pthread_t t;
 	struct nfs4c_pnfs_file *f;
@@ -1086,20 +1158,7 @@ static void test_client(void)
 	const uint64_t fsize = 101000;
 	uint8_t *want = xcalloc(1, 1 << 20), *got = xcalloc(1, 1 << 20);
 
-	/* the disk and a decoy with half its signature */
-	CHECK(mkdtemp(dir));
-	snprintf(disk, sizeof(disk), "%s/disk.img", dir);
-	snprintf(decoy, sizeof(decoy), "%s/decoy.img", dir);
-	int dfd = open(disk, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	int xfd = open(decoy, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	CHECK(dfd >= 0 && xfd >= 0);
-	CHECK_OK(ftruncate(dfd, DISK_SIZE));
-	CHECK_OK(ftruncate(xfd, DISK_SIZE));
-	CHECK_EQ(pwrite(dfd, SIG, 16, 32), 16);
-	CHECK_EQ(pwrite(xfd, SIG, 16, 32), 16);
-	CHECK_EQ(pwrite(dfd, "tailsig!", 8, DISK_SIZE - 4096), 8);
-	CHECK_EQ(pwrite(xfd, "tailSIG!", 8, DISK_SIZE - 4096), 8);
-	close(xfd);
+	int dfd = make_disks(dir, disk, decoy);
 
 	mds_start();
 	nfs4c_cfg_default(&cfg);
@@ -1283,9 +1342,7 @@ static void test_client(void)
 
 	CHECK_OK(nfs4c_unmount(cl));
 	nfs4c_destroy(cl);
-	CHECK_OK(pthread_join(M.thread, NULL));
-	close(M.fd);
-	close(M.lfd);
+	mds_stop();
 	close(dfd);
 	unlink(disk);
 	unlink(decoy);
@@ -1295,12 +1352,181 @@ static void test_client(void)
 	TEST_PASS("block layout client against a scripted metadata server");
 }
 
-int main(void)
+/* ---- jnfs pnfs against the same server ------------------------------------------ */
+
+#define OUT_MAX (1u << 16)
+
+/* Start argv with its stdout on a pipe; the pid, *out the read end. */
+static pid_t spawn(const char *const *argv, int *out)
+{
+	int pfd[2];
+	CHECK_OK(pipe(pfd));
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		close(pfd[1]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	*out = pfd[0];
+	return pid;
+}
+
+/* Run argv to its end: its exit status, its stdout in out. */
+static int run(char *out, const char *const *argv)
+{
+	int fd, status;
+	pid_t pid = spawn(argv, &fd);
+	size_t n = 0;
+	ssize_t r;
+	while ((r = read(fd, out + n, OUT_MAX - 1 - n)) > 0)
+		n += (size_t)r;
+	out[n] = '\0';
+	close(fd);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	printf("$");
+	for (int i = 0; argv[i]; i++)
+		printf(" %s", argv[i]);
+	printf("\n%s", out);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static uint64_t value_in(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (!strncmp(l, name, n) && l[n] == ' ')
+			return strtoull(l + n + 1, NULL, 10);
+	return UINT64_MAX;
+}
+
+static void test_cli(const char *jnfs)
+{
+	char dir[] = "/tmp/jnfs-pnfs-cli.XXXXXX", disk[64], decoy[64], local[96], back[96];
+	char url[64], *out = xmalloc(OUT_MAX);
+	uint8_t *want = xmalloc(200000), *got = xmalloc(200000);
+	int dfd = make_disks(dir, disk, decoy);
+	mds_start();
+	snprintf(url, sizeof(url), "nfs://%s/", M.addr);
+	snprintf(local, sizeof(local), "%s/local", dir);
+	snprintf(back, sizeof(back), "%s/back", dir);
+	fill(want, 200000, 0, 9);
+	int fd = open(local, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, want, 200000) == 200000);
+	close(fd);
+
+	/* put in unaligned writes each committed, get: the same bytes, on
+	 * the disk where the server put the file */
+	const char *put[] = {jnfs,	 "pnfs", url,	       "--device",	decoy,
+			     "--device", disk,	 "--no-stats", "put",		local,
+			     "f",	 "--io", "3000",       "--commit-each", NULL};
+	CHECK_EQ(run(out, put), 0);
+	CHECK_EQ(value_in(out, "pnfs.put.bytes"), 200000);
+	CHECK_EQ(value_in(out, "pnfs.put.commits"), 67);
+	CHECK_EQ(M.size, 200000);
+	disk_file(dfd, got, 200000);
+	CHECK(!memcmp(got, want, 200000));
+	const char *get[] = {jnfs,	   "pnfs", url, "--device", disk,
+			     "--no-stats", "get",  "f", back,	    NULL};
+	CHECK_EQ(run(out, get), 0);
+	CHECK_EQ(value_in(out, "pnfs.get.bytes"), 200000);
+	fd = open(back, O_RDONLY);
+	CHECK(fd >= 0 && read(fd, got, 200000) == 200000);
+	close(fd);
+	CHECK(!memcmp(got, want, 200000));
+
+	/* info: the device, found on the disk and not on the decoy */
+	const char *info[] = {jnfs, "pnfs", url, "--device", decoy, "--device", disk, "info", NULL};
+	CHECK_EQ(run(out, info), 0);
+	CHECK(strstr(out, "volume 0: SIMPLE") && strstr(out, disk));
+
+	/* the workloads */
+	unsigned commits = mds_count('C');
+	const char *ow[] = {jnfs,	  "pnfs",      url,	   "--device", disk,
+			    "--no-stats", "overwrite", "fo",	   "--size",   "256K",
+			    "--io",	  "64K",       "--rounds", "2",	       NULL};
+	CHECK_EQ(run(out, ow), 0);
+	CHECK_EQ(value_in(out, "pnfs.overwrite.commits"), 8);
+	CHECK(value_in(out, "pnfs.overwrite.commit_us_p99") != UINT64_MAX);
+	CHECK_EQ(mds_count('C'), commits + 1 + 8); /* the file's first commit, then 8 */
+	CHECK_EQ(M.commit.n, 0);		   /* an overwrite: nothing to convert */
+	const char *nf[] = {jnfs,	  "pnfs",     url,	 "--device", disk,
+			    "--no-stats", "newfiles", "fn",	 "--size",   "128K",
+			    "--io",	  "32K",      "--count", "2",	     NULL};
+	CHECK_EQ(run(out, nf), 0);
+	CHECK_EQ(value_in(out, "pnfs.newfiles.commits"), 8);
+	CHECK(M.commit.n == 1 && M.commit.e[0].bex_file_offset == 96 * 1024 &&
+	      M.commit.e[0].bex_length == 32 * 1024 && M.size == 128 * 1024);
+
+	/* hold: a recall is ignored; with --return-on-recall it is honoured */
+	for (int returning = 0; returning < 2; returning++) {
+		const char *hold[] = {jnfs,
+				      "pnfs",
+				      url,
+				      "--device",
+				      disk,
+				      "hold",
+				      "fh",
+				      "--seconds",
+				      returning ? "60" : "1",
+				      returning ? "--return-on-recall" : NULL,
+				      NULL};
+		int pfd, status;
+		char line[256];
+		pid_t pid = spawn(hold, &pfd);
+		FILE *in = fdopen(pfd, "r");
+		CHECK(fgets(line, sizeof(line), in));
+		printf("%s", line);
+		CHECK(!strncmp(line, "pnfs.hold: holding", 18));
+		unsigned returns = mds_count('R');
+		CHECK_EQ(mds_recall(&FILE_FH, M.lseqid + 1, LAYOUTIOMODE4_ANY), NFS4_OK);
+		size_t n = 0;
+		while (n < OUT_MAX - 1 && fgets(out + n, (int)(OUT_MAX - n), in))
+			n += strlen(out + n);
+		fclose(in);
+		printf("%s", out);
+		CHECK_EQ(waitpid(pid, &status, 0), pid);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		CHECK_EQ(value_in(out, "pnfs.hold.recalls"), 1);
+		CHECK_EQ(value_in(out, "pnfs.hold.recalls_returned"), (uint64_t)returning);
+		CHECK_EQ(mds_count('R'), returns + returning);
+	}
+
+	/* bad command lines */
+	const char *bad_url[] = {jnfs, "pnfs", "http://x/", "--device", disk, "info", NULL};
+	CHECK_EQ(run(out, bad_url), 2);
+	const char *no_dev[] = {jnfs, "pnfs", url, "info", NULL};
+	CHECK_EQ(run(out, no_dev), 2);
+	const char *bad_args[] = {jnfs, "pnfs", url, "--device", disk, "get", "f", NULL};
+	CHECK_EQ(run(out, bad_args), 2);
+	const char *bad_size[] = {jnfs, "pnfs",	  url,	  "--device", disk,  "overwrite",
+				  "f",	"--size", "100K", "--io",     "64K", NULL};
+	CHECK_EQ(run(out, bad_size), 2);
+
+	mds_stop();
+	close(dfd);
+	unlink(disk);
+	unlink(decoy);
+	unlink(local);
+	unlink(back);
+	rmdir(dir);
+	free(out);
+	free(want);
+	free(got);
+	TEST_PASS("jnfs pnfs against the scripted metadata server");
+}
+
+int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	alarm(240);
 	test_volumes();
 	test_extents();
 	test_client();
+	if (argc > 1)
+		test_cli(argv[1]); /* the jnfs program */
 	return 0;
 }
