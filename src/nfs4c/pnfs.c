@@ -485,6 +485,28 @@ out:
 
 /* ---- LAYOUTGET ---------------------------------------------------------- */
 
+/* The server no longer knows the file's layout stateid: forget its
+ * extents. -EIO when blocks written since the last LAYOUTCOMMIT went with
+ * it (they cannot be committed any more: the write is lost, and said so),
+ * else 0. */
+static int layout_forget(struct nfs4c_pnfs_file *f)
+{
+	struct nfs4c_blk_ext one;
+	unsigned n;
+	bool more;
+	mutex_lock(&f->lock);
+	nfs4c_blk_map_pending(&f->map, &one, 1, &n, &more);
+	bool lost = n || f->written;
+	f->have_lsid = false;
+	f->written = false;
+	nfs4c_blk_map_remove(&f->map, LAYOUTIOMODE4_ANY, 0, UINT64_MAX);
+	mutex_unlock(&f->lock);
+	if (lost)
+		note(f->p, "the server no longer knows a layout with blocks written and not "
+			   "committed: those writes are lost");
+	return lost ? -EIO : 0;
+}
+
 /* Take what a LAYOUTGET gave (f->lg_busy is ours): the stateid, the
  * extents; -EPROTO when they still do not map off for iomode. */
 static int layout_take(struct nfs4c_pnfs_file *f, const struct LAYOUTGET4resok *ok,
@@ -496,8 +518,15 @@ static int layout_take(struct nfs4c_pnfs_file *f, const struct LAYOUTGET4resok *
 	int err = 0;
 
 	mutex_lock(&f->lock);
-	if (!f->have_lsid || memcmp(f->lsid.other, ok->logr_stateid.other, NFS4_OTHER_SIZE) ||
-	    seqid_after(ok->logr_stateid.seqid, f->lsid.seqid)) {
+	bool other = f->have_lsid && memcmp(f->lsid.other, ok->logr_stateid.other, NFS4_OTHER_SIZE);
+	mutex_unlock(&f->lock);
+	/* another layout stateid: the layouts of the one before are gone */
+	if (other && (err = layout_forget(f))) {
+		free(e);
+		return err;
+	}
+	mutex_lock(&f->lock);
+	if (!f->have_lsid || seqid_after(ok->logr_stateid.seqid, f->lsid.seqid)) {
 		f->lsid = ok->logr_stateid;
 		f->have_lsid = true;
 	}
@@ -570,11 +599,11 @@ static int layoutget(struct nfs4c_pnfs_file *f, layoutiomode4 iomode, uint64_t o
 		}
 		if ((ret == NFS4ERR_BAD_STATEID || ret == NFS4ERR_OLD_STATEID) && used_lsid) {
 			/* the server no longer has that layout state (returned
-			 * or revoked): start again from the open stateid */
-			mutex_lock(&f->lock);
-			f->have_lsid = false;
-			nfs4c_blk_map_remove(&f->map, LAYOUTIOMODE4_ANY, 0, UINT64_MAX);
-			mutex_unlock(&f->lock);
+			 * or revoked), or moved it on without this client
+			 * knowing: forget it and start again from the open
+			 * stateid, unless written blocks went with it */
+			if ((ret = layout_forget(f)))
+				break;
 			continue;
 		}
 		break;

@@ -511,6 +511,8 @@ struct mds {
 	} ret;
 	/* how it answers */
 	uint64_t lg_cap;    /* bytes per LAYOUTGET */
+	bool lg_forget;	    /* forget the layout at the next LAYOUTGET that names it
+			     * (a revocation): BAD_STATEID */
 	nfsstat4 lg_answer; /* answer the next LAYOUTGET with this, once */
 	bool hold_lg;	    /* keep the next LAYOUTGET's reply for the test */
 	uint8_t *held;
@@ -545,6 +547,12 @@ static void mds_layoutget(const struct LAYOUTGET4args *a, struct LAYOUTGET4res *
 	M.lg_sid = a->loga_stateid;
 	M.lg_open += !memcmp(a->loga_stateid.other, OPEN_OTHER, 12);
 	mds_op('G');
+	if (M.lg_forget && M.have_layout && !memcmp(a->loga_stateid.other, LAYOUT_OTHER, 12)) {
+		M.lg_forget = false;
+		M.have_layout = false;
+		r->logr_status = NFS4ERR_BAD_STATEID;
+		return;
+	}
 	const uint8_t *want = M.have_layout ? LAYOUT_OTHER : OPEN_OTHER;
 	if (memcmp(a->loga_stateid.other, want, 12)) {
 		r->logr_status = NFS4ERR_BAD_STATEID;
@@ -1307,6 +1315,30 @@ static void test_client(void)
 	CHECK_EQ(M.size, 400 * 1024 + 100);
 	nfs4c_pnfs_stats(p, &st);
 	CHECK_EQ(st.recalls_delayed, 1);
+
+	/* the server forgets the layout (BAD_STATEID for the layout
+	 * stateid): with nothing written since the last commit, the client
+	 * starts again from the open stateid; with written blocks not
+	 * committed, the write that meets it fails: they are lost, and the
+	 * client must say so rather than go on without them */
+	uint8_t blk[4096];
+	memset(blk, 0x33, sizeof(blk));
+	CHECK_OK(nfs4c_pnfs_commit(f, NULL));
+	lg_open = M.lg_open;
+	pthread_mutex_lock(&M.lock);
+	M.lg_forget = true;
+	pthread_mutex_unlock(&M.lock);
+	CHECK_OK(nfs4c_pnfs_write(f, 500 * 1024, blk, sizeof(blk)));
+	CHECK_EQ(M.lg_open, lg_open + 1);
+	CHECK_OK(nfs4c_pnfs_commit(f, NULL));
+	CHECK_OK(nfs4c_pnfs_write(f, 508 * 1024, blk, sizeof(blk))); /* not committed */
+	pthread_mutex_lock(&M.lock);
+	M.lg_forget = true;
+	pthread_mutex_unlock(&M.lock);
+	CHECK_EQ(nfs4c_pnfs_write(f, 700 * 1024, blk, sizeof(blk)), -EIO);
+	CHECK(!nfs4c_pnfs_layout_stateid(f, &lsid));
+	CHECK_OK(nfs4c_pnfs_write(f, 700 * 1024, blk, sizeof(blk))); /* a new layout */
+	CHECK_OK(nfs4c_pnfs_commit(f, NULL));
 
 	/* CB_RECALL_ANY for block layouts: everything back, in bulk */
 	CHECK_OK(nfs4c_pnfs_layoutget(f, LAYOUTIOMODE4_RW, 0, 8192));
