@@ -24,7 +24,7 @@ struct attr_enc {
 typedef int (*attr_enc_fn)(struct xdr_enc *x, struct attr_enc *e);
 typedef uint32_t (*attr_dec_fn)(struct xdr_dec *x, struct nfs4_sattr *sa);
 
-#define A_SET 0x1u  /* a client may set it */
+#define A_SET  0x1u /* a client may set it */
 #define A_EXCL 0x2u /* ... also at an EXCLUSIVE4_1 create */
 
 struct attr_row {
@@ -54,13 +54,27 @@ static int enc_type(struct xdr_enc *x, struct attr_enc *e)
 {
 	uint32_t t;
 	switch (e->obj->a->mode & S_IFMT) {
-	case S_IFDIR: t = NF4DIR; break;
-	case S_IFLNK: t = NF4LNK; break;
-	case S_IFBLK: t = NF4BLK; break;
-	case S_IFCHR: t = NF4CHR; break;
-	case S_IFSOCK: t = NF4SOCK; break;
-	case S_IFIFO: t = NF4FIFO; break;
-	default: t = NF4REG; break;
+	case S_IFDIR:
+		t = NF4DIR;
+		break;
+	case S_IFLNK:
+		t = NF4LNK;
+		break;
+	case S_IFBLK:
+		t = NF4BLK;
+		break;
+	case S_IFCHR:
+		t = NF4CHR;
+		break;
+	case S_IFSOCK:
+		t = NF4SOCK;
+		break;
+	case S_IFIFO:
+		t = NF4FIFO;
+		break;
+	default:
+		t = NF4REG;
+		break;
 	}
 	return xdr_enc_u32(x, t);
 }
@@ -372,7 +386,7 @@ static uint32_t dec_time_modify_set(struct xdr_dec *x, struct nfs4_sattr *sa)
 
 /* ---- the table ---- */
 
-#define R(n, e) [FATTR4_##n] = {.name = #n, .enc = e}
+#define R(n, e)	      [FATTR4_##n] = {.name = #n, .enc = e}
 #define W(n, e, d, f) [FATTR4_##n] = {.name = #n, .enc = e, .dec = d, .flags = A_SET | (f)}
 
 static const struct attr_row attrs[32 * NFS4_ATTR_WORDS] = {

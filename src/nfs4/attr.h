@@ -68,11 +68,11 @@ int nfs4_bm_encode(struct xdr_enc *x, const struct nfs4_bitmap *b);
 /* What an object's filesystem contributes (constant per export). */
 struct nfs4_fsinfo {
 	uint64_t fsid_major, fsid_minor;
-	uint32_t lease_time;     /* seconds */
+	uint32_t lease_time; /* seconds */
 	uint64_t maxfilesize;
 	uint32_t maxread, maxwrite;
 	uint32_t maxname;
-	uint32_t layout_types;   /* bit n: layouttype4 n offered on this fs (0: none) */
+	uint32_t layout_types;	 /* bit n: layouttype4 n offered on this fs (0: none) */
 	uint32_t layout_blksize; /* with layout types */
 	/* Space and file counts (fetched only when asked for). */
 	int (*statfs)(void *arg, struct fs_statfs *st);
@@ -83,10 +83,10 @@ struct nfs4_fsinfo {
 struct nfs4_attr_obj {
 	const struct fs_attr *a;
 	const struct nfs4_fsinfo *fsi;
-	const void *fh;             /* its file handle */
+	const void *fh; /* its file handle */
 	uint32_t fh_len;
 	uint64_t mounted_on_fileid; /* the fileid, or what the object is mounted on */
-	uint32_t rdattr_error;      /* READDIR: why the attributes could not be read */
+	uint32_t rdattr_error;	    /* READDIR: why the attributes could not be read */
 };
 
 /* The attributes jnfs supports, and those that may be set at an

@@ -38,8 +38,8 @@
 #include "nfs4/nfs4_priv.h"
 
 #define CB_PROBE_TIMEOUT (5 * NSEC_PER_SEC)
-#define CB_CALL_TIMEOUT  (10 * NSEC_PER_SEC)
-#define CONN_BUCKETS     256
+#define CB_CALL_TIMEOUT	 (10 * NSEC_PER_SEC)
+#define CONN_BUCKETS	 256
 
 static struct lock_class conns_class = LOCK_CLASS_INIT("nfs4.conns", 530);
 
@@ -169,7 +169,8 @@ static struct nfs4_cb *cb_new(struct nfs4_server *s, struct nfs4_session *sess, 
 	cb->s = s;
 	cb->sess = sess;
 	cb->probe = probe;
-	*status = probe ? nfs4_cb_probe_begin(sess, &cb->seq) : nfs4_cb_sequence_begin(sess, &cb->seq);
+	*status = probe ? nfs4_cb_probe_begin(sess, &cb->seq)
+			: nfs4_cb_sequence_begin(sess, &cb->seq);
 	if (*status) {
 		free(cb);
 		return NULL;

@@ -479,8 +479,8 @@ static enum svc_stat resume_layout(struct nfs4_compound *c)
 	return finish(c);
 }
 
-static enum svc_stat nfs4_proc_compound(struct svc_req *rq, const struct rpc_cred *rc,
-					void *argp, void *resp)
+static enum svc_stat nfs4_proc_compound(struct svc_req *rq, const struct rpc_cred *rc, void *argp,
+					void *resp)
 {
 	struct nfs4_compound *c = resp;
 	if (svc_req_wake(rq) != SVC_WAKE_NONE)
@@ -569,32 +569,37 @@ static uint32_t nfs4_compound_bound(const void *argp)
 	uint64_t n = NFS4_REPLY_HDR;
 	for (uint32_t i = 0; i < a->nops; i++) {
 		const struct nfs_argop4 *op = &a->ops[i];
-		const struct nfs4_op *row = op->argop >= 0 && (unsigned)op->argop < nfs4_nops &&
-							    nfs4_ops[op->argop].fn
-						    ? &nfs4_ops[op->argop]
-						    : NULL;
+		const struct nfs4_op *row =
+			op->argop >= 0 && (unsigned)op->argop < nfs4_nops && nfs4_ops[op->argop].fn
+				? &nfs4_ops[op->argop]
+				: NULL;
 		n += 8 + (row && row->reply_size ? row->reply_size(op) : NFS4_RES_DEFAULT);
 	}
 	n += 16; /* the op that did not decode */
 	return n > NFS4_MAX_REPLY ? NFS4_MAX_REPLY : (uint32_t)n;
 }
 
-static enum svc_stat nfs4_null(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			       void *res)
+static enum svc_stat nfs4_null(struct svc_req *rq, const struct rpc_cred *rc, void *args, void *res)
 {
 	return SVC_OK;
 }
 
 static const struct svc_proc nfs4_procs[2] = {
-	[NFSPROC4_NULL] = {.name = "null", .decode = svc_dec_void, .handler = nfs4_null,
-			   .encode = svc_enc_void, .flags = SVC_PROC_INLINE,
+	[NFSPROC4_NULL] = {.name = "null",
+			   .decode = svc_dec_void,
+			   .handler = nfs4_null,
+			   .encode = svc_enc_void,
+			   .flags = SVC_PROC_INLINE,
 			   .reply_max = SVC_REPLY_HDR},
-	[NFSPROC4_COMPOUND] = {.name = "compound", .decode = nfs4_dec_compound,
-			       .handler = nfs4_proc_compound, .encode = nfs4_enc_compound,
+	[NFSPROC4_COMPOUND] = {.name = "compound",
+			       .decode = nfs4_dec_compound,
+			       .handler = nfs4_proc_compound,
+			       .encode = nfs4_enc_compound,
 			       .release = nfs4_release_compound,
 			       .args_size = sizeof(struct nfs4_compound_args),
 			       .res_size = sizeof(struct nfs4_compound),
-			       .reply_max = NFS4_MAX_REPLY, .reply_bound = nfs4_compound_bound,
+			       .reply_max = NFS4_MAX_REPLY,
+			       .reply_bound = nfs4_compound_bound,
 			       .encoded = nfs4_compound_encoded},
 };
 

@@ -61,7 +61,7 @@
 #define LAYOUT_BUCKETS 256
 /* Extents one LAYOUTGET hands out at most, and the longest range. */
 #define LAYOUT_MAX_EXTENTS 64
-#define LAYOUT_MAX_LEN     (1ull << 30)
+#define LAYOUT_MAX_LEN	   (1ull << 30)
 /* Bytes of one pnfs_block_extent4 on the wire. */
 #define BLOCK_EXTENT_XDR (NFS4_DEVICEID4_SIZE + 8 + 8 + 8 + 4)
 
@@ -199,9 +199,12 @@ static uint32_t pnfs_file(struct nfs4_compound *c, struct fs_attr *at)
 static pnfs_block_extent_state4 extent_state(enum fs_map_state st, bool rw)
 {
 	switch (st) {
-	case FS_MAP_WRITTEN: return rw ? PNFS_BLOCK_READ_WRITE_DATA : PNFS_BLOCK_READ_DATA;
-	case FS_MAP_UNWRITTEN: return PNFS_BLOCK_INVALID_DATA;
-	default: return PNFS_BLOCK_NONE_DATA;
+	case FS_MAP_WRITTEN:
+		return rw ? PNFS_BLOCK_READ_WRITE_DATA : PNFS_BLOCK_READ_DATA;
+	case FS_MAP_UNWRITTEN:
+		return PNFS_BLOCK_INVALID_DATA;
+	default:
+		return PNFS_BLOCK_NONE_DATA;
 	}
 }
 
@@ -226,8 +229,8 @@ uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 	if (la->loga_iomode != LAYOUTIOMODE4_READ && la->loga_iomode != LAYOUTIOMODE4_RW)
 		return NFS4ERR_BADIOMODE;
 	bool rw = la->loga_iomode == LAYOUTIOMODE4_RW;
-	if (la->loga_length == 0 || (la->loga_length != UINT64_MAX &&
-				     la->loga_offset > UINT64_MAX - la->loga_length) ||
+	if (la->loga_length == 0 ||
+	    (la->loga_length != UINT64_MAX && la->loga_offset > UINT64_MAX - la->loga_length) ||
 	    la->loga_minlength > la->loga_length)
 		return NFS4ERR_INVAL;
 	/* the stateid: an open, lock or layout stateid of this file */
@@ -262,7 +265,8 @@ uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 	if (end > FS_MAX_FILE_SIZE)
 		end = FS_MAX_FILE_SIZE;
 	if (!rw && end > (at.size + FS_BLOCK_SIZE - 1) / FS_BLOCK_SIZE * FS_BLOCK_SIZE)
-		end = (at.size + FS_BLOCK_SIZE - 1) / FS_BLOCK_SIZE * FS_BLOCK_SIZE; /* past EOF: nothing to read */
+		end = (at.size + FS_BLOCK_SIZE - 1) / FS_BLOCK_SIZE *
+		      FS_BLOCK_SIZE; /* past EOF: nothing to read */
 	if (end <= off)
 		end = off + FS_BLOCK_SIZE;
 	end = (end + FS_BLOCK_SIZE - 1) / FS_BLOCK_SIZE * FS_BLOCK_SIZE;
@@ -270,7 +274,8 @@ uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 		end = off + LAYOUT_MAX_LEN;
 	unsigned max = LAYOUT_MAX_EXTENTS;
 	if (la->loga_maxcount) {
-		uint32_t room = la->loga_maxcount > 64 ? (la->loga_maxcount - 64) / BLOCK_EXTENT_XDR : 0;
+		uint32_t room =
+			la->loga_maxcount > 64 ? (la->loga_maxcount - 64) / BLOCK_EXTENT_XDR : 0;
 		if (room == 0)
 			return NFS4ERR_TOOSMALL;
 		if (room < max)
@@ -353,8 +358,7 @@ out:
 	return st;
 }
 
-uint32_t nfs4_op_getdeviceinfo(struct nfs4_compound *c, struct nfs_argop4 *a,
-			       struct nfs_resop4 *r)
+uint32_t nfs4_op_getdeviceinfo(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	const struct GETDEVICEINFO4args *ga = &a->opgetdeviceinfo;
 	struct GETDEVICEINFO4resok *ok = &r->opgetdeviceinfo.gdir_resok4;
@@ -368,8 +372,8 @@ uint32_t nfs4_op_getdeviceinfo(struct nfs4_compound *c, struct nfs_argop4 *a,
 	if (!uuid || !body)
 		return r->opgetdeviceinfo.gdir_status = NFS4ERR_REP_TOO_BIG;
 	memcpy(uuid, fs_uuid(c->s->srv->fs), 16);
-	struct pnfs_block_sig_component4 sig = {
-		.bsc_sig_offset = FS_SB_SIG_OFFSET, .bsc_contents = {.len = 16, .val = uuid}};
+	struct pnfs_block_sig_component4 sig = {.bsc_sig_offset = FS_SB_SIG_OFFSET,
+						.bsc_contents = {.len = 16, .val = uuid}};
 	struct pnfs_block_volume4 vol = {.type = PNFS_BLOCK_VOLUME_SIMPLE};
 	vol.bv_simple_info.bsv_ds.len = 1;
 	vol.bv_simple_info.bsv_ds.val = &sig;
@@ -395,14 +399,13 @@ uint32_t nfs4_op_getdeviceinfo(struct nfs4_compound *c, struct nfs_argop4 *a,
 	ok->gdir_notification.len = ga->gdia_notify_types.len ? 1 : 0;
 	ok->gdir_notification.val[0] =
 		ga->gdia_notify_types.len
-			? ga->gdia_notify_types.val[0] &
-				  ((1u << NOTIFY_DEVICEID4_CHANGE) | (1u << NOTIFY_DEVICEID4_DELETE))
+			? ga->gdia_notify_types.val[0] & ((1u << NOTIFY_DEVICEID4_CHANGE) |
+							  (1u << NOTIFY_DEVICEID4_DELETE))
 			: 0;
 	return r->opgetdeviceinfo.gdir_status = NFS4_OK;
 }
 
-uint32_t nfs4_op_getdevicelist(struct nfs4_compound *c, struct nfs_argop4 *a,
-			       struct nfs_resop4 *r)
+uint32_t nfs4_op_getdevicelist(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	const struct GETDEVICELIST4args *ga = &a->opgetdevicelist;
 	struct GETDEVICELIST4resok *ok = &r->opgetdevicelist.gdlr_resok4;
@@ -450,8 +453,7 @@ static uint32_t layout_stid(struct nfs4_compound *c, const struct stateid4 *w,
 	return NFS4_OK;
 }
 
-uint32_t nfs4_op_layoutcommit(struct nfs4_compound *c, struct nfs_argop4 *a,
-			      struct nfs_resop4 *r)
+uint32_t nfs4_op_layoutcommit(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	const struct LAYOUTCOMMIT4args *la = &a->oplayoutcommit;
 	struct LAYOUTCOMMIT4resok *ok = &r->oplayoutcommit.locr_resok4;
@@ -594,7 +596,8 @@ static void return_all(struct nfs4_compound *c)
 					sp = lo->stid;
 					nfs4_stid_get(sp);
 					/* out of the table now, so the loop ends */
-					for (struct nfs4_layout **pp = &t->b[b]; *pp; pp = &(*pp)->next)
+					for (struct nfs4_layout **pp = &t->b[b]; *pp;
+					     pp = &(*pp)->next)
 						if (*pp == lo) {
 							*pp = lo->next;
 							break;
@@ -612,8 +615,7 @@ static void return_all(struct nfs4_compound *c)
 	}
 }
 
-uint32_t nfs4_op_layoutreturn(struct nfs4_compound *c, struct nfs_argop4 *a,
-			      struct nfs_resop4 *r)
+uint32_t nfs4_op_layoutreturn(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	const struct LAYOUTRETURN4args *la = &a->oplayoutreturn;
 	struct layoutreturn_stateid *out = &r->oplayoutreturn.lorr_stateid;

@@ -149,8 +149,7 @@ static void stid_release(void *arg, unsigned type, void *payload)
 		nfs4_layout_release(arg, payload);
 }
 
-static const struct nfs4_stid_ops stid_ops = {.has_locks = stid_has_locks,
-					       .release = stid_release};
+static const struct nfs4_stid_ops stid_ops = {.has_locks = stid_has_locks, .release = stid_release};
 
 /* ---- connections ---- */
 
@@ -202,7 +201,8 @@ static void *reaper_main(void *arg)
 		nfs4_state_reap(s->state, &seq);
 		nfs4_layouts_reap(s);
 		if (seq)
-			fs_force(s->srv->fs, seq, NULL); /* forgotten records: no hurry, but durable */
+			fs_force(s->srv->fs, seq,
+				 NULL); /* forgotten records: no hurry, but durable */
 		pthread_mutex_lock(&s->reap_mu);
 		struct timespec until;
 		clock_gettime(CLOCK_MONOTONIC, &until);
@@ -228,7 +228,7 @@ struct nfs4_server *nfs4_server_create(struct srv *srv, const struct nfs4_server
 			s->pnfs |= ex->clients[k].opts.pnfs;
 		if (ex->fsid == NFS4_PSEUDO_FSID) {
 			msg_err("nfs4: export %s has fsid %u, which the pseudo filesystem uses",
-				  ex->path, NFS4_PSEUDO_FSID);
+				ex->path, NFS4_PSEUDO_FSID);
 			free(s);
 			return NULL;
 		}

@@ -33,10 +33,10 @@
 /* Operations decoded in one compound (sessions get at most this as
  * maxoperations), and the largest request and reply a session allows:
  * a READ or WRITE of NFS4_MAXIO plus its compound. */
-#define NFS4_MAX_OPS     128
-#define NFS4_MAXIO       (1u << 20)
+#define NFS4_MAX_OPS	 128
+#define NFS4_MAXIO	 (1u << 20)
 #define NFS4_MAX_REQUEST (NFS4_MAXIO + (64u << 10))
-#define NFS4_MAX_REPLY   (NFS4_MAXIO + (64u << 10))
+#define NFS4_MAX_REPLY	 (NFS4_MAXIO + (64u << 10))
 /* The fsid of the pseudo filesystem's handles (no export may have it). */
 #define NFS4_PSEUDO_FSID 0xffffffffu
 
@@ -62,15 +62,15 @@ struct nfs4_server {
 	struct nfs4_pseudo *_Atomic pseudo;
 	struct share_table *shares;
 	struct brl_table *brl;
-	struct nfs4_open_table *opens; /* op_open.c */
-	struct nfs4_lock_table *locks; /* op_lock.c */
-	struct nfs4_conn_table *conns; /* cb.c */
+	struct nfs4_open_table *opens;	   /* op_open.c */
+	struct nfs4_lock_table *locks;	   /* op_lock.c */
+	struct nfs4_conn_table *conns;	   /* cb.c */
 	struct nfs4_layout_table *layouts; /* layout.c */
-	uint8_t deviceid[16];          /* the pNFS block device's id (layout.c) */
-	char *fence_cmd;               /* run for a client that kept a recalled layout */
+	uint8_t deviceid[16];		   /* the pNFS block device's id (layout.c) */
+	char *fence_cmd;		   /* run for a client that kept a recalled layout */
 	uint32_t lease_s;
 	uint64_t start_sec; /* the pseudo filesystem's times */
-	bool pnfs;          /* some export offers pNFS: EXCHANGE_ID says USE_PNFS_MDS */
+	bool pnfs;	    /* some export offers pNFS: EXCHANGE_ID says USE_PNFS_MDS */
 	struct nfs4_op_stats ops[OP_CLONE + 1];
 	struct {
 		counter_t compounds, replays, too_many_ops, minor_mismatch;
@@ -90,8 +90,8 @@ struct nfs4_open {
 	struct nfs4_open *next; /* in the open table's bucket */
 	struct nfs4_server *s;
 	struct nfs4_stid *stid;
-	uint64_t file;          /* the inode number */
-	struct fs_inode *ip;    /* held while the open lives */
+	uint64_t file;	     /* the inode number */
+	struct fs_inode *ip; /* held while the open lives */
 	struct share_owner owner;
 	/* the lock stateids made from it (op_lock.c), under the open
 	 * stateid's lock (nfs4_stid_lock) */
@@ -103,16 +103,16 @@ struct nfs4_lockst;
 
 enum nfs4_fh_kind {
 	NFS4_FH_NONE = 0,
-	NFS4_FH_FS,     /* an inode of an export */
+	NFS4_FH_FS,	/* an inode of an export */
 	NFS4_FH_PSEUDO, /* a directory of the pseudo filesystem */
 };
 
 /* A current or saved filehandle, with what the caller may do under it. */
 struct nfs4_fh {
 	enum nfs4_fh_kind kind;
-	struct fs_inode *ip;  /* NFS4_FH_FS: a reference, released with the fh */
-	struct srv_exp exp;   /* NFS4_FH_FS: export, options, squashed credential */
-	uint32_t pnode;       /* NFS4_FH_PSEUDO: node index */
+	struct fs_inode *ip; /* NFS4_FH_FS: a reference, released with the fh */
+	struct srv_exp exp;  /* NFS4_FH_FS: export, options, squashed credential */
+	uint32_t pnode;	     /* NFS4_FH_PSEUDO: node index */
 };
 
 void nfs4_fh_clear(struct nfs4_fh *fh);
@@ -128,8 +128,8 @@ struct nfs4_compound_args {
 	const uint8_t *tag;
 	uint32_t tag_len;
 	uint32_t minorversion;
-	uint32_t count;      /* operations the client sent */
-	uint32_t nops;       /* decoded: ops[0..nops) */
+	uint32_t count; /* operations the client sent */
+	uint32_t nops;	/* decoded: ops[0..nops) */
 	struct nfs_argop4 *ops;
 	uint32_t bad_status; /* nonzero: op nops could not be decoded: this status */
 	uint32_t bad_opcode;
@@ -150,7 +150,7 @@ struct nfs4_compound {
 	size_t status_off, count_off;
 	uint32_t status;
 	uint32_t nres;
-	unsigned next_op;       /* the op to run (a resumed compound goes on there) */
+	unsigned next_op; /* the op to run (a resumed compound goes on there) */
 
 	struct nfs4_fh cfh, sfh;
 	struct nfs4_stateid cur_sid;
@@ -161,9 +161,9 @@ struct nfs4_compound {
 	struct nfs4_session *sess; /* referenced while the compound runs */
 	struct nfs4_client *clp;   /* the session's client (borrowed from sess) */
 	uint32_t slotid;
-	bool slot_held;            /* nfs4_sequence_done() still owed */
+	bool slot_held; /* nfs4_sequence_done() still owed */
 	bool cachethis;
-	bool replayed;             /* the reply is a slot's cached one, whole */
+	bool replayed; /* the reply is a slot's cached one, whole */
 	uint32_t maxresp, maxresp_cached;
 
 	/* stability: the highest commit sequence the ops made, and whether
@@ -180,7 +180,7 @@ struct nfs4_compound {
 	enum { NFS4_RUNNING, NFS4_PARKED_LAYOUT, NFS4_PARKED_STABLE } phase;
 	struct fs_inode *park_ip; /* referenced while parked */
 	struct fs_layout_waiter lw;
-	bool waited;              /* once per compound */
+	bool waited; /* once per compound */
 
 	/* what the encoded reply points into, freed at release */
 	struct xdr_arena resarena;
@@ -211,14 +211,14 @@ void nfs4_note_change(struct nfs4_compound *c, uint64_t csn, bool data);
 
 /* ---- the operation table ---- */
 
-#define OP4_CFH       0x01u /* needs a current filehandle (NOFILEHANDLE) */
-#define OP4_SFH       0x02u /* needs a saved filehandle (NOFILEHANDLE) */
-#define OP4_FIRST     0x04u /* may start a compound without SEQUENCE (then alone) */
-#define OP4_SETS_CFH  0x08u /* a new current filehandle: the current stateid goes */
-#define OP4_MODIFIES  0x10u /* changes the filesystem: refused on a pseudo fh (ROFS) */
-#define OP4_V42       0x20u /* minor version 2 and later */
-#define OP4_NOTSUPP   0x40u /* known, not supported here: NOTSUPP */
-#define OP4_ERRDATA   0x80u /* its result carries data on some errors: encoded whole */
+#define OP4_CFH	     0x01u /* needs a current filehandle (NOFILEHANDLE) */
+#define OP4_SFH	     0x02u /* needs a saved filehandle (NOFILEHANDLE) */
+#define OP4_FIRST    0x04u /* may start a compound without SEQUENCE (then alone) */
+#define OP4_SETS_CFH 0x08u /* a new current filehandle: the current stateid goes */
+#define OP4_MODIFIES 0x10u /* changes the filesystem: refused on a pseudo fh (ROFS) */
+#define OP4_V42	     0x20u /* minor version 2 and later */
+#define OP4_NOTSUPP  0x40u /* known, not supported here: NOTSUPP */
+#define OP4_ERRDATA  0x80u /* its result carries data on some errors: encoded whole */
 
 struct nfs4_op {
 	const char *name;
@@ -244,7 +244,7 @@ struct nfs4_cb {
 	struct svc_call call;
 	struct nfs4_server *s;
 	struct nfs4_session *sess; /* referenced */
-	struct svc_conn *conn;     /* referenced */
+	struct svc_conn *conn;	   /* referenced */
 	struct nfs4_cb_seq seq;
 	bool probe;
 	struct CB_COMPOUND4args args;
@@ -299,9 +299,8 @@ uint64_t nfs4_fh_mounted_on(struct nfs4_compound *c, const struct nfs4_fh *fh,
 uint32_t nfs4_name_check(const component4 *n);
 
 /* op_attr.c */
-void nfs4_attr_obj_of(struct nfs4_compound *c, const struct nfs4_fh *fh,
-		      const struct fs_attr *a, struct nfs4_fsinfo *fsi, nfs_fh4 *wfh,
-		      struct nfs4_attr_obj *obj);
+void nfs4_attr_obj_of(struct nfs4_compound *c, const struct nfs4_fh *fh, const struct fs_attr *a,
+		      struct nfs4_fsinfo *fsi, nfs_fh4 *wfh, struct nfs4_attr_obj *obj);
 int nfs4_fattr(struct nfs4_compound *c, const bitmap4 *req, const struct nfs4_attr_obj *obj,
 	       struct fattr4 *out);
 void nfs4_sattr_to_fs(const struct nfs4_sattr *sa, struct fs_setattr *fsa);
@@ -354,55 +353,60 @@ uint32_t nfs4_read_reply_size(const struct nfs_argop4 *a);
 uint32_t nfs4_read_plus_reply_size(const struct nfs_argop4 *a);
 
 /* The operations, one handler each (ops.c has the table). */
-#define NFS4_OP(name)                                                                              \
-	uint32_t nfs4_op_##name(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
-NFS4_OP(exchange_id);
-NFS4_OP(create_session);
-NFS4_OP(destroy_session);
-NFS4_OP(destroy_clientid);
-NFS4_OP(bind_conn);
-NFS4_OP(backchannel_ctl);
-NFS4_OP(reclaim_complete);
-NFS4_OP(test_stateid);
-NFS4_OP(free_stateid);
-NFS4_OP(putfh);
-NFS4_OP(putrootfh);
-NFS4_OP(getfh);
-NFS4_OP(savefh);
-NFS4_OP(restorefh);
-NFS4_OP(lookup);
-NFS4_OP(lookupp);
-NFS4_OP(secinfo);
-NFS4_OP(secinfo_no_name);
-NFS4_OP(getattr);
-NFS4_OP(setattr);
-NFS4_OP(verify);
-NFS4_OP(nverify);
-NFS4_OP(access);
-NFS4_OP(create);
-NFS4_OP(remove);
-NFS4_OP(rename);
-NFS4_OP(link);
-NFS4_OP(readlink);
-NFS4_OP(readdir);
-NFS4_OP(open);
-NFS4_OP(open_downgrade);
-NFS4_OP(close);
-NFS4_OP(lock);
-NFS4_OP(lockt);
-NFS4_OP(locku);
-NFS4_OP(read);
-NFS4_OP(write);
-NFS4_OP(commit);
-NFS4_OP(allocate);
-NFS4_OP(deallocate);
-NFS4_OP(seek);
-NFS4_OP(copy);
-NFS4_OP(read_plus);
-NFS4_OP(layoutget);
-NFS4_OP(layoutcommit);
-NFS4_OP(layoutreturn);
-NFS4_OP(getdeviceinfo);
-NFS4_OP(getdevicelist);
+uint32_t nfs4_op_exchange_id(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a,
+				struct nfs_resop4 *r);
+uint32_t nfs4_op_destroy_session(struct nfs4_compound *c, struct nfs_argop4 *a,
+				 struct nfs_resop4 *r);
+uint32_t nfs4_op_destroy_clientid(struct nfs4_compound *c, struct nfs_argop4 *a,
+				  struct nfs_resop4 *r);
+uint32_t nfs4_op_bind_conn(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_backchannel_ctl(struct nfs4_compound *c, struct nfs_argop4 *a,
+				 struct nfs_resop4 *r);
+uint32_t nfs4_op_reclaim_complete(struct nfs4_compound *c, struct nfs_argop4 *a,
+				  struct nfs_resop4 *r);
+uint32_t nfs4_op_test_stateid(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_free_stateid(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_putfh(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_putrootfh(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_getfh(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_savefh(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_restorefh(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_lookup(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_lookupp(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_secinfo(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_secinfo_no_name(struct nfs4_compound *c, struct nfs_argop4 *a,
+				 struct nfs_resop4 *r);
+uint32_t nfs4_op_getattr(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_setattr(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_verify(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_nverify(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_access(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_create(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_remove(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_rename(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_link(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_readlink(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_readdir(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_open_downgrade(struct nfs4_compound *c, struct nfs_argop4 *a,
+				struct nfs_resop4 *r);
+uint32_t nfs4_op_close(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_lock(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_lockt(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_locku(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_read(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_write(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_commit(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_allocate(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_deallocate(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_seek(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_copy(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_read_plus(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_layoutcommit(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_layoutreturn(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_getdeviceinfo(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_getdevicelist(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
 
 #endif

@@ -14,9 +14,8 @@
  * every supported attribute together. */
 #define ATTR_VALS_MAX 4096
 
-void nfs4_attr_obj_of(struct nfs4_compound *c, const struct nfs4_fh *fh,
-		      const struct fs_attr *a, struct nfs4_fsinfo *fsi, nfs_fh4 *wfh,
-		      struct nfs4_attr_obj *obj)
+void nfs4_attr_obj_of(struct nfs4_compound *c, const struct nfs4_fh *fh, const struct fs_attr *a,
+		      struct nfs4_fsinfo *fsi, nfs_fh4 *wfh, struct nfs4_attr_obj *obj)
 {
 	nfs4_fh_fsinfo(c, fh, fsi);
 	nfs4_fh_wire(c, fh, a, wfh);
@@ -66,8 +65,7 @@ uint32_t nfs4_op_getattr(struct nfs4_compound *c, struct nfs_argop4 *a, struct n
 	if (err)
 		return nfs4_status(err);
 	nfs4_attr_obj_of(c, &c->cfh, &at, &fsi, &wfh, &obj);
-	err = nfs4_fattr(c, &a->opgetattr.attr_request, &obj,
-			 &r->opgetattr.resok4.obj_attributes);
+	err = nfs4_fattr(c, &a->opgetattr.attr_request, &obj, &r->opgetattr.resok4.obj_attributes);
 	return err ? nfs4_status(err) : NFS4_OK;
 }
 

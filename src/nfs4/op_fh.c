@@ -38,11 +38,11 @@
 /* ---- the pseudo filesystem ---- */
 
 struct nfs4_pnode {
-	char *path;               /* "/", "/a", "/a/b" */
-	const char *name;         /* last component (points into path) */
-	unsigned parent;          /* the root is its own parent */
+	char *path;	  /* "/", "/a", "/a/b" */
+	const char *name; /* last component (points into path) */
+	unsigned parent;  /* the root is its own parent */
 	uint64_t fileid;
-	const struct export *ex;  /* the export rooted here, or NULL */
+	const struct export *ex; /* the export rooted here, or NULL */
 };
 
 struct nfs4_pseudo {
@@ -134,8 +134,7 @@ void nfs4_pseudo_free(struct nfs4_pseudo *p)
 
 /* The nearest export at or above node k that admits the caller, and the
  * path below its root. */
-static const struct export *covering_export(struct nfs4_compound *c, unsigned k,
-					    struct srv_exp *e)
+static const struct export *covering_export(struct nfs4_compound *c, unsigned k, struct srv_exp *e)
 {
 	const struct nfs4_pseudo *p = c->pseudo;
 	for (;;) {
@@ -422,7 +421,8 @@ uint32_t nfs4_op_lookup(struct nfs4_compound *c, struct nfs_argop4 *a, struct nf
 	if ((err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &dat, SRV_MAY_EXEC)))
 		return nfs4_status(err);
 	struct fs_inode *ip;
-	if ((err = export_lookup(c->cfh.exp.ex, c->cfh.ip, (const char *)name->val, name->len, &ip)))
+	if ((err = export_lookup(c->cfh.exp.ex, c->cfh.ip, (const char *)name->val, name->len,
+				 &ip)))
 		return nfs4_status(err);
 	fs_iput(c->cfh.ip);
 	c->cfh.ip = ip;
@@ -502,8 +502,8 @@ uint32_t nfs4_op_secinfo(struct nfs4_compound *c, struct nfs_argop4 *a, struct n
 	} else {
 		struct fs_inode *ip;
 		if ((err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &dat, SRV_MAY_EXEC)) ||
-		    (err = export_lookup(c->cfh.exp.ex, c->cfh.ip, (const char *)name->val, name->len,
-					 &ip)))
+		    (err = export_lookup(c->cfh.exp.ex, c->cfh.ip, (const char *)name->val,
+					 name->len, &ip)))
 			return nfs4_status(err);
 		fs_iput(ip);
 	}

@@ -52,7 +52,8 @@ uint32_t nfs4_op_read(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	struct fs_attr at;
 	uint32_t st;
 	int err;
-	if ((st = cur_file(c, &at)) || (st = nfs4_check_io_stateid(c, &ra->stateid, c->cfh.ip, false)))
+	if ((st = cur_file(c, &at)) ||
+	    (st = nfs4_check_io_stateid(c, &ra->stateid, c->cfh.ip, false)))
 		return st;
 	if ((err = srv_may_read(&c->cfh.exp, c->cfh.ip)))
 		return nfs4_status(err);
@@ -88,7 +89,8 @@ uint32_t nfs4_op_write(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 	int err;
 	if (wa->stable < UNSTABLE4 || wa->stable > FILE_SYNC4)
 		return NFS4ERR_INVAL;
-	if ((st = cur_file(c, &at)) || (st = nfs4_check_io_stateid(c, &wa->stateid, c->cfh.ip, true)))
+	if ((st = cur_file(c, &at)) ||
+	    (st = nfs4_check_io_stateid(c, &wa->stateid, c->cfh.ip, true)))
 		return st;
 	if (wa->offset > FS_MAX_FILE_SIZE || wa->data.len > FS_MAX_FILE_SIZE - wa->offset)
 		return NFS4ERR_FBIG;

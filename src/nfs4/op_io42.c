@@ -72,8 +72,7 @@ uint32_t nfs4_op_allocate(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	return falloc(c, &aa->aa_stateid, aa->aa_offset, aa->aa_length, FS_FALLOC_ALLOC);
 }
 
-uint32_t nfs4_op_deallocate(struct nfs4_compound *c, struct nfs_argop4 *a,
-			    struct nfs_resop4 *r)
+uint32_t nfs4_op_deallocate(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	const struct DEALLOCATE4args *da = &a->opdeallocate;
 	return falloc(c, &da->da_stateid, da->da_offset, da->da_length,
@@ -88,7 +87,8 @@ uint32_t nfs4_op_seek(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	uint32_t st;
 	if (sa->sa_what != NFS4_CONTENT_DATA && sa->sa_what != NFS4_CONTENT_HOLE)
 		return NFS4ERR_UNION_NOTSUPP;
-	if ((st = reg_file(&c->cfh, &at)) || (st = nfs4_check_io_stateid(c, &sa->sa_stateid, c->cfh.ip, false)))
+	if ((st = reg_file(&c->cfh, &at)) ||
+	    (st = nfs4_check_io_stateid(c, &sa->sa_stateid, c->cfh.ip, false)))
 		return st;
 	int err = srv_may_read(&c->cfh.exp, c->cfh.ip);
 	if (err)
@@ -154,8 +154,8 @@ uint32_t nfs4_op_copy(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 
 uint32_t nfs4_read_plus_reply_size(const struct nfs_argop4 *a)
 {
-	uint32_t count = a->opread_plus.rpa_count < NFS4_MAXIO ? a->opread_plus.rpa_count
-								: NFS4_MAXIO;
+	uint32_t count =
+		a->opread_plus.rpa_count < NFS4_MAXIO ? a->opread_plus.rpa_count : NFS4_MAXIO;
 	return 16 + READ_PLUS_SEGS * 24 + count;
 }
 

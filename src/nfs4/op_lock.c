@@ -47,13 +47,13 @@ static struct lock_class locks_class = LOCK_CLASS_INIT("nfs4.locks", 545);
 struct lockowner {
 	struct lockowner *next;
 	uint64_t key, clientid;
-	unsigned refs;     /* lock stateids of this owner */
+	unsigned refs; /* lock stateids of this owner */
 	uint32_t len;
 	uint8_t bytes[];
 };
 
 struct nfs4_lockst {
-	struct nfs4_lockst *next; /* in its bucket */
+	struct nfs4_lockst *next;  /* in its bucket */
 	struct nfs4_lockst *onext; /* in its open's list (open->lockl) */
 	struct nfs4_stid *stid;
 	struct nfs4_open *open;
@@ -385,7 +385,8 @@ uint32_t nfs4_op_lock(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 		/* the courteous server: a courtesy client's lock goes when it is
 		 * in the way (expiring it takes state locks: none may be held) */
 		uint64_t seq = 0;
-		if (st != NFS4ERR_DENIED || tries == 3 || conflict.owner.client == ls->owner.client ||
+		if (st != NFS4ERR_DENIED || tries == 3 ||
+		    conflict.owner.client == ls->owner.client ||
 		    !nfs4_client_expire_if_courtesy(c->s->state, conflict.owner.client, &seq))
 			break;
 		nfs4_note_change(c, seq, false);
@@ -424,11 +425,12 @@ uint32_t nfs4_op_lockt(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 	struct brl_owner owner = {
 		.client = nfs4_client_id(c->clp),
 		.owner = nfs4_owner_key(c->s, la->owner.clientid, la->owner.owner.val,
-					la->owner.owner.len) ^ 1,
+					la->owner.owner.len) ^
+			 1,
 	};
 	struct brl_info d;
-	err = brl_test(c->s->brl, fs_ino(c->cfh.ip), &owner, brl_type_of(la->locktype),
-		       la->offset, la->length, &d);
+	err = brl_test(c->s->brl, fs_ino(c->cfh.ip), &owner, brl_type_of(la->locktype), la->offset,
+		       la->length, &d);
 	if (err == -EAGAIN) {
 		denied_of(c, &d, &r->oplockt.denied);
 		return r->oplockt.status = NFS4ERR_DENIED;

@@ -53,9 +53,15 @@ uint32_t nfs4_op_create(struct nfs4_compound *c, struct nfs_argop4 *a, struct nf
 	struct fs_setattr req;
 	uint32_t st;
 	switch (ca->objtype.type) {
-	case NF4DIR: fca.mode = S_IFDIR | 0755; break;
-	case NF4SOCK: fca.mode = S_IFSOCK | 0644; break;
-	case NF4FIFO: fca.mode = S_IFIFO | 0644; break;
+	case NF4DIR:
+		fca.mode = S_IFDIR | 0755;
+		break;
+	case NF4SOCK:
+		fca.mode = S_IFSOCK | 0644;
+		break;
+	case NF4FIFO:
+		fca.mode = S_IFIFO | 0644;
+		break;
 	case NF4CHR:
 	case NF4BLK:
 		fca.mode = (ca->objtype.type == NF4CHR ? S_IFCHR : S_IFBLK) | 0644;
@@ -82,8 +88,8 @@ uint32_t nfs4_op_create(struct nfs4_compound *c, struct nfs_argop4 *a, struct nf
 	nfs4_sattr_to_fs(&set, &req);
 	struct fs_result res = {.want = FS_RES_ATTRS};
 	struct fs_inode *ip;
-	int err = srv_create(&c->cfh.exp, c->cfh.ip, (const char *)ca->objname.val,
-			     ca->objname.len, &fca, &req, &ip, &res);
+	int err = srv_create(&c->cfh.exp, c->cfh.ip, (const char *)ca->objname.val, ca->objname.len,
+			     &fca, &req, &ip, &res);
 	note(c, &c->cfh, res.csn);
 	if (err)
 		return nfs4_status(err);
@@ -102,8 +108,8 @@ uint32_t nfs4_op_remove(struct nfs4_compound *c, struct nfs_argop4 *a, struct nf
 	if ((st = fs_dir(c, &c->cfh)) || (st = nfs4_name_check(name)))
 		return st;
 	struct fs_result res = {.want = FS_RES_ATTRS};
-	int err = srv_remove(&c->cfh.exp, c->cfh.ip, (const char *)name->val, name->len,
-			     SRV_RM_ANY, &res);
+	int err = srv_remove(&c->cfh.exp, c->cfh.ip, (const char *)name->val, name->len, SRV_RM_ANY,
+			     &res);
 	note(c, &c->cfh, res.csn);
 	if (err)
 		return nfs4_status(err);
@@ -127,9 +133,8 @@ uint32_t nfs4_op_rename(struct nfs4_compound *c, struct nfs_argop4 *a, struct nf
 	    (st = nfs4_name_check(&ra->oldname)) || (st = nfs4_name_check(&ra->newname)))
 		return st;
 	struct fs_result res = {.want = FS_RES_ATTRS};
-	int err = srv_rename(&c->cfh.exp, c->sfh.ip, (const char *)ra->oldname.val,
-			     ra->oldname.len, c->cfh.ip, (const char *)ra->newname.val,
-			     ra->newname.len, &res);
+	int err = srv_rename(&c->cfh.exp, c->sfh.ip, (const char *)ra->oldname.val, ra->oldname.len,
+			     c->cfh.ip, (const char *)ra->newname.val, ra->newname.len, &res);
 	note(c, &c->cfh, res.csn);
 	if (err)
 		return nfs4_status(err);
@@ -204,14 +209,14 @@ struct rd {
 	struct nfs4_compound *c;
 	const struct READDIR4args *ra;
 	struct entry4 *head, **tail;
-	uint32_t left;     /* maxcount bytes left */
-	uint32_t dirleft;  /* dircount bytes left (UINT32_MAX: not bounded) */
+	uint32_t left;	  /* maxcount bytes left */
+	uint32_t dirleft; /* dircount bytes left (UINT32_MAX: not bounded) */
 	uint32_t n;
 	bool stopped;
 	/* the names gathered under the directory's lock (rd_gather) */
 	struct rd_name *names;
 	uint32_t nnames, cap;
-	uint64_t guess;    /* bytes the gathered entries take at least */
+	uint64_t guess; /* bytes the gathered entries take at least */
 };
 
 /* XDR size of an entry4 in a reply: value_follows, cookie, name, fattr4. */
@@ -223,8 +228,8 @@ static uint32_t entry_size(uint32_t namelen, const struct fattr4 *fa)
 
 /* Attributes of one entry: its object's (crossing into a nested export
  * it is the root of), or only rdattr_error when it cannot be read. */
-static uint32_t entry_attrs(struct rd *d, const struct nfs4_fh *dir, const char *name,
-			    size_t len, uint64_t ino, struct fattr4 *fa)
+static uint32_t entry_attrs(struct rd *d, const struct nfs4_fh *dir, const char *name, size_t len,
+			    uint64_t ino, struct fattr4 *fa)
 {
 	struct nfs4_compound *c = d->c;
 	struct nfs4_fh fh = {0};
@@ -407,7 +412,10 @@ uint32_t nfs4_op_readdir(struct nfs4_compound *c, struct nfs_argop4 *a, struct n
 	if (maxcount <= fixed)
 		return NFS4ERR_TOOSMALL;
 	struct rd d = {
-		.c = c, .ra = ra, .tail = &d.head, .left = maxcount - fixed,
+		.c = c,
+		.ra = ra,
+		.tail = &d.head,
+		.left = maxcount - fixed,
 		.dirleft = ra->dircount ? ra->dircount : UINT32_MAX,
 	};
 	uint32_t st = NFS4_OK;

@@ -100,7 +100,8 @@ static struct nfs4_open *open_find_locked(struct nfs4_open_table *t, unsigned b,
 					  const struct share_owner *o, uint64_t file)
 {
 	for (struct nfs4_open *op = t->b[b].head; op; op = op->next)
-		if (op->file == file && op->owner.owner == o->owner && op->owner.client == o->client)
+		if (op->file == file && op->owner.owner == o->owner &&
+		    op->owner.client == o->client)
 			return op;
 	return NULL;
 }
@@ -109,8 +110,8 @@ static struct nfs4_open *open_find_locked(struct nfs4_open_table *t, unsigned b,
  * The open of (o, file), found or made (with a new stateid): NFS4_OK and a
  * reference to its stateid in *sid, or DELAY when the bounds are reached.
  */
-static uint32_t open_get(struct nfs4_compound *c, const struct share_owner *o,
-			 struct fs_inode *ip, struct nfs4_open **out, bool *fresh)
+static uint32_t open_get(struct nfs4_compound *c, const struct share_owner *o, struct fs_inode *ip,
+			 struct nfs4_open **out, bool *fresh)
 {
 	struct nfs4_open_table *t = c->s->opens;
 	uint64_t file = fs_ino(ip);
@@ -215,13 +216,13 @@ uint32_t nfs4_check_io_stateid(struct nfs4_compound *c, const struct stateid4 *w
 	case NFS4_STATEID_ANONYMOUS:
 		/* no open: allowed unless another open denies it */
 		return share_check(c->s->shares, fs_ino(ip), NULL, need, NULL) ? NFS4ERR_LOCKED
-										: NFS4_OK;
+									       : NFS4_OK;
 	case NFS4_STATEID_BYPASS:
 		/* READ bypasses deny modes; WRITE may not use it */
 		if (!write)
 			return NFS4_OK;
 		return share_check(c->s->shares, fs_ino(ip), NULL, need, NULL) ? NFS4ERR_LOCKED
-										: NFS4_OK;
+									       : NFS4_OK;
 	case NFS4_STATEID_CURRENT:
 	case NFS4_STATEID_INVALID:
 		return NFS4ERR_BAD_STATEID;
@@ -282,7 +283,7 @@ struct open_ctx {
 	struct nfs4_compound *c;
 	struct OPEN4args *oa;
 	struct OPEN4resok *ok;
-	struct fs_inode *ip;   /* what is opened, referenced */
+	struct fs_inode *ip; /* what is opened, referenced */
 	bool created;
 	bool truncated;
 };
@@ -343,8 +344,8 @@ static uint32_t open_create(struct open_ctx *o, const component4 *name)
 			memcpy(o->ok->attrset.val, set.set.w, sizeof(set.set.w));
 		}
 		if (err == -EEXIST) /* made meanwhile: the existing file's rules */
-			err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)name->val,
-					 name->len, &o->ip);
+			err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)name->val, name->len,
+					 &o->ip);
 	}
 	if (o->created && verf) {
 		struct fs_setattr vsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
@@ -428,9 +429,10 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	struct OPEN4args *oa = &a->opopen;
 	struct OPEN4resok *ok = &r->opopen.resok4;
 	struct open_ctx o = {.c = c, .oa = oa, .ok = ok};
-	unsigned access = oa->share_access & ~(uint32_t)(OPEN4_SHARE_ACCESS_WANT_DELEG_MASK |
-							  OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL |
-							  OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED);
+	unsigned access = oa->share_access &
+			  ~(uint32_t)(OPEN4_SHARE_ACCESS_WANT_DELEG_MASK |
+				      OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL |
+				      OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED);
 	unsigned deny = oa->share_deny;
 	uint32_t st;
 	int err;
@@ -566,8 +568,7 @@ out:
 }
 
 /* The open stateid an OPEN_DOWNGRADE or CLOSE names, locked. */
-static uint32_t open_stid(struct nfs4_compound *c, const struct stateid4 *w,
-			  struct nfs4_stid **out)
+static uint32_t open_stid(struct nfs4_compound *c, const struct stateid4 *w, struct nfs4_stid **out)
 {
 	struct nfs4_stateid sid;
 	uint32_t st = nfs4_sid_resolve(c, w, &sid);
@@ -585,8 +586,7 @@ static uint32_t open_stid(struct nfs4_compound *c, const struct stateid4 *w,
 	return NFS4_OK;
 }
 
-uint32_t nfs4_op_open_downgrade(struct nfs4_compound *c, struct nfs_argop4 *a,
-				struct nfs_resop4 *r)
+uint32_t nfs4_op_open_downgrade(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	struct OPEN_DOWNGRADE4args *da = &a->opopen_downgrade;
 	unsigned access = da->share_access & ~(uint32_t)OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;

@@ -114,13 +114,13 @@ static void chan_to_wire(const struct nfs4_channel_attrs *a, struct channel_attr
 	w->ca_maxrequests = a->maxrequests;
 }
 
-uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a,
-				struct nfs_resop4 *r)
+uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	struct CREATE_SESSION4args *ca = &a->opcreate_session;
 	struct CREATE_SESSION4resok *ok = &r->opcreate_session.csr_resok4;
 	/* RDMA is not served; the back channel needs AUTH_NONE or AUTH_SYS */
-	if (ca->csa_fore_chan_attrs.ca_rdma_ird.len > 1 || ca->csa_back_chan_attrs.ca_rdma_ird.len > 1)
+	if (ca->csa_fore_chan_attrs.ca_rdma_ird.len > 1 ||
+	    ca->csa_back_chan_attrs.ca_rdma_ird.len > 1)
 		return NFS4ERR_BADXDR;
 	bool sec_ok = ca->csa_sec_parms.len == 0;
 	for (uint32_t i = 0; i < ca->csa_sec_parms.len; i++) {
@@ -181,8 +181,8 @@ uint32_t nfs4_op_bind_conn(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 	uint32_t dir = 0;
 	if (ba->bctsa_use_conn_in_rdma_mode)
 		return NFS4ERR_INVAL; /* not an RDMA transport */
-	uint32_t st = nfs4_bind_conn_to_session(c->s->state, ba->bctsa_sessid, ba->bctsa_dir,
-						conn, svc_conn_id(conn), &dir);
+	uint32_t st = nfs4_bind_conn_to_session(c->s->state, ba->bctsa_sessid, ba->bctsa_dir, conn,
+						svc_conn_id(conn), &dir);
 	if (st)
 		return st;
 	nfs4_conn_watch(c->s, conn);
@@ -228,8 +228,7 @@ static void sid_from_wire(const struct stateid4 *w, struct nfs4_stateid *sid)
 	memcpy(sid->other, w->other, NFS4_OTHER_SIZE);
 }
 
-uint32_t nfs4_op_test_stateid(struct nfs4_compound *c, struct nfs_argop4 *a,
-			      struct nfs_resop4 *r)
+uint32_t nfs4_op_test_stateid(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	struct TEST_STATEID4args *ta = &a->optest_stateid;
 	struct TEST_STATEID4resok *ok = &r->optest_stateid.tsr_resok4;
@@ -247,8 +246,7 @@ uint32_t nfs4_op_test_stateid(struct nfs4_compound *c, struct nfs_argop4 *a,
 	return NFS4_OK;
 }
 
-uint32_t nfs4_op_free_stateid(struct nfs4_compound *c, struct nfs_argop4 *a,
-			      struct nfs_resop4 *r)
+uint32_t nfs4_op_free_stateid(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	struct nfs4_stateid sid;
 	sid_from_wire(&a->opfree_stateid.fsa_stateid, &sid);

@@ -43,7 +43,8 @@ int srv_create(const struct srv_exp *e, struct fs_inode *dir, const char *name, 
 	struct fs_attr dat, at;
 	int err;
 	*ip = NULL;
-	if ((err = fs_getattr(dir, &dat)) || (err = srv_may(&e->cred, e->opts, &dat, SRV_MAY_CREATE)))
+	if ((err = fs_getattr(dir, &dat)) ||
+	    (err = srv_may(&e->cred, e->opts, &dat, SRV_MAY_CREATE)))
 		return err;
 	if (req && (req->mask & FS_SET_MODE))
 		ca->mode = (ca->mode & S_IFMT) | (req->mode & 07777);
@@ -60,7 +61,8 @@ int srv_create(const struct srv_exp *e, struct fs_inode *dir, const char *name, 
 	if (!sa.mask)
 		return 0;
 	struct fs_result sres = {0};
-	if (!(err = fs_getattr(*ip, &at)) && !(err = srv_setattr_prepare(&e->cred, e->opts, &at, &sa)))
+	if (!(err = fs_getattr(*ip, &at)) &&
+	    !(err = srv_setattr_prepare(&e->cred, e->opts, &at, &sa)))
 		err = fs_setattr(*ip, &sa, &sres);
 	if (res && sres.csn > res->csn)
 		res->csn = sres.csn;
@@ -77,7 +79,8 @@ int srv_remove(const struct srv_exp *e, struct fs_inode *dir, const char *name, 
 	struct fs_attr dat, at;
 	int err;
 	/* the directory's permission before the name's existence, as knfsd */
-	if ((err = fs_getattr(dir, &dat)) || (err = srv_may(&e->cred, e->opts, &dat, SRV_MAY_REMOVE)))
+	if ((err = fs_getattr(dir, &dat)) ||
+	    (err = srv_may(&e->cred, e->opts, &dat, SRV_MAY_REMOVE)))
 		return err;
 	if ((err = entry_attr(dir, name, len, &at)) ||
 	    (err = srv_may_delete(&e->cred, e->opts, &dat, &at)))
@@ -127,8 +130,8 @@ int srv_rename(const struct srv_exp *e, struct fs_inode *sdir, const char *sname
 	return fs_rename(sdir, sname, slen, ddir, dname, dlen, res);
 }
 
-int srv_link(const struct srv_exp *e, struct fs_inode *ip, struct fs_inode *dir,
-	     const char *name, size_t len, struct fs_result *res)
+int srv_link(const struct srv_exp *e, struct fs_inode *ip, struct fs_inode *dir, const char *name,
+	     size_t len, struct fs_result *res)
 {
 	int err = may(e, dir, SRV_MAY_CREATE);
 	return err ? err : fs_link(ip, dir, name, len, res);

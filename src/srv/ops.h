@@ -41,8 +41,8 @@ int srv_remove(const struct srv_exp *e, struct fs_inode *dir, const char *name, 
 	       enum srv_rm what, struct fs_result *res);
 int srv_rename(const struct srv_exp *e, struct fs_inode *sdir, const char *sname, size_t slen,
 	       struct fs_inode *ddir, const char *dname, size_t dlen, struct fs_result *res);
-int srv_link(const struct srv_exp *e, struct fs_inode *ip, struct fs_inode *dir,
-	     const char *name, size_t len, struct fs_result *res);
+int srv_link(const struct srv_exp *e, struct fs_inode *ip, struct fs_inode *dir, const char *name,
+	     size_t len, struct fs_result *res);
 
 /* A SETATTR of ip: sa is sanitized by perm.h (rules 6-9) and applied. */
 int srv_setattr(const struct srv_exp *e, struct fs_inode *ip, struct fs_setattr *sa,

@@ -76,8 +76,8 @@ void srv_write_verf(struct srv *s, uint8_t out[8])
 
 /* ---- admission ---- */
 
-int srv_admit(struct srv *s, const struct export *ex, struct svc_req *rq,
-	      const struct rpc_cred *rc, struct srv_exp *out)
+int srv_admit(struct srv *s, const struct export *ex, struct svc_req *rq, const struct rpc_cred *rc,
+	      struct srv_exp *out)
 {
 	const struct sockaddr_storage *peer = svc_conn_peer(svc_req_conn(rq));
 	const struct export_opts *o = export_client_opts(ex, peer);
@@ -106,8 +106,8 @@ void srv_fh_make(const struct srv *s, const struct export *ex, const struct fs_a
 	fh_encode(s->fh_key, &fh, out);
 }
 
-int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc,
-		   const void *wfh, size_t len, struct srv_exp *e, struct fs_inode **ip)
+int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc, const void *wfh,
+		   size_t len, struct srv_exp *e, struct fs_inode **ip)
 {
 	struct fh fh;
 	*ip = NULL;

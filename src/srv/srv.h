@@ -43,9 +43,9 @@ struct srv {
 	 * srv_exports() and may keep what it got until it returns, never
 	 * longer (the old table is freed after svc_synchronize()). */
 	const struct exports *_Atomic exports;
-	uint8_t fh_key[16];            /* file handle MACs */
-	uint8_t verf_key[16];          /* readdir cookie verifiers */
-	uint8_t boot_verf[8];          /* new at every start */
+	uint8_t fh_key[16];   /* file handle MACs */
+	uint8_t verf_key[16]; /* readdir cookie verifiers */
+	uint8_t boot_verf[8]; /* new at every start */
 	struct {
 		counter_t stale, badhandle, perm_denied, sync_waits, sync_flushes, jukebox;
 	} st;
@@ -92,8 +92,8 @@ struct srv_exp {
  * asks for a privileged source port and the client has none. Refusals
  * are counted.
  */
-int srv_admit(struct srv *s, const struct export *ex, struct svc_req *rq,
-	      const struct rpc_cred *rc, struct srv_exp *out);
+int srv_admit(struct srv *s, const struct export *ex, struct svc_req *rq, const struct rpc_cred *rc,
+	      struct srv_exp *out);
 
 /* ---- file handles ---- */
 
@@ -108,8 +108,8 @@ void srv_fh_make(const struct srv *s, const struct export *ex, const struct fs_a
  * RENAME). Returns 0 and a reference in *ip; SRV_EBADHANDLE (negated),
  * -ESTALE (no such export or inode), or srv_admit's refusals.
  */
-int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc,
-		   const void *fh, size_t len, struct srv_exp *e, struct fs_inode **ip);
+int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc, const void *fh,
+		   size_t len, struct srv_exp *e, struct fs_inode **ip);
 
 /* ---- stability as a service ---- */
 
