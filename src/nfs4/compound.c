@@ -240,7 +240,7 @@ uint32_t nfs4_op_sequence(struct nfs4_compound *c, struct nfs_argop4 *arg, struc
 	sr->sr_resok4.sr_status_flags = r.status_flags;
 	if (r.kind == NFS4_SEQ_REPLAY_UNCACHED) {
 		counter_inc(&c->s->st.replays);
-		c->status = NFS4ERR_RETRY_UNCACHED_REP; /* for the next op, if any */
+		c->retry_uncached = true; /* the next op, if any, answers RETRY_UNCACHED_REP */
 		return NFS4_OK;
 	}
 	struct nfs4_channel_attrs fore;
@@ -317,8 +317,10 @@ static uint32_t run_op(struct nfs4_compound *c, unsigned i)
 	if (!row)
 		opcode = OP_ILLEGAL;
 	c->nres++;
-	if (c->status == NFS4ERR_RETRY_UNCACHED_REP) {
-		st = c->status; /* the op after a SEQUENCE retry whose reply was not kept */
+	if (c->retry_uncached) {
+		/* the op after a SEQUENCE retry whose reply was not kept: it
+		 * must not run again, and the compound ends with it */
+		st = NFS4ERR_RETRY_UNCACHED_REP;
 		goto error;
 	}
 	if ((st = op_check(c, i, row, opcode)))

@@ -163,7 +163,8 @@ struct nfs4_compound {
 	uint32_t slotid;
 	bool slot_held; /* nfs4_sequence_done() still owed */
 	bool cachethis;
-	bool replayed; /* the reply is a slot's cached one, whole */
+	bool replayed;       /* the reply is a slot's cached one, whole */
+	bool retry_uncached; /* a retry whose reply was not cached: no op runs */
 	uint32_t maxresp, maxresp_cached;
 
 	/* stability: the highest commit sequence the ops made, and whether
