@@ -476,11 +476,17 @@ const struct nfs4_bitmap *nfs4_attr_exclcreat(void)
 
 /* ---- bitmaps ---- */
 
-void nfs4_bm_from_wire(struct nfs4_bitmap *b, const uint32_t *w, uint32_t n)
+bool nfs4_bm_from_wire(struct nfs4_bitmap *b, const uint32_t *w, uint32_t n)
 {
+	bool known = true;
 	memset(b, 0, sizeof(*b));
-	for (uint32_t i = 0; i < n && i < NFS4_ATTR_WORDS; i++)
-		b->w[i] = w[i];
+	for (uint32_t i = 0; i < n; i++) {
+		if (i < NFS4_ATTR_WORDS)
+			b->w[i] = w[i];
+		else if (w[i])
+			known = false;
+	}
+	return known;
 }
 
 int nfs4_bm_encode(struct xdr_enc *x, const struct nfs4_bitmap *b)

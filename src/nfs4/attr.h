@@ -23,8 +23,9 @@
  *  1. A requested attribute the server does not support is left out of the
  *     returned bitmap (GETATTR never fails for it); words of the request
  *     bitmap beyond the attributes the server knows are ignored.
- *  2. SETATTR-style decoding answers ATTRNOTSUPP for an unsupported
- *     attribute, INVAL for a supported one that cannot be set (read-only,
+ *  2. SETATTR-style decoding (and VERIFY/NVERIFY) answers ATTRNOTSUPP for
+ *     an unsupported attribute, one past the words the server knows too,
+ *     INVAL for a supported one that cannot be set (read-only,
  *     RFC 8881 §18.30.3), BADXDR when the values do not parse or do not
  *     fill attr_vals exactly, BADOWNER for an owner that is not a number.
  *  3. Owners are numeric strings ("0", "1000"), as the Linux client sends
@@ -60,8 +61,11 @@ static inline void nfs4_bm_set(struct nfs4_bitmap *b, unsigned n)
 		b->w[n / 32] |= 1u << (n % 32);
 }
 
-/* A bitmap4 from the wire (any number of words) as the words we know. */
-void nfs4_bm_from_wire(struct nfs4_bitmap *b, const uint32_t *w, uint32_t n);
+/* A bitmap4 from the wire (any number of words) as the words we know.
+ * False when a later word has a bit set: an attribute the server does not
+ * know, which GETATTR ignores (rule 1) and whoever sets or compares
+ * attributes answers with ATTRNOTSUPP (rule 2). */
+bool nfs4_bm_from_wire(struct nfs4_bitmap *b, const uint32_t *w, uint32_t n);
 /* Encode b as a bitmap4 without trailing zero words. */
 int nfs4_bm_encode(struct xdr_enc *x, const struct nfs4_bitmap *b);
 

@@ -79,8 +79,9 @@ static uint32_t verify(struct nfs4_compound *c, const struct fattr4 *fa, bool wa
 	int err = nfs4_fh_attr(c, &c->cfh, &at);
 	if (err)
 		return nfs4_status(err);
+	if (!nfs4_bm_from_wire(&bm, fa->attrmask.val, fa->attrmask.len))
+		return NFS4ERR_ATTRNOTSUPP;
 	nfs4_attr_obj_of(c, &c->cfh, &at, &fsi, &wfh, &obj);
-	nfs4_bm_from_wire(&bm, fa->attrmask.val, fa->attrmask.len);
 	return nfs4_attr_verify(&bm, fa->attr_vals.val, fa->attr_vals.len, &obj, want_same);
 }
 
@@ -129,9 +130,12 @@ uint32_t nfs4_op_setattr(struct nfs4_compound *c, struct nfs_argop4 *a, struct n
 	struct nfs4_bitmap bm;
 	struct nfs4_sattr set;
 	uint32_t st;
-	nfs4_bm_from_wire(&bm, sa->obj_attributes.attrmask.val, sa->obj_attributes.attrmask.len);
-	st = nfs4_attr_decode(&bm, sa->obj_attributes.attr_vals.val,
-			      sa->obj_attributes.attr_vals.len, &set);
+	if (!nfs4_bm_from_wire(&bm, sa->obj_attributes.attrmask.val,
+			       sa->obj_attributes.attrmask.len))
+		st = NFS4ERR_ATTRNOTSUPP;
+	else
+		st = nfs4_attr_decode(&bm, sa->obj_attributes.attr_vals.val,
+				      sa->obj_attributes.attr_vals.len, &set);
 	r->opsetattr.status = st;
 	if (st)
 		return st;

@@ -81,7 +81,8 @@ uint32_t nfs4_op_create(struct nfs4_compound *c, struct nfs_argop4 *a, struct nf
 	}
 	if ((st = fs_dir(c, &c->cfh)) || (st = nfs4_name_check(&ca->objname)))
 		return st;
-	nfs4_bm_from_wire(&bm, ca->createattrs.attrmask.val, ca->createattrs.attrmask.len);
+	if (!nfs4_bm_from_wire(&bm, ca->createattrs.attrmask.val, ca->createattrs.attrmask.len))
+		return NFS4ERR_ATTRNOTSUPP;
 	if ((st = nfs4_attr_decode(&bm, ca->createattrs.attr_vals.val,
 				   ca->createattrs.attr_vals.len, &set)))
 		return st;

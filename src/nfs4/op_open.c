@@ -293,7 +293,8 @@ static uint32_t create_attrs(const struct fattr4 *fa, struct nfs4_sattr *set,
 			     struct fs_setattr *req)
 {
 	struct nfs4_bitmap bm;
-	nfs4_bm_from_wire(&bm, fa->attrmask.val, fa->attrmask.len);
+	if (!nfs4_bm_from_wire(&bm, fa->attrmask.val, fa->attrmask.len))
+		return NFS4ERR_ATTRNOTSUPP;
 	uint32_t st = nfs4_attr_decode(&bm, fa->attr_vals.val, fa->attr_vals.len, set);
 	if (st)
 		return st;
