@@ -385,11 +385,16 @@ uint32_t nfs4_op_lock(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 		/* the courteous server: a courtesy client's lock goes when it is
 		 * in the way (expiring it takes state locks: none may be held) */
 		uint64_t seq = 0;
-		if (st != NFS4ERR_DENIED || tries == 3 ||
-		    conflict.owner.client == ls->owner.client ||
+		if (st != NFS4ERR_DENIED || conflict.owner.client == ls->owner.client ||
 		    !nfs4_client_expire_if_courtesy(c->s->state, conflict.owner.client, &seq))
 			break;
 		nfs4_note_change(c, seq, false);
+		if (tries == 3) {
+			/* more courtesy clients may be in the way: the client
+			 * comes back (DENIED would say a live lock holds it) */
+			st = NFS4ERR_DELAY;
+			break;
+		}
 	}
 	if (st == NFS4ERR_DENIED)
 		denied_of(c, &conflict, &r->oplock.denied);

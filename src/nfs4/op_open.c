@@ -536,11 +536,16 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 		/* the courteous server: a courtesy client's open goes when it is
 		 * in the way (expiring it takes state locks: none may be held) */
 		uint64_t seq = 0;
-		if (st != NFS4ERR_SHARE_DENIED || tries == 3 ||
-		    conflict.owner.client == op->owner.client ||
+		if (st != NFS4ERR_SHARE_DENIED || conflict.owner.client == op->owner.client ||
 		    !nfs4_client_expire_if_courtesy(c->s->state, conflict.owner.client, &seq))
 			break;
 		nfs4_note_change(c, seq, false);
+		if (tries == 3) {
+			/* more courtesy clients may be in the way: the client
+			 * comes back (SHARE_DENIED would say a live open is) */
+			st = NFS4ERR_DELAY;
+			break;
+		}
 	}
 	if (st && fresh)
 		nfs4_stid_unhash(op->stid); /* a new open that was refused goes */
