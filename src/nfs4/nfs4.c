@@ -11,6 +11,7 @@
  * ever mistaken for one of this instance.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -190,6 +191,31 @@ void nfs4_conn_watch(struct nfs4_server *s, struct svc_conn *conn)
 
 /* ---- the reaper ---- */
 
+/*
+ * Give memory back once much state has gone. Expired clients free their
+ * opens, locks and stateids by the ten thousand, from many worker threads:
+ * the allocator keeps those pages for reuse, scattered through the
+ * threads' arenas, and the server's memory would stay at its high-water
+ * mark long after the clients left. When the state held (stateids and
+ * clients) has fallen by TRIM_STEP since its peak, malloc_trim() returns
+ * the free pages of every arena to the system. It runs on the reaper,
+ * every few seconds at most, holding no lock of ours.
+ */
+#define TRIM_STEP 4096
+
+static void trim_after_shrink(struct nfs4_server *s)
+{
+	struct nfs4_state_counts sc;
+	nfs4_state_counts(s->state, &sc);
+	uint64_t held = (uint64_t)sc.stateids + sc.clients;
+	if (held > s->trim_peak) {
+		s->trim_peak = held;
+	} else if (s->trim_peak - held >= TRIM_STEP) {
+		malloc_trim(0);
+		s->trim_peak = held;
+	}
+}
+
 static void *reaper_main(void *arg)
 {
 	struct nfs4_server *s = arg;
@@ -201,8 +227,9 @@ static void *reaper_main(void *arg)
 		nfs4_state_reap(s->state, &seq);
 		nfs4_layouts_reap(s);
 		if (seq)
-			fs_force(s->srv->fs, seq,
-				 NULL); /* forgotten records: no hurry, but durable */
+			/* forgotten records: no hurry, but durable */
+			fs_force(s->srv->fs, seq, NULL);
+		trim_after_shrink(s);
 		pthread_mutex_lock(&s->reap_mu);
 		struct timespec until;
 		clock_gettime(CLOCK_MONOTONIC, &until);

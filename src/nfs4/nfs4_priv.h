@@ -83,6 +83,7 @@ struct nfs4_server {
 	pthread_mutex_t reap_mu;
 	pthread_cond_t reap_cv;
 	bool reap_stop;
+	uint64_t trim_peak; /* reaper only: state held at most since the last trim */
 };
 
 /* An open (op_open.c): the payload of an open stateid. */
