@@ -104,10 +104,13 @@ static int nfs4_dec_compound(struct xdr_dec *x, void *argp)
 		return -EBADMSG;
 	for (a->nops = 0; a->nops < want; a->nops++) {
 		struct nfs_argop4 *op = &a->ops[a->nops];
+		size_t left = xdr_dec_remaining(x);
 		err = nfs4_dec_nfs_argop4(x, op);
 		if (!err)
 			continue;
-		a->bad_opcode = op->argop;
+		/* its result names it; when not even its number was there, the
+		 * result is OP_ILLEGAL's (0 is no operation a client can decode) */
+		a->bad_opcode = left >= 4 ? (uint32_t)op->argop : OP_ILLEGAL;
 		if (err == -ENOMSG) {
 			a->bad_opcode = OP_ILLEGAL;
 			a->bad_status = NFS4ERR_OP_ILLEGAL;

@@ -11,7 +11,8 @@
  *     for the session, 128 are not;
  *   - unknown operations (9999, the reserved 0-2, OP_ILLEGAL itself) and a
  *     4.2 operation in a 4.1 compound: OP_ILLEGAL, and what follows does
- *     not run;
+ *     not run; a compound that ends inside an operation's number: BADXDR
+ *     in OP_ILLEGAL's result;
  *   - operations out of place: OP_NOT_IN_SESSION, SEQUENCE_POS, NOT_ONLY_OP
  *     for every operation that may only stand alone (DESTROY_SESSION and
  *     DESTROY_CLIENTID of the caller's own session and client among them:
@@ -85,9 +86,10 @@ static void check_unchanged(const struct snap *before, const char *what)
 	struct snap now;
 	snap(&now);
 	if (memcmp(before, &now, sizeof(now)) != 0) {
-		fprintf(stderr, "%s changed something: directory change %llu -> %llu, file change "
-				"%llu -> %llu, size %llu -> %llu, transactions %llu -> %llu, inodes "
-				"%llu -> %llu\n",
+		fprintf(stderr,
+			"%s changed something: directory change %llu -> %llu, file change "
+			"%llu -> %llu, size %llu -> %llu, transactions %llu -> %llu, inodes "
+			"%llu -> %llu\n",
 			what, (unsigned long long)before->dir_change,
 			(unsigned long long)now.dir_change, (unsigned long long)before->file_change,
 			(unsigned long long)now.file_change, (unsigned long long)before->file_size,
@@ -118,13 +120,13 @@ static nfsstat4 resop_status(const struct nfs4c_compound *c, unsigned i)
 
 /* The compound's answer: status, number of results, and the last one's
  * operation. */
-static void expect(const struct nfs4c_compound *c, nfsstat4 status, unsigned nres,
-		   nfs_opnum4 last)
+static void expect(const struct nfs4c_compound *c, nfsstat4 status, unsigned nres, nfs_opnum4 last)
 {
 	if (c->status != status || c->res.resarray.len != nres ||
 	    (nres && c->res.resarray.val[nres - 1].resop != last)) {
-		fprintf(stderr, "expected status %u with %u results ending in op %u; got %u with "
-				"%u results",
+		fprintf(stderr,
+			"expected status %u with %u results ending in op %u; got %u with "
+			"%u results",
 			(unsigned)status, nres, (unsigned)last, (unsigned)c->status,
 			c->res.resarray.len);
 		if (c->res.resarray.len)
@@ -166,10 +168,12 @@ static void raw_putfh(struct xdr_enc *x, const struct nfs4c_fh *fh)
 	CHECK_OK(nfs4_enc_nfs_argop4(x, &op));
 }
 
-/* Send SEQUENCE, PUTFH(fh) and what body encodes (nops operations) on
- * RAW_SLOT; the decoded reply in r (r->res valid until raw_done). */
+/* Send SEQUENCE, PUTFH(fh), what body encodes (nops operations) and the
+ * tail bytes as they are, on RAW_SLOT; the decoded reply in r (r->res
+ * valid until raw_done). */
 static void raw_send(const struct nfs4c_fh *fh, uint32_t nops,
-		     void (*body)(struct xdr_enc *x, void *arg), void *arg, struct raw *r)
+		     void (*body)(struct xdr_enc *x, void *arg), void *arg, const void *tail,
+		     size_t tail_len, struct raw *r)
 {
 	struct xdr_enc x;
 	struct rpc_cred cred = {.flavor = RPC_AUTH_SYS};
@@ -181,11 +185,15 @@ static void raw_send(const struct nfs4c_fh *fh, uint32_t nops,
 	CHECK_OK(xdr_enc_u32(&x, 2 + nops));
 	raw_sequence(&x);
 	raw_putfh(&x, fh);
-	body(&x, arg);
+	if (body)
+		body(&x, arg);
 	size_t len = xdr_enc_len(&x);
-	uint8_t *rec = xmalloc(len);
+	uint8_t *rec = xmalloc(len + tail_len);
 	xdr_enc_flatten(&x, rec);
 	xdr_enc_destroy(&x);
+	if (tail_len)
+		memcpy(rec + len, tail, tail_len);
+	len += tail_len;
 	CHECK_OK(nfs4c_call_raw(a, NULL, rec, len, xid, &r->reply, &r->reply_len));
 	free(rec);
 
@@ -311,6 +319,16 @@ static void unknown_ops(void)
 		expect(&c, NFS4ERR_OP_ILLEGAL, 3, OP_ILLEGAL);
 		nfs4c_compound_destroy(&c);
 	}
+	/* a compound that ends inside an operation's number: BADXDR, in a
+	 * result a client can decode (OP_ILLEGAL's) */
+	struct raw r;
+	static const uint8_t half[2] = {0, 0};
+	raw_send(&hdir, 1, NULL, NULL, half, sizeof(half), &r);
+	CHECK_EQ(r.res.status, NFS4ERR_BADXDR);
+	CHECK_EQ(r.res.resarray.len, 3);
+	CHECK_EQ(r.res.resarray.val[2].resop, OP_ILLEGAL);
+	CHECK_EQ(r.res.resarray.val[2].opillegal.status, NFS4ERR_BADXDR);
+	raw_done(&r);
 	/* a 4.2 operation in a compound of minor version 1 */
 	nfs4c_compound_init(&c, a);
 	c.minorversion = 1;
@@ -321,7 +339,7 @@ static void unknown_ops(void)
 	expect(&c, NFS4ERR_OP_ILLEGAL, 3, OP_ILLEGAL);
 	nfs4c_compound_destroy(&c);
 	check_unchanged(&before, "unknown operations");
-	TEST_PASS("unknown operations: OP_ILLEGAL, nothing after them runs");
+	TEST_PASS("unknown operations: OP_ILLEGAL, nothing after them runs; a cut opcode: BADXDR");
 }
 
 /* ---- operations out of place ---- */
@@ -467,7 +485,7 @@ static void bitmaps(void)
 			struct raw r;
 			if (arg.setattr && sizes[i] <= 3)
 				continue; /* a valid SETATTR of the mode */
-			raw_send(&file, 1, enc_bitmap_op, &arg, &r);
+			raw_send(&file, 1, enc_bitmap_op, &arg, NULL, 0, &r);
 			CHECK_EQ(r.res.resarray.len, 3);
 			const struct nfs_resop4 *op = &r.res.resarray.val[2];
 			CHECK_EQ(op->resop, arg.setattr ? OP_SETATTR : OP_GETATTR);
@@ -482,7 +500,8 @@ static void bitmaps(void)
 							  FATTR4_MODE};
 				for (unsigned bit = 0; bit < 32 * NFS4_LIMIT_bitmap4; bit++) {
 					bool in = false;
-					for (size_t k = 0; k < sizeof(asked) / sizeof(asked[0]); k++)
+					for (size_t k = 0; k < sizeof(asked) / sizeof(asked[0]);
+					     k++)
 						in |= asked[k] == bit;
 					if (kind && bit >= 96)
 						in = nfs4c_bitmap_isset(&sup.supported, bit);
@@ -505,9 +524,14 @@ static void bitmaps(void)
 	expect(&c, NFS4ERR_ATTRNOTSUPP, 3, OP_CREATE);
 	nfs4c_compound_reset(&c);
 	nfs4c_op_putfh(&c, &hdir);
-	struct nfs4c_open o = {.owner = "x", .owner_len = 1, .access = OPEN4_SHARE_ACCESS_BOTH,
-			       .claim = CLAIM_NULL, .name = "must-not-exist", .create = true,
-			       .how = GUARDED4, .attrs = mode};
+	struct nfs4c_open o = {.owner = "x",
+			       .owner_len = 1,
+			       .access = OPEN4_SHARE_ACCESS_BOTH,
+			       .claim = CLAIM_NULL,
+			       .name = "must-not-exist",
+			       .create = true,
+			       .how = GUARDED4,
+			       .attrs = mode};
 	nfs4c_op_open(&c, &o);
 	bitmap4 *om = &c.ops[c.nops - 1].opopen.openhow.how.createattrs.attrmask;
 	om->len = NFS4_LIMIT_bitmap4;
@@ -733,8 +757,13 @@ int main(int argc, char **argv)
 	struct nfs4c_compound c;
 	nfs4c_compound_init(&c, a);
 	nfs4c_op_putfh(&c, &file);
-	struct nfs4c_lock l = {.type = WRITE_LT, .off = 0, .len = 10, .new_owner = true,
-			       .open_stateid = open_sid, .owner = "hl", .owner_len = 2};
+	struct nfs4c_lock l = {.type = WRITE_LT,
+			       .off = 0,
+			       .len = 10,
+			       .new_owner = true,
+			       .open_stateid = open_sid,
+			       .owner = "hl",
+			       .owner_len = 2};
 	nfs4c_op_lock(&c, &l);
 	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
 	struct stateid4 l1 = nfs4c_res(&c, OP_LOCK, 0)->oplock.resok4.lock_stateid;
