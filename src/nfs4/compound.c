@@ -429,8 +429,9 @@ static bool run_ops(struct nfs4_compound *c)
 		if (c->status)
 			return true;
 	}
-	if (a->bad_status && c->next_op == a->nops) {
-		/* the op that did not decode */
+	if (a->bad_status && c->next_op == a->nops && !c->replayed) {
+		/* the op that did not decode (a retry's reply is the cached
+		 * one, whole: nothing is added to it) */
 		c->nres++;
 		c->status = a->bad_status;
 		if (enc_op_status(&c->enc, a->bad_opcode, a->bad_status))

@@ -14,6 +14,8 @@
  * second time would show: a directory back, a name gone, old bytes back, a
  * lock held again. The per-operation counters say the same (one call).
  * Then:
+ *   - a compound whose last operation does not decode: its retry gets
+ *     the cached reply as it is;
  *   - without sa_cachethis the retry gets SEQUENCE's result and
  *     RETRY_UNCACHED_REP on the next operation, and nothing runs again;
  *   - misordered sequence ids (ahead, behind, 0) get SEQ_MISORDERED, run
@@ -77,8 +79,9 @@ static void check_same(const struct nfs4c_compound *c, const struct reply *r)
 {
 	size_t n = c->reply_len - c->body_off;
 	if (n != r->n || memcmp(c->reply + c->body_off, r->b, n) != 0) {
-		fprintf(stderr, "the retry's reply (%zu bytes, status %u) is not the first one "
-				"(%zu bytes)\n",
+		fprintf(stderr,
+			"the retry's reply (%zu bytes, status %u) is not the first one "
+			"(%zu bytes)\n",
 			n, (unsigned)c->status, r->n);
 		exit(1);
 	}
@@ -284,7 +287,8 @@ static void replay_lock(const struct nfs4c_fh *fh, const struct stateid4 *open_s
 	nfs4c_compound_init(&u, cl);
 	nfs4c_op_test_stateid(&u, &after, 1);
 	CHECK_EQ(nfs4t_send(&u), NFS4_OK);
-	const struct TEST_STATEID4resok *t = &nfs4c_res(&u, OP_TEST_STATEID, 0)->optest_stateid.tsr_resok4;
+	const struct TEST_STATEID4resok *t =
+		&nfs4c_res(&u, OP_TEST_STATEID, 0)->optest_stateid.tsr_resok4;
 	CHECK(t->tsr_status_codes.len == 1 && t->tsr_status_codes.val[0] == NFS4_OK);
 	nfs4c_compound_destroy(&u);
 	nfs4t_stats(&srv.j, &b);
@@ -293,6 +297,25 @@ static void replay_lock(const struct nfs4c_fh *fh, const struct stateid4 *open_s
 	free(r.b);
 	nfs4c_compound_destroy(&c);
 	TEST_PASS("LOCK: the retry gets the cached reply and the same stateid; locked once");
+}
+
+/* A compound whose last operation does not decode (an unknown one): its
+ * retry gets the cached reply as it is, with nothing added. */
+static void replay_undecodable(void)
+{
+	struct nfs4c_compound c;
+	struct reply r;
+	begin(&c, SLOT, ++seq, true);
+	nfs4c_op_putfh(&c, &adir);
+	nfs4c_op_add(&c, 9999);
+	CHECK_EQ(nfs4t_send(&c), NFS4ERR_OP_ILLEGAL);
+	CHECK_EQ(c.res.resarray.len, 3);
+	keep(&c, &r);
+	CHECK_EQ(nfs4t_send(&c), NFS4ERR_OP_ILLEGAL);
+	check_same(&c, &r);
+	free(r.b);
+	nfs4c_compound_destroy(&c);
+	TEST_PASS("a compound with an operation that does not decode: its retry gets its reply");
 }
 
 /* ---- the other slot rules ---- */
@@ -390,7 +413,8 @@ static void in_progress(void)
 			/* once the original is done, the retry gets its reply */
 			CHECK_EQ(nfs4t_send(again), NFS4_OK);
 		} else {
-			printf("attempt %d: the original was done before its retry came\n", attempt);
+			printf("attempt %d: the original was done before its retry came\n",
+			       attempt);
 		}
 		check_same(again, &r);
 		free(r.b);
@@ -470,6 +494,7 @@ int main(int argc, char **argv)
 	nfs4t_open_create(cl, &adir, "w", "replay-open-owner", &fh, &sid);
 	replay_write(&fh, &sid);
 	replay_lock(&fh, &sid);
+	replay_undecodable();
 	replay_uncached();
 	misordered();
 	in_progress();
