@@ -77,7 +77,7 @@ FUZZ_SECONDS ?= 25
 .PHONY: build-fuzz test-fuzz
 build-fuzz:
 	cmake -S . -B build-fuzz -G "$(GENERATOR)" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJNFS_FUZZ=ON >/dev/null
-	cmake --build build-fuzz -j $(JOBS) --target fuzz-record fuzz-call fuzz-xdr fuzz-nfs3 fuzz-image fuzz-xdrgen fuzz-nfs4c
+	cmake --build build-fuzz -j $(JOBS) --target fuzz-record fuzz-call fuzz-xdr fuzz-nfs3 fuzz-image fuzz-xdrgen fuzz-nfs4c fuzz-nfs4
 
 test-fuzz: build-fuzz
 	scripts/fuzz-run build-fuzz $(FUZZ_SECONDS)
