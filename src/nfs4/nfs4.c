@@ -357,7 +357,7 @@ void nfs4_pseudo_put(struct nfs4_pseudo *p)
 void nfs4_stats(struct nfs4_server *s, const struct stat_sink *sink)
 {
 	stat_emit(sink, "nfs4.compounds", counter_get(&s->st.compounds));
-	stat_emit(sink, "nfs4.replays", counter_get(&s->st.replays));
+	stat_emit(sink, "nfs4.compound_replays", counter_get(&s->st.replays));
 	stat_emit(sink, "nfs4.too_many_ops", counter_get(&s->st.too_many_ops));
 	stat_emit(sink, "nfs4.minor_vers_mismatch", counter_get(&s->st.minor_mismatch));
 	stat_emit(sink, "nfs4.cb.calls", counter_get(&s->st.cb_calls));

@@ -198,10 +198,10 @@ static void test_counts(void)
 	CHECK_OK(dec_with(T("LOOKUP4args")->dec, &m, &lk, sizeof(lk), NULL, NULL));
 	msg_free(&m);
 
-	/* an attribute bitmap of 9 words (limit 8, inline) */
+	/* an attribute bitmap one word over its limit (inline) */
 	struct GETATTR4args ga;
-	u32(&m, 9);
-	for (int i = 0; i < 9; i++)
+	u32(&m, NFS4_LIMIT_bitmap4 + 1);
+	for (unsigned i = 0; i < NFS4_LIMIT_bitmap4 + 1; i++)
 		u32(&m, 0);
 	CHECK_EQ(dec_with(T("GETATTR4args")->dec, &m, &ga, sizeof(ga), NULL, NULL), -E2BIG);
 	msg_free(&m);
@@ -498,7 +498,7 @@ static void test_encoders(void)
 	struct xdr_enc e;
 	xdr_enc_init(&e, 4096);
 	/* lengths over the limit, values without a case */
-	struct GETATTR4args ga = {.attr_request.len = 9};
+	struct GETATTR4args ga = {.attr_request.len = NFS4_LIMIT_bitmap4 + 1};
 	CHECK_EQ(nfs4_enc_GETATTR4args(&e, &ga), -EINVAL);
 	struct CB_LAYOUTRECALL4args clr = {.clora_type = LAYOUT4_BLOCK_VOLUME,
 					   .clora_iomode = LAYOUTIOMODE4_RW};
