@@ -137,7 +137,13 @@ static uint32_t layout_get_stid(struct nfs4_compound *c, struct fs_inode *ip,
 	struct nfs4_layout *lo = find_locked(t, clientid, file);
 	*fresh = !lo;
 	if (lo) {
-		nfs4_stid_get(lo->stid);
+		/* one going (LAYOUTRETURN, its client leaving) whose release
+		 * has not unlinked it yet: the client comes back */
+		if (!nfs4_stid_tryget(lo->stid)) {
+			mutex_unlock(&t->lock);
+			*out = NULL;
+			return NFS4ERR_DELAY;
+		}
 	} else {
 		lo = xcalloc(1, sizeof(*lo));
 		lo->s = c->s;
@@ -589,12 +595,14 @@ static void return_all(struct nfs4_compound *c)
 	uint64_t clientid = nfs4_client_id(c->clp);
 	for (;;) {
 		struct nfs4_stid *sp = NULL;
+		bool going = false;
 		mutex_lock(&t->lock);
-		for (unsigned b = 0; b < LAYOUT_BUCKETS && !sp; b++)
-			for (struct nfs4_layout *lo = t->b[b]; lo && !sp; lo = lo->next)
+		for (unsigned b = 0; b < LAYOUT_BUCKETS && !sp && !going; b++)
+			for (struct nfs4_layout *lo = t->b[b]; lo && !sp && !going; lo = lo->next)
 				if (lo->clientid == clientid) {
-					sp = lo->stid;
-					nfs4_stid_get(sp);
+					/* one already going is left to its release */
+					sp = nfs4_stid_tryget(lo->stid) ? lo->stid : NULL;
+					going = !sp;
 					/* out of the table now, so the loop ends */
 					for (struct nfs4_layout **pp = &t->b[b]; *pp;
 					     pp = &(*pp)->next)
@@ -605,10 +613,13 @@ static void return_all(struct nfs4_compound *c)
 					lo->next = NULL;
 				}
 		mutex_unlock(&t->lock);
+		if (going)
+			continue;
 		if (!sp)
 			return;
 		struct nfs4_layout *lo = nfs4_stid_payload(sp);
-		fs_layout_return(lo->ip, lo->clientid, 0, UINT64_MAX);
+		if (lo) /* NULL once revoked: the revocation returned its leases */
+			fs_layout_return(lo->ip, lo->clientid, 0, UINT64_MAX);
 		nfs4_stid_unhash(sp);
 		nfs4_stid_put(sp);
 		counter_inc(&c->s->st.layoutreturns);
@@ -705,7 +716,11 @@ static void engine_recall(void *arg, struct fs_inode *ip, uint64_t holder)
 			lo->recall_ns = now_ns();
 		}
 		sp = lo->stid;
-		nfs4_stid_get(sp);
+		if (!nfs4_stid_tryget(sp)) {
+			/* going: its release returns the lease */
+			mutex_unlock(&t->lock);
+			return;
+		}
 	}
 	mutex_unlock(&t->lock);
 	if (!sp) {
@@ -759,8 +774,9 @@ void nfs4_layouts_reap(struct nfs4_server *s)
 			for (struct nfs4_layout *lo = t->b[b]; lo && !sp; lo = lo->next) {
 				if (lo->recalled && now - lo->recall_ns > lease) {
 					lo->recalled = false;
+					if (!nfs4_stid_tryget(lo->stid))
+						continue; /* going: nothing to fence */
 					sp = lo->stid;
-					nfs4_stid_get(sp);
 					copy = *lo;
 				}
 			}

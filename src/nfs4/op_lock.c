@@ -105,10 +105,9 @@ size_t nfs4_open_take_locks(struct nfs4_open *op, struct nfs4_stid ***out)
 		n++;
 	*out = n ? xmalloc(n * sizeof(**out)) : NULL;
 	n = 0;
-	for (struct nfs4_lockst *ls = op->lockl; ls; ls = ls->onext) {
-		nfs4_stid_get(ls->stid);
-		(*out)[n++] = ls->stid;
-	}
+	for (struct nfs4_lockst *ls = op->lockl; ls; ls = ls->onext)
+		if (nfs4_stid_tryget(ls->stid)) /* not one already going */
+			(*out)[n++] = ls->stid;
 	return n;
 }
 
@@ -264,7 +263,13 @@ static uint32_t lockst_get(struct nfs4_compound *c, struct nfs4_stid *open_stid,
 			break;
 	*fresh = !ls;
 	if (ls) {
-		nfs4_stid_get(ls->stid);
+		/* one freed or going (FREE_STATEID, CLOSE) that its release has
+		 * not unlinked yet: a new one now would lose its locks to that
+		 * release (same owner, same file); the client comes back */
+		if (!nfs4_stid_tryget(ls->stid)) {
+			ls = NULL;
+			st = NFS4ERR_DELAY;
+		}
 	} else {
 		ls = xcalloc(1, sizeof(*ls));
 		ls->open = op;

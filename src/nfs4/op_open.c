@@ -121,7 +121,13 @@ static uint32_t open_get(struct nfs4_compound *c, const struct share_owner *o, s
 	struct nfs4_open *op = open_find_locked(t, b, o, file);
 	*fresh = !op;
 	if (op) {
-		nfs4_stid_get(op->stid);
+		/* one going (CLOSE, its client leaving) whose release has not
+		 * unlinked it yet: a new open now would lose its share to that
+		 * release (same owner, same file); the client comes back */
+		if (!nfs4_stid_tryget(op->stid)) {
+			op = NULL;
+			st = NFS4ERR_DELAY;
+		}
 	} else {
 		op = xcalloc(1, sizeof(*op));
 		op->s = c->s;

@@ -163,6 +163,20 @@ void nfs4_stid_get(struct nfs4_stid *s)
 	atomic_fetch_add(&s->sd_refs, 1);
 }
 
+bool nfs4_stid_tryget(struct nfs4_stid *s)
+{
+	struct nfs4_client *clp = s->sd_client;
+	bool ok = false;
+	mutex_lock(&clp->cl_lock);
+	if (s->sd_hashed) {
+		/* hashed: the table's reference is there, refs > 0 */
+		atomic_fetch_add(&s->sd_refs, 1);
+		ok = true;
+	}
+	mutex_unlock(&clp->cl_lock);
+	return ok;
+}
+
 void nfs4_stid_put(struct nfs4_stid *s)
 {
 	if (atomic_fetch_sub(&s->sd_refs, 1) != 1)

@@ -42,6 +42,11 @@
  *     alloc until freed; a full table answers DELAY.
  *  5. nfs4_stid_lock() serializes the operations on one stateid; no
  *     function here takes it, so lookups never wait for an operation.
+ *  6. A payload that points at its entry (lists kept outside this table)
+ *     takes a reference only with nfs4_stid_tryget(): between the last put
+ *     and the release unlinking the payload, the entry is still reachable
+ *     there with no reference left (tests/nfs4/test_nfs4_hostile.c, FREE_STATEID
+ *     racing CLOSE).
  */
 #ifndef JNFS_NFS4_STATEID_H
 #define JNFS_NFS4_STATEID_H
@@ -102,6 +107,11 @@ uint32_t nfs4_stid_find(struct nfs4_client *clp, const struct nfs4_stateid *sid,
 			struct nfs4_stid **out);
 
 void nfs4_stid_get(struct nfs4_stid *s);
+/* A reference to an entry found through its payload (an open's list of lock
+ * stateids, the lock table), not through the table: false when the entry
+ * is unhashed or its last reference has gone (its release may be running
+ * in another thread and must not run twice: invariant 6). */
+bool nfs4_stid_tryget(struct nfs4_stid *s);
 /* Drop a reference; the last one of an unhashed entry releases its payload
  * (call with no state lock held). */
 void nfs4_stid_put(struct nfs4_stid *s);

@@ -26,7 +26,8 @@
  *     TEST_STATEID, FREE_STATEID), the special ones where they do not
  *     belong, and stateids of the previous instance after a restart of
  *     jnfsd (STALE_STATEID);
- *   - a destroyed session: BADSESSION, and nothing runs.
+ *   - a destroyed session: BADSESSION, and nothing runs;
+ *   - FREE_STATEID of a lock stateid sent together with CLOSE of its open.
  * "No work" is checked after every case: the test directory's and the
  * file's change attributes and size, and jnfsd's counters of committed
  * transactions and of inodes, are as they were. At the end every client
@@ -544,6 +545,78 @@ static void bitmaps(void)
 		  "ATTRNOTSUPP, or REQ_TOO_BIG past the codecs' 8 words; nothing changed");
 }
 
+/* ---- a client racing itself ---- */
+
+/*
+ * FREE_STATEID of a lock stateid and CLOSE of its open, sent together (as
+ * the Linux client does when a process that held a lock closes the file).
+ * The last reference to the lock stateid may go in FREE_STATEID while
+ * CLOSE walks the open's lock stateids: CLOSE must not take a reference to
+ * one that is already going (that freed it twice; found by the kernel
+ * client test). Every round: both answered OK (or FREE_STATEID
+ * BAD_STATEID when CLOSE took the lock stateid first), and jnfsd lives.
+ */
+#define RACE_FILES 4
+static void close_free_race(void)
+{
+	unsigned rounds = NFS4T_ASAN ? 150 : 600;
+	for (unsigned r = 0; r < rounds; r++) {
+		struct nfs4c_fh fh[RACE_FILES];
+		struct stateid4 osid[RACE_FILES], lsid[RACE_FILES];
+		struct nfs4c_compound c[2 * RACE_FILES];
+		for (int i = 0; i < RACE_FILES; i++) {
+			char name[32], owner[32];
+			snprintf(name, sizeof(name), "race%d", i);
+			snprintf(owner, sizeof(owner), "race-%u-%d", r, i);
+			nfs4t_open_create(a, &hdir, name, owner, &fh[i], &osid[i]);
+			struct nfs4c_lock l = {.type = WRITE_LT,
+					       .off = 0,
+					       .len = 1,
+					       .new_owner = true,
+					       .open_stateid = osid[i],
+					       .owner = owner,
+					       .owner_len = (uint32_t)strlen(owner)};
+			nfs4c_compound_init(&c[0], a);
+			nfs4c_op_putfh(&c[0], &fh[i]);
+			nfs4c_op_lock(&c[0], &l);
+			CHECK_EQ(nfs4t_send(&c[0]), NFS4_OK);
+			lsid[i] = nfs4c_res(&c[0], OP_LOCK, 0)->oplock.resok4.lock_stateid;
+			nfs4c_compound_reset(&c[0]);
+			nfs4c_op_putfh(&c[0], &fh[i]);
+			nfs4c_op_locku(&c[0], WRITE_LT, &lsid[i], 0, 1);
+			CHECK_EQ(nfs4t_send(&c[0]), NFS4_OK);
+			lsid[i] = nfs4c_res(&c[0], OP_LOCKU, 0)->oplocku.lock_stateid;
+			nfs4c_compound_destroy(&c[0]);
+		}
+		for (int i = 0; i < RACE_FILES; i++) {
+			struct nfs4c_compound *f = &c[2 * i], *k = &c[2 * i + 1];
+			nfs4c_compound_init(f, a);
+			nfs4c_op_putfh(f, &fh[i]);
+			nfs4c_op_free_stateid(f, &lsid[i]);
+			nfs4c_compound_init(k, a);
+			nfs4c_op_putfh(k, &fh[i]);
+			nfs4c_op_close(k, &osid[i]);
+		}
+		for (int i = 0; i < 2 * RACE_FILES; i++)
+			CHECK_OK(nfs4c_start(&c[i]));
+		for (int i = 0; i < 2 * RACE_FILES; i++) {
+			CHECK_OK(nfs4c_wait(&c[i]));
+			if (i % 2)
+				CHECK_EQ(c[i].status, NFS4_OK);
+			else
+				CHECK(c[i].status == NFS4_OK || c[i].status == NFS4ERR_BAD_STATEID ||
+				      c[i].status == NFS4ERR_DELAY);
+			nfs4c_compound_destroy(&c[i]);
+		}
+	}
+	struct nfs4t_stats st;
+	nfs4t_stats(&srv.j, &st);
+	CHECK_EQ(nfs4t_stat(&st, "nfs4.brl.locks"), 1); /* the test's own lock */
+	printf("ok FREE_STATEID of a lock stateid racing CLOSE of its open, %u rounds of %d: "
+	       "each answered, nothing freed twice\n",
+	       rounds, RACE_FILES);
+}
+
 /* ---- stateids ---- */
 
 static nfsstat4 write_with(struct nfs4c_client *cl, const struct stateid4 *sid)
@@ -781,6 +854,7 @@ int main(int argc, char **argv)
 	out_of_place();
 	bitmaps();
 	stateids();
+	close_free_race();
 	destroyed_session();
 
 	/* the clients go: unlock, close, leave; nothing is left */
