@@ -87,7 +87,8 @@ test-fuzz: build-fuzz
 # TSAN_OPTIONS (any report fails, tests/tsan.supp) are set in
 # tests/CMakeLists.txt.
 TSAN_TESTS := test-log test-fs test-fs-sync-race test-flush-share test-fs-stress test-fs-lookup-race \
-              test-nfs4-brlock test-nfs4-share test-nfs4-state-mt test-nfs4c test-nfs4c-pnfs
+              test-nfs4-brlock test-nfs4-share test-nfs4-state-mt test-nfs4c test-nfs4c-pnfs \
+              test-fs-dirlock
 .PHONY: build-tsan test-tsan
 build-tsan:
 	cmake -S . -B build-tsan -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJNFS_TSAN=ON >/dev/null

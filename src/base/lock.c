@@ -2,8 +2,9 @@
  * lock.c - lock wrappers and the lock-order checker.
  *
  * The checker keeps, per thread, the locks it holds. Blocking on a lock
- * whose key (rank * 16 + subclass) is not greater than every held key is a
- * potential deadlock and panics, naming both classes.
+ * whose rank is not greater than every held lock's is a potential deadlock
+ * and panics, naming both classes; so does blocking on a second lock of a
+ * class that orders its locks (lock_class.order) in an order it refuses.
  */
 #include "base/lock.h"
 
@@ -19,42 +20,52 @@
 struct held_lock {
 	const void *lock;
 	const struct lock_class *cls;
-	unsigned key;
 };
 
 static __thread struct held_lock held[LOCKDEP_MAX_HELD];
 static __thread int nheld;
 
-static unsigned lock_key(const struct lock_class *cls, unsigned sub)
+static void lockdep_check(const void *lock, const struct lock_class *cls)
 {
-	return cls->rank * 16 + sub;
-}
-
-static void lockdep_check(const void *lock, const struct lock_class *cls, unsigned sub)
-{
-	unsigned key = lock_key(cls, sub);
+	const void *same[LOCKDEP_MAX_HELD];
+	int nsame = 0;
 	for (int i = 0; i < nheld; i++) {
 		if (held[i].lock == lock)
 			panic("lockdep: recursive acquisition of %s", cls->name);
 		if (cls->unordered || held[i].cls->unordered)
 			continue;
-		if (cls->multi && held[i].cls == cls)
+		if (cls->multi && held[i].cls == cls) {
+			same[nsame++] = held[i].lock;
 			continue;
-		if (held[i].key >= key)
-			panic("lockdep: taking %s (rank %u.%u) while holding %s (rank %u.%u)",
-			      cls->name, cls->rank, sub, held[i].cls->name, held[i].key / 16,
-			      held[i].key % 16);
+		}
+		if (held[i].cls->rank >= cls->rank)
+			panic("lockdep: taking %s (rank %u) while holding %s (rank %u)", cls->name,
+			      cls->rank, held[i].cls->name, held[i].cls->rank);
+	}
+	/* after the ranks: an order function may take locks of later ranks */
+	for (int i = 0; i < nsame && cls->order; i++) {
+		const char *why = cls->order(same[i], lock);
+		if (why)
+			panic("lockdep: taking %s while holding %s: %s", cls->name, cls->name, why);
 	}
 }
 
-static void lockdep_push(const void *lock, const struct lock_class *cls, unsigned sub)
+static void lockdep_push(const void *lock, const struct lock_class *cls)
 {
 	if (nheld == LOCKDEP_MAX_HELD)
 		panic("lockdep: more than %d locks held", LOCKDEP_MAX_HELD);
 	held[nheld].lock = lock;
 	held[nheld].cls = cls;
-	held[nheld].key = lock_key(cls, sub);
 	nheld++;
+}
+
+/* Does this thread hold lock? (its own list: no other thread writes it) */
+static bool lockdep_held(const void *lock)
+{
+	for (int i = 0; i < nheld; i++)
+		if (held[i].lock == lock)
+			return true;
+	return false;
 }
 
 static void lockdep_pop(const void *lock)
@@ -69,67 +80,65 @@ static void lockdep_pop(const void *lock)
 	panic("lockdep: releasing a lock that is not held");
 }
 #else
-#define lockdep_check(l, c, s) ((void)0)
-#define lockdep_push(l, c, s)  ((void)0)
+#define lockdep_check(l, c) ((void)0)
+#define lockdep_push(l, c)  ((void)0)
 #define lockdep_pop(l)	       ((void)0)
 #endif
 
 void mutex_init(struct mutex *m, const struct lock_class *cls)
 {
 	pthread_mutex_init(&m->m, NULL);
-	m->cls = cls;
-#ifdef JNFS_LOCKDEP
-	m->owned = false;
-#endif
+	atomic_init(&m->cls, cls);
 }
+
+void mutex_set_class(struct mutex *m, const struct lock_class *cls)
+{
+	atomic_store_explicit(&m->cls, cls, memory_order_relaxed);
+}
+
+#ifdef JNFS_LOCKDEP
+static const struct lock_class *mutex_class(const struct mutex *m)
+{
+	return atomic_load_explicit(&m->cls, memory_order_relaxed);
+}
+#endif
 
 void mutex_destroy(struct mutex *m)
 {
 	pthread_mutex_destroy(&m->m);
 }
 
-void mutex_lock_nested(struct mutex *m, unsigned subclass)
-{
-	lockdep_check(m, m->cls, subclass);
-	pthread_mutex_lock(&m->m);
-	lockdep_push(m, m->cls, subclass);
-#ifdef JNFS_LOCKDEP
-	m->owner = pthread_self();
-	m->owned = true;
-#endif
-}
-
 void mutex_lock(struct mutex *m)
 {
-	mutex_lock_nested(m, 0);
+	lockdep_check(m, mutex_class(m));
+	pthread_mutex_lock(&m->m);
+	lockdep_push(m, mutex_class(m));
 }
 
 bool mutex_trylock(struct mutex *m)
 {
 	if (pthread_mutex_trylock(&m->m) != 0)
 		return false;
-	lockdep_push(m, m->cls, 0);
-#ifdef JNFS_LOCKDEP
-	m->owner = pthread_self();
-	m->owned = true;
-#endif
+	lockdep_push(m, mutex_class(m));
 	return true;
 }
 
 void mutex_unlock(struct mutex *m)
 {
-#ifdef JNFS_LOCKDEP
-	m->owned = false;
-#endif
 	lockdep_pop(m);
 	pthread_mutex_unlock(&m->m);
 }
 
 #ifdef JNFS_LOCKDEP
+bool mutex_held(const struct mutex *m)
+{
+	return lockdep_held(m);
+}
+
 void assert_locked(const struct mutex *m)
 {
-	if (!m->owned || !pthread_equal(m->owner, pthread_self()))
-		panic("lock %s is not held by this thread", m->cls->name);
+	if (!mutex_held(m))
+		panic("lock %s is not held by this thread", mutex_class(m)->name);
 }
 #endif
 
@@ -150,30 +159,23 @@ void rwlock_destroy(struct rwlock *l)
 
 void rwlock_rdlock(struct rwlock *l)
 {
-	lockdep_check(l, l->cls, 0);
+	lockdep_check(l, l->cls);
 	pthread_rwlock_rdlock(&l->rw);
-	lockdep_push(l, l->cls, 0);
+	lockdep_push(l, l->cls);
 }
 
 void rwlock_wrlock(struct rwlock *l)
 {
-	lockdep_check(l, l->cls, 0);
+	lockdep_check(l, l->cls);
 	pthread_rwlock_wrlock(&l->rw);
-	lockdep_push(l, l->cls, 0);
-}
-
-void rwlock_wrlock_nested(struct rwlock *l, unsigned subclass)
-{
-	lockdep_check(l, l->cls, subclass);
-	pthread_rwlock_wrlock(&l->rw);
-	lockdep_push(l, l->cls, subclass);
+	lockdep_push(l, l->cls);
 }
 
 bool rwlock_trywrlock(struct rwlock *l)
 {
 	if (pthread_rwlock_trywrlock(&l->rw) != 0)
 		return false;
-	lockdep_push(l, l->cls, 0);
+	lockdep_push(l, l->cls);
 	return true;
 }
 
@@ -199,27 +201,13 @@ void cond_destroy(struct cond *c)
 
 void cond_wait(struct cond *c, struct mutex *m)
 {
-#ifdef JNFS_LOCKDEP
-	m->owned = false;
-#endif
 	pthread_cond_wait(&c->c, &m->m);
-#ifdef JNFS_LOCKDEP
-	m->owner = pthread_self();
-	m->owned = true;
-#endif
 }
 
 bool cond_timedwait_ns(struct cond *c, struct mutex *m, uint64_t ns)
 {
 	struct timespec ts = deadline_after_ns(ns);
-#ifdef JNFS_LOCKDEP
-	m->owned = false;
-#endif
 	int rc = pthread_cond_timedwait(&c->c, &m->m, &ts);
-#ifdef JNFS_LOCKDEP
-	m->owner = pthread_self();
-	m->owned = true;
-#endif
 	return rc != ETIMEDOUT;
 }
 

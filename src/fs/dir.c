@@ -276,3 +276,78 @@ out:
 	rwlock_unlock(&dp->i_iolock);
 	return err;
 }
+
+/* ---- several directories (fs_priv.h, D1-D5) ---- */
+
+int dir_is_ancestor(struct fs_inode *a, struct fs_inode *d, bool *yes)
+{
+	struct fs *fs = d->i_fs;
+	uint64_t root = le64toh(fs->f_sb->sb_root_ino);
+	struct fs_inode *p = d; /* the caller's reference, then ours */
+	int err = -ELOOP;
+	*yes = false;
+	for (int depth = 0; depth < 4096; depth++) {
+		if (p->i_ino == a->i_ino) {
+			*yes = true;
+			err = 0;
+			break;
+		}
+		mutex_lock(&p->i_ilock);
+		uint64_t parent = p->i_d.parent;
+		bool live = p->i_d.nlink > 0;
+		mutex_unlock(&p->i_ilock);
+		if (!live || p->i_ino == root) {
+			err = 0;
+			break;
+		}
+		struct fs_inode *pp;
+		err = fs_iget(fs, parent, 0, &pp);
+		if (p != d)
+			fs_iput(p);
+		p = d;
+		if (err) {
+			/* the parent went: only after d was removed meanwhile
+			 * (rmdir needs no rename lock), and then d has none */
+			if (err == -ESTALE)
+				err = 0;
+			break;
+		}
+		p = pp;
+		err = -ELOOP;
+	}
+	if (p != d)
+		fs_iput(p);
+	return err;
+}
+
+int dir_lock2(struct fs_inode *sdp, struct fs_inode *ddp)
+{
+	if (sdp == ddp) {
+		rwlock_wrlock(&sdp->i_iolock);
+		return 0;
+	}
+	struct fs *fs = sdp->i_fs;
+	mutex_lock(&fs->f_rename_lock);
+	bool s_above, d_above = false;
+	int err = dir_is_ancestor(sdp, ddp, &s_above);
+	if (!err && !s_above)
+		err = dir_is_ancestor(ddp, sdp, &d_above);
+	if (err) {
+		mutex_unlock(&fs->f_rename_lock);
+		return err;
+	}
+	bool sdp_first = s_above || (!d_above && sdp->i_ino < ddp->i_ino);
+	struct fs_inode *first = sdp_first ? sdp : ddp, *second = sdp_first ? ddp : sdp;
+	rwlock_wrlock(&first->i_iolock);
+	rwlock_wrlock(&second->i_iolock);
+	return 0;
+}
+
+void dir_unlock2(struct fs_inode *sdp, struct fs_inode *ddp)
+{
+	rwlock_unlock(&sdp->i_iolock);
+	if (sdp != ddp) {
+		rwlock_unlock(&ddp->i_iolock);
+		mutex_unlock(&sdp->i_fs->f_rename_lock);
+	}
+}

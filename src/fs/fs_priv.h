@@ -2,15 +2,15 @@
  * fs_priv.h - the engine's internal state, shared by its source files.
  *
  * Lock order, lowest first (ranks in base/lock.h's ranges):
- *    90  rename lock (cross-directory renames)
+ *    90  rename lock (f_rename_lock): renames between two directories, one
+ *        at a time
  *    95  record store lock (f_rec_lock: the durable records, rec.c; held
  *        across a whole put or delete, as an I/O lock is)
  *   100  inode I/O lock (i_iolock; rwlock: shared for reads and overwrites,
  *        exclusive for truncate, allocation, extent removal, namespace
  *        changes of a directory)
  *   110  inode metadata lock (i_ilock; held while a transaction changes the
- *        inode, released by the inode item at commit). Two inodes: lower
- *        number first.
+ *        inode, released by the inode item at commit)
  *   150  inode allocation lock (inode index and orphan trees)
  *   160  block allocation lock (free-space tree, free list)
  *   250  buffers of the global trees, the superblock and inode chunks
@@ -24,6 +24,47 @@
  *        under the journal's context lock by committing(), so ranked after it;
  *        nothing is taken while it is held)
  *   395  layout lock
+ *
+ * Several inodes at once. Every operation that locks more than one
+ * directory, or a directory and an entry of it (rename, rmdir, unlink,
+ * link, create, and an inode's freeing), keeps the rule the Linux VFS has:
+ *   D1 A directory before its entries. rmdir of P/D locks P, finds D under
+ *      that lock and then locks D; a rename over an existing directory T
+ *      locks T after the parents. The entry is found under the parent's
+ *      lock, so the child is that parent's child while both are held.
+ *      unlink, link and create lock only the directory: a file's link
+ *      count is metadata (i_ilock), its I/O lock is not taken.
+ *   D2 Two parents (a rename between directories): the rename lock first,
+ *      then an ancestor before its descendant; of two directories neither
+ *      of which is an ancestor of the other, the lower inode number first
+ *      (dir_lock2). Ancestry is read under the rename lock, which every
+ *      move of a directory to another parent holds, so the tree the order
+ *      was read from stands until both are locked.
+ *   D3 A rename's target directory that is an ancestor of the source's
+ *      directory (or that directory itself) is not locked at all: it holds
+ *      the source, so it is not empty (ENOTEMPTY); locking it after its
+ *      descendant would break D1.
+ *   D4 Metadata locks come after every I/O lock; the inodes a transaction
+ *      joins are locked lower inode number first (ino_join2, join_sorted).
+ *   D5 An unlinked inode's I/O lock may be taken under others': only its
+ *      freeing (last reference) or a rename whose directory was removed
+ *      meanwhile locks it, and neither waits for anything while holding it.
+ * Why this cannot deadlock: every wait of a thread holding a directory for
+ * another directory is parent to child (D1), except in the one rename that
+ * holds the rename lock. The tree does not change while they wait (a move
+ * needs the rename lock). A cycle made only of parent-to-child waits would
+ * be a cycle in the tree. With the rename in it, the cycle runs from the
+ * directory the rename waits for, down the tree, to one it holds: that one
+ * would be a descendant of the directory it waits for, which D2 (ancestor
+ * first; unrelated directories have no such path) and D3 exclude.
+ * An order by inode number alone, as renames had before, deadlocks: after
+ * a move a child can have a lower number than its parent, and RENAME of
+ * B/f to B/A/f took A then B while RMDIR of B/A took B then A.
+ * The lock checker enforces D1, D2 (as "an ancestor is not locked after
+ * its descendant", and "two directories not parent and child only under
+ * the rename lock") and D4 with the inodes themselves (inode.c,
+ * iolock_order and ilock_order), not with nesting levels a caller picks.
+ *
  * Buffers of an inode's own trees (directory, extent map) are only reached
  * under that inode's locks, which come before everything above; their lock
  * class is unordered, because a transaction may join them before or after
@@ -444,6 +485,14 @@ int dir_remove(struct fstx *tx, struct fs_inode *dp, const char *name, size_t le
 int dir_replace(struct fstx *tx, struct fs_inode *dp, const char *name, size_t len,
 		uint64_t ino, unsigned type);
 int dir_is_empty(struct fs_inode *dp, bool *empty);
+/* Is directory a an ancestor of (or equal to) directory d? Walks d's
+ * parents; an unlinked directory has none. Stable under the rename lock. */
+int dir_is_ancestor(struct fs_inode *a, struct fs_inode *d, bool *yes);
+/* Lock a rename's parents exclusively (D2 above): one directory alone; two
+ * under the rename lock, the ancestor first, else the lower number first.
+ * dir_unlock2 drops what dir_lock2 took. */
+int dir_lock2(struct fs_inode *sdp, struct fs_inode *ddp);
+void dir_unlock2(struct fs_inode *sdp, struct fs_inode *ddp);
 uint64_t dir_hash(const char *name, size_t len);
 
 /* ---- the filesystem ---- */
@@ -490,7 +539,7 @@ struct fs {
 	_Atomic uint64_t f_icount, f_ifree; /* inodes in chunks: used, free */
 	uint64_t f_ialloc_hint;
 
-	struct mutex f_rename_lock; /* rank 90: cross-directory renames */
+	struct mutex f_rename_lock; /* renames between two directories (D2) */
 
 	/* durable records (rec.c) */
 	struct mutex f_rec_lock; /* rank 95 */

@@ -22,8 +22,86 @@
 #include "base/time.h"
 #include "fs/fs_priv.h"
 
-static struct lock_class iolock_class = LOCK_CLASS_INIT("fs.iolock", 100);
-static struct lock_class ilock_class = LOCK_CLASS_INIT_MULTI("fs.ilock", 110);
+#ifdef JNFS_LOCKDEP
+/*
+ * The order among inodes (fs_priv.h, D1-D5), checked by the lock checker
+ * with the inodes themselves whenever a thread blocks on a second inode's
+ * lock: a directory's I/O lock before its children's, two directories that
+ * are not parent and child only under the rename lock and never an
+ * ancestor after its descendant; metadata locks by inode number.
+ */
+static __thread char order_why[200];
+
+/* mode, links and parent, read under the metadata lock */
+static void ino_peek(struct fs_inode *ip, bool *dir, bool *live, uint64_t *parent)
+{
+	mutex_lock(&ip->i_ilock);
+	*dir = S_ISDIR(ip->i_d.mode);
+	*live = ip->i_d.nlink > 0;
+	*parent = ip->i_d.parent;
+	mutex_unlock(&ip->i_ilock);
+}
+
+static const char *iolock_order(const void *held, const void *want)
+{
+	struct fs_inode *h = container_of(held, struct fs_inode, i_iolock);
+	struct fs_inode *w = container_of(want, struct fs_inode, i_iolock);
+	unsigned long long hi = h->i_ino, wi = w->i_ino;
+	bool hdir, hlive, wdir, wlive;
+	uint64_t hparent, wparent;
+	ino_peek(h, &hdir, &hlive, &hparent);
+	ino_peek(w, &wdir, &wlive, &wparent);
+	if (!wlive)
+		return NULL; /* D5 */
+	if (!hdir || !wdir) {
+		snprintf(order_why, sizeof(order_why),
+			 "inode %llu locked under inode %llu: only directories nest (D1, D2)", wi, hi);
+		return order_why;
+	}
+	if (wparent == h->i_ino)
+		return NULL; /* a child under its parent (D1) */
+	if (hlive && hparent == w->i_ino) {
+		snprintf(order_why, sizeof(order_why),
+			 "directory %llu is the parent of directory %llu, locked after it (D1, D2)", wi,
+			 hi);
+		return order_why;
+	}
+	if (!mutex_held(&h->i_fs->f_rename_lock)) {
+		snprintf(order_why, sizeof(order_why),
+			 "directories %llu and %llu are not parent and child: only a rename holding "
+			 "the rename lock locks two such (D2)",
+			 hi, wi);
+		return order_why;
+	}
+	bool above = false;
+	if (hlive && dir_is_ancestor(w, h, &above) == 0 && above) {
+		snprintf(order_why, sizeof(order_why),
+			 "directory %llu is an ancestor of directory %llu, locked after it (D2)", wi, hi);
+		return order_why;
+	}
+	return NULL;
+}
+
+static const char *ilock_order(const void *held, const void *want)
+{
+	const struct fs_inode *h = container_of(held, struct fs_inode, i_ilock);
+	const struct fs_inode *w = container_of(want, struct fs_inode, i_ilock);
+	if (h->i_ino < w->i_ino)
+		return NULL;
+	snprintf(order_why, sizeof(order_why),
+		 "inode %llu's metadata lock after inode %llu's: lower number first (D4)",
+		 (unsigned long long)w->i_ino, (unsigned long long)h->i_ino);
+	return order_why;
+}
+#define IOLOCK_ORDER iolock_order
+#define ILOCK_ORDER  ilock_order
+#else
+#define IOLOCK_ORDER NULL
+#define ILOCK_ORDER  NULL
+#endif
+
+static struct lock_class iolock_class = LOCK_CLASS_INIT_ORDERED("fs.iolock", 100, IOLOCK_ORDER);
+static struct lock_class ilock_class = LOCK_CLASS_INIT_ORDERED("fs.ilock", 110, ILOCK_ORDER);
 static struct lock_class icache_lock_class = LOCK_CLASS_INIT("fs.icache", 285);
 
 int ino_cache_init(struct fs *fs)

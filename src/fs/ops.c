@@ -3,10 +3,11 @@
  *
  * Every change is one transaction: the inodes it touches are joined (their
  * metadata locks taken in inode-number order) before anything is allocated;
- * directories being changed are held by their I/O lock, exclusively.
- * Renames that move between directories also take the filesystem's rename
- * lock first, so that the loop check (a directory may not move under
- * itself) sees a tree nobody else is rearranging.
+ * directories being changed are held by their I/O lock, exclusively, in
+ * the order of fs_priv.h (D1-D5): a directory before its entries, and a
+ * rename's two parents under the filesystem's rename lock, an ancestor
+ * first. The rename lock also makes the loop check (a directory may not
+ * move under itself) see a tree nobody else is rearranging.
  *
  * A name's last link going does not free the inode: it goes into the
  * orphan tree in the same transaction, and is freed when its last
@@ -397,9 +398,14 @@ static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool
 		err = -EISDIR;
 		goto out_unlock;
 	}
+	if (isdir && ip == dp) {
+		err = -EUCLEAN; /* an entry naming its own directory */
+		goto out_unlock;
+	}
 	if (isdir) {
+		/* the child after its parent (fs_priv.h, D1) */
 		bool empty;
-		rwlock_wrlock_nested(&ip->i_iolock, 1);
+		rwlock_wrlock(&ip->i_iolock);
 		err = dir_is_empty(ip, &empty);
 		if (!err && !empty)
 			err = -ENOTEMPTY;
@@ -458,30 +464,6 @@ int fs_rmdir(struct fs_inode *dp, const char *name, size_t len, struct fs_result
 	return remove_common(dp, name, len, true, res);
 }
 
-/* Is dir `a` an ancestor of (or equal to) dir `d`? Rename lock held. */
-static int is_ancestor(struct fs *fs, struct fs_inode *a, struct fs_inode *d, bool *yes)
-{
-	*yes = false;
-	uint64_t ino = d->i_ino, root = le64toh(fs->f_sb->sb_root_ino);
-	for (int depth = 0; depth < 4096; depth++) {
-		if (ino == a->i_ino) {
-			*yes = true;
-			return 0;
-		}
-		if (ino == root)
-			return 0;
-		struct fs_inode *p;
-		int err = fs_iget(fs, ino, 0, &p);
-		if (err)
-			return err;
-		mutex_lock(&p->i_ilock);
-		ino = p->i_d.parent;
-		mutex_unlock(&p->i_ilock);
-		fs_iput(p);
-	}
-	return -ELOOP;
-}
-
 int fs_is_subdir(struct fs_inode *dir, struct fs_inode *anc, bool *yes)
 {
 	struct fs *fs = dir->i_fs;
@@ -497,7 +479,10 @@ int fs_is_subdir(struct fs_inode *dir, struct fs_inode *anc, bool *yes)
 	/* no directory changes parent while the walk runs: the answer held at
 	 * one moment, however renames interleave */
 	mutex_lock(&fs->f_rename_lock);
-	int err = is_ancestor(fs, anc, dir, yes);
+	mutex_lock(&dir->i_ilock);
+	bool live = dir->i_d.nlink > 0;
+	mutex_unlock(&dir->i_ilock);
+	int err = live ? dir_is_ancestor(anc, dir, yes) : -ESTALE;
 	mutex_unlock(&fs->f_rename_lock);
 	return err;
 }
@@ -532,15 +517,9 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 	if (ddp->i_fs != fs)
 		return -EXDEV;
 	bool cross = sdp != ddp;
-	if (cross) {
-		mutex_lock(&fs->f_rename_lock);
-		struct fs_inode *first = sdp->i_ino < ddp->i_ino ? sdp : ddp;
-		struct fs_inode *second = first == sdp ? ddp : sdp;
-		rwlock_wrlock(&first->i_iolock);
-		rwlock_wrlock_nested(&second->i_iolock, 1);
-	} else {
-		rwlock_wrlock(&sdp->i_iolock);
-	}
+	err = dir_lock2(sdp, ddp);
+	if (err)
+		return err;
 	struct fs_inode *src = NULL, *tgt = NULL;
 	bool tgt_locked = false;
 	uint64_t sino, tino;
@@ -578,9 +557,20 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 			err = -EISDIR;
 			goto out_unlock;
 		}
+		if (tdir && (cross || tgt == sdp)) {
+			/* an ancestor of the source's directory holds the source
+			 * (fs_priv.h, D3): not empty, and not to be locked now */
+			bool above;
+			err = dir_is_ancestor(tgt, sdp, &above);
+			if (!err && above)
+				err = -ENOTEMPTY;
+			if (err)
+				goto out_unlock;
+		}
 		if (tdir) {
-			/* held until the end, so that nothing is created in it */
-			rwlock_wrlock_nested(&tgt->i_iolock, 2);
+			/* held until the end, so that nothing is created in it;
+			 * a child of ddp, locked after it (D1) */
+			rwlock_wrlock(&tgt->i_iolock);
 			tgt_locked = true;
 			bool empty;
 			err = dir_is_empty(tgt, &empty);
@@ -592,7 +582,7 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 	}
 	if (sdir && cross) {
 		bool loop;
-		err = is_ancestor(fs, src, ddp, &loop);
+		err = dir_is_ancestor(src, ddp, &loop);
 		if (!err && loop)
 			err = -EINVAL;
 		if (err)
@@ -652,13 +642,7 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 out_unlock:
 	if (tgt_locked)
 		rwlock_unlock(&tgt->i_iolock);
-	if (cross) {
-		rwlock_unlock(&sdp->i_iolock);
-		rwlock_unlock(&ddp->i_iolock);
-		mutex_unlock(&fs->f_rename_lock);
-	} else {
-		rwlock_unlock(&sdp->i_iolock);
-	}
+	dir_unlock2(sdp, ddp);
 	if (src)
 		fs_iput(src);
 	if (tgt) {

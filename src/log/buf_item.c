@@ -192,7 +192,7 @@ void buf_item_init(struct buf_item *bip, struct log *log, uint64_t daddr, uint8_
 
 void buf_item_set_lock_class(struct buf_item *bip, const struct lock_class *cls)
 {
-	bip->bi_lock.cls = cls;
+	mutex_set_class(&bip->bi_lock, cls);
 }
 
 /*

@@ -22,8 +22,23 @@
 #include "base/msg.h"
 #include "nfs4/state_priv.h"
 
-/* Ranks: stateid.h. Subclass 1 for lock stateids, taken after an open's. */
-static struct lock_class stid_op_class = LOCK_CLASS_INIT("nfs4.stid", 550);
+#ifdef JNFS_LOCKDEP
+/* Ranks: stateid.h. Two at once: an open's (or a delegation's or layout's)
+ * operations lock, then a lock stateid's; the checker asks this. */
+static const char *stid_order(const void *held, const void *want)
+{
+	const struct nfs4_stid *h = container_of(held, struct nfs4_stid, sd_op_lock);
+	const struct nfs4_stid *w = container_of(want, struct nfs4_stid, sd_op_lock);
+	if (h->sd_type != NFS4_STID_LOCK && w->sd_type == NFS4_STID_LOCK)
+		return NULL;
+	return "two stateids: an open (delegation, layout) stateid's first, then a lock "
+	       "stateid's";
+}
+#define STID_ORDER stid_order
+#else
+#define STID_ORDER NULL
+#endif
+static struct lock_class stid_op_class = LOCK_CLASS_INIT_ORDERED("nfs4.stid", 550, STID_ORDER);
 
 enum nfs4_stateid_kind nfs4_stateid_special(const struct nfs4_stateid *sid)
 {
@@ -209,7 +224,7 @@ uint64_t nfs4_stid_clientid(const struct nfs4_stid *s)
 
 void nfs4_stid_lock(struct nfs4_stid *s)
 {
-	mutex_lock_nested(&s->sd_op_lock, s->sd_type == NFS4_STID_LOCK ? 1 : 0);
+	mutex_lock(&s->sd_op_lock);
 }
 
 void nfs4_stid_unlock(struct nfs4_stid *s)
