@@ -1,10 +1,12 @@
 /*
- * lock.c - lock wrappers and the lock-order checker.
+ * lock.c - lock wrappers, the lock-order checker and lock contracts.
  *
- * The checker keeps, per thread, the locks it holds. Blocking on a lock
- * whose rank is not greater than every held lock's is a potential deadlock
- * and panics, naming both classes; so does blocking on a second lock of a
- * class that orders its locks (lock_class.order) in an order it refuses.
+ * The checker keeps, per thread, the locks it holds (and whether an rwlock
+ * is held shared). Blocking on a lock whose rank is not greater than every
+ * held lock's is a potential deadlock and panics, naming both classes; so
+ * does blocking on a second lock of a class that orders its locks
+ * (lock_class.order) in an order it refuses, and a contract assertion
+ * (assert_locked() and the others) that the thread's list contradicts.
  */
 #include "base/lock.h"
 
@@ -20,6 +22,7 @@
 struct held_lock {
 	const void *lock;
 	const struct lock_class *cls;
+	bool shared; /* an rwlock held for reading */
 };
 
 static __thread struct held_lock held[LOCKDEP_MAX_HELD];
@@ -50,22 +53,24 @@ static void lockdep_check(const void *lock, const struct lock_class *cls)
 	}
 }
 
-static void lockdep_push(const void *lock, const struct lock_class *cls)
+static void lockdep_push(const void *lock, const struct lock_class *cls, bool shared)
 {
 	if (nheld == LOCKDEP_MAX_HELD)
 		panic("lockdep: more than %d locks held", LOCKDEP_MAX_HELD);
 	held[nheld].lock = lock;
 	held[nheld].cls = cls;
+	held[nheld].shared = shared;
 	nheld++;
 }
 
-/* Does this thread hold lock? (its own list: no other thread writes it) */
-static bool lockdep_held(const void *lock)
+/* This thread's entry for lock, or NULL (its own list: no other thread
+ * writes it, so this is exact and race-free). */
+static const struct held_lock *lockdep_find(const void *lock)
 {
 	for (int i = 0; i < nheld; i++)
 		if (held[i].lock == lock)
-			return true;
-	return false;
+			return &held[i];
+	return NULL;
 }
 
 static void lockdep_pop(const void *lock)
@@ -79,10 +84,46 @@ static void lockdep_pop(const void *lock)
 	}
 	panic("lockdep: releasing a lock that is not held");
 }
+
+static const struct lock_class *mutex_class(const struct mutex *m)
+{
+	return atomic_load_explicit(&m->cls, memory_order_relaxed);
+}
+
+bool mutex_held(const struct mutex *m)
+{
+	return lockdep_find(m) != NULL;
+}
+
+void lockdep_assert_mutex(const struct mutex *m, const char *func)
+{
+	if (!lockdep_find(m))
+		panic("lockdep: %s: %s is not held by this thread", func, mutex_class(m)->name);
+}
+
+void lockdep_assert_rwlock(const struct rwlock *l, bool exclusive, const char *func)
+{
+	const struct held_lock *h = lockdep_find(l);
+	if (!h)
+		panic("lockdep: %s: %s is not held by this thread", func, l->cls->name);
+	if (exclusive && h->shared)
+		panic("lockdep: %s: %s is held shared, not exclusively", func, l->cls->name);
+}
+
+void lockdep_assert_none_held(unsigned lo, unsigned hi, const char *func)
+{
+	for (int i = 0; i < nheld; i++) {
+		const struct lock_class *c = held[i].cls;
+		if (!c->unordered && c->rank >= lo && c->rank <= hi)
+			panic("lockdep: %s: called holding %s (rank %u; none from %u to %u may be "
+			      "held)",
+			      func, c->name, c->rank, lo, hi);
+	}
+}
 #else
-#define lockdep_check(l, c) ((void)0)
-#define lockdep_push(l, c)  ((void)0)
-#define lockdep_pop(l)	       ((void)0)
+#define lockdep_check(l, c)   ((void)0)
+#define lockdep_push(l, c, s) ((void)0)
+#define lockdep_pop(l)	      ((void)0)
 #endif
 
 void mutex_init(struct mutex *m, const struct lock_class *cls)
@@ -96,13 +137,6 @@ void mutex_set_class(struct mutex *m, const struct lock_class *cls)
 	atomic_store_explicit(&m->cls, cls, memory_order_relaxed);
 }
 
-#ifdef JNFS_LOCKDEP
-static const struct lock_class *mutex_class(const struct mutex *m)
-{
-	return atomic_load_explicit(&m->cls, memory_order_relaxed);
-}
-#endif
-
 void mutex_destroy(struct mutex *m)
 {
 	pthread_mutex_destroy(&m->m);
@@ -112,14 +146,14 @@ void mutex_lock(struct mutex *m)
 {
 	lockdep_check(m, mutex_class(m));
 	pthread_mutex_lock(&m->m);
-	lockdep_push(m, mutex_class(m));
+	lockdep_push(m, mutex_class(m), false);
 }
 
 bool mutex_trylock(struct mutex *m)
 {
 	if (pthread_mutex_trylock(&m->m) != 0)
 		return false;
-	lockdep_push(m, mutex_class(m));
+	lockdep_push(m, mutex_class(m), false);
 	return true;
 }
 
@@ -128,19 +162,6 @@ void mutex_unlock(struct mutex *m)
 	lockdep_pop(m);
 	pthread_mutex_unlock(&m->m);
 }
-
-#ifdef JNFS_LOCKDEP
-bool mutex_held(const struct mutex *m)
-{
-	return lockdep_held(m);
-}
-
-void assert_locked(const struct mutex *m)
-{
-	if (!mutex_held(m))
-		panic("lock %s is not held by this thread", mutex_class(m)->name);
-}
-#endif
 
 void rwlock_init(struct rwlock *l, const struct lock_class *cls)
 {
@@ -161,21 +182,21 @@ void rwlock_rdlock(struct rwlock *l)
 {
 	lockdep_check(l, l->cls);
 	pthread_rwlock_rdlock(&l->rw);
-	lockdep_push(l, l->cls);
+	lockdep_push(l, l->cls, true);
 }
 
 void rwlock_wrlock(struct rwlock *l)
 {
 	lockdep_check(l, l->cls);
 	pthread_rwlock_wrlock(&l->rw);
-	lockdep_push(l, l->cls);
+	lockdep_push(l, l->cls, false);
 }
 
 bool rwlock_trywrlock(struct rwlock *l)
 {
 	if (pthread_rwlock_trywrlock(&l->rw) != 0)
 		return false;
-	lockdep_push(l, l->cls);
+	lockdep_push(l, l->cls, false);
 	return true;
 }
 
@@ -201,11 +222,13 @@ void cond_destroy(struct cond *c)
 
 void cond_wait(struct cond *c, struct mutex *m)
 {
+	assert_locked(m);
 	pthread_cond_wait(&c->c, &m->m);
 }
 
 bool cond_timedwait_ns(struct cond *c, struct mutex *m, uint64_t ns)
 {
+	assert_locked(m);
 	struct timespec ts = deadline_after_ns(ns);
 	int rc = pthread_cond_timedwait(&c->c, &m->m, &ts);
 	return rc != ETIMEDOUT;

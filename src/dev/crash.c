@@ -68,8 +68,8 @@ struct crash_dev {
 	size_t cd_nevents, cd_events_cap;
 };
 
-static struct lock_class crash_dev_lock_class = LOCK_CLASS_INIT("crash_dev.lock", 980);
-static struct lock_class crash_flush_lock_class = LOCK_CLASS_INIT("crash_dev.flush_lock", 970);
+static struct lock_class crash_dev_lock_class = LOCK_CLASS(DEV_CRASH);
+static struct lock_class crash_flush_lock_class = LOCK_CLASS(DEV_CRASH_FLUSH);
 
 static struct crash_dev *to_cdev(struct dev *d)
 {

@@ -23,7 +23,7 @@
 
 /* Taken under any engine or journal lock (the journal's pre-checkpoint
  * flush asks for a ticket under its own locks); never held across I/O. */
-static struct lock_class flush_lock_class = LOCK_CLASS_INIT("dev.flush_lock", 940);
+static struct lock_class flush_lock_class = LOCK_CLASS(DEV_FLUSH);
 
 void dev_init(struct dev *d, const struct dev_ops *ops, const char *name, uint64_t size,
 	      uint32_t sector_size)

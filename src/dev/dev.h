@@ -59,6 +59,13 @@
  * All functions return 0 or -errno. Offsets and lengths are in bytes; reads
  * and writes must be multiples of the sector size at sector-aligned offsets.
  * A device may be used by many threads at once.
+ *
+ * Locks (ranks 900-999, after every other layer's: a caller may hold any
+ * lock): 940 dev.flush_lock (a device's shared flushes and tickets, never
+ * held across I/O), 970 crash_dev.flush_lock (the crash device's flushes,
+ * one at a time), 980 crash_dev.lock (the crash device's overlay and
+ * record; it calls its inner device with it held), then 990 mem_dev.lock
+ * (the memory backend's pages). Nothing else is taken under them.
  */
 #ifndef JNFS_DEV_DEV_H
 #define JNFS_DEV_DEV_H

@@ -22,7 +22,7 @@ struct mem_dev {
 	const uint8_t *md_base;
 };
 
-static struct lock_class mem_dev_lock_class = LOCK_CLASS_INIT("mem_dev.lock", 990);
+static struct lock_class mem_dev_lock_class = LOCK_CLASS(DEV_MEM);
 
 static struct mem_dev *to_mdev(struct dev *d)
 {

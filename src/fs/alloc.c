@@ -25,7 +25,7 @@
 #include "base/mem.h"
 #include "fs/fs_priv.h"
 
-static struct lock_class busy_lock_class = LOCK_CLASS_INIT("fs.busy", 270);
+static struct lock_class busy_lock_class = LOCK_CLASS(FS_BUSY);
 
 /* ---- busy extents ---- */
 

@@ -17,10 +17,10 @@
 #include "base/mem.h"
 #include "fs/fs_priv.h"
 
-static struct lock_class bcache_lock_class = LOCK_CLASS_INIT("fs.bcache", 280);
+static struct lock_class bcache_lock_class = LOCK_CLASS(FS_BCACHE);
 /* see fs_priv.h: buffers of global trees are ordered, an inode's own are not */
-static struct lock_class global_buf_class = LOCK_CLASS_INIT_MULTI("fs.buf", 250);
-static struct lock_class inode_buf_class = LOCK_CLASS_INIT_UNORDERED("fs.inode_tree_buf");
+static struct lock_class global_buf_class = LOCK_CLASS(FS_BUF);
+static struct lock_class inode_buf_class = LOCK_CLASS(FS_INODE_TREE_BUF);
 
 /* Set the buffer's type; its lock must not be held. */
 static void fsbuf_set_ops(struct fsbuf *bp, const struct fs_verifier *v)

@@ -19,8 +19,8 @@
  * layouts is put back on the list (its client may be writing to blocks it
  * mapped past EOF).
  *
- * Locks: f_eof_lock (rank 105) is taken under a file's I/O lock and never
- * held across anything else. The trimmer takes I/O locks with trylock only:
+ * Locks: f_eof_lock (fs.eofblocks, 105) is taken under a file's I/O lock
+ * and never held across anything else. The trimmer takes I/O locks with trylock only:
  * whoever waits for a pass may hold one (its own file's).
  */
 #include <errno.h>
@@ -31,7 +31,7 @@
 #include "base/time.h"
 #include "fs/fs_priv.h"
 
-static struct lock_class eof_lock_class = LOCK_CLASS_INIT("fs.eofblocks", 105);
+static struct lock_class eof_lock_class = LOCK_CLASS(FS_EOFBLOCKS);
 
 #define EOF_IDLE_DEFAULT_NS (5 * NSEC_PER_SEC)
 

@@ -1,29 +1,41 @@
 /*
  * fs_priv.h - the engine's internal state, shared by its source files.
  *
- * Lock order, lowest first (ranks in base/lock.h's ranges):
- *    90  rename lock (f_rename_lock): renames between two directories, one
- *        at a time
- *    95  record store lock (f_rec_lock: the durable records, rec.c; held
- *        across a whole put or delete, as an I/O lock is)
- *   100  inode I/O lock (i_iolock; rwlock: shared for reads and overwrites,
- *        exclusive for truncate, allocation, extent removal, namespace
- *        changes of a directory)
- *   110  inode metadata lock (i_ilock; held while a transaction changes the
- *        inode, released by the inode item at commit)
- *   150  inode allocation lock (inode index and orphan trees)
- *   160  block allocation lock (free-space tree, free list)
- *   250  buffers of the global trees, the superblock and inode chunks
- *        (several at once; a tree's buffers only under its lock)
- *   270  busy extents
- *   275  block reservations
- *   280  buffer cache
- *   285  inode cache
- *   300+ journal
- *   390  inode item lock (ii_lock: pin count, commit_seq, datasync_seq; taken
- *        under the journal's context lock by committing(), so ranked after it;
- *        nothing is taken while it is held)
- *   395  layout lock
+ * Lock order, lowest first (every class and its rank: base/lock_classes.h):
+ *    90 fs.rename      renames between two directories, one at a time
+ *                      (f_rename_lock; D2 below)
+ *    95 fs.records     the durable record store (f_rec_lock, rec.c; held
+ *                      across a whole put or delete, as an I/O lock is)
+ *   100 fs.iolock      inode I/O lock (i_iolock; rwlock: shared for reads and
+ *                      overwrites, exclusive for truncate, allocation, extent
+ *                      changes, namespace changes of a directory); it guards
+ *                      the extent map (struct fs_icore) and a directory's
+ *                      entries
+ *   105 fs.eofblocks   the files preallocated past EOF (f_eof_lock; taken
+ *                      under a file's I/O lock, nothing taken under it)
+ *   110 fs.ilock       inode metadata lock (i_ilock; held while a transaction
+ *                      changes the inode, released by the inode item at
+ *                      commit)
+ *   150 fs.ialloc      inode allocation lock (inode index and orphan trees)
+ *   160 fs.alloc       block allocation lock (free-space tree, free list)
+ *   250 fs.buf         buffers of the global trees, the superblock and inode
+ *                      chunks (several at once; a tree's buffers only under
+ *                      its lock)
+ *   270 fs.busy        busy extents
+ *   275 fs.resv        block reservations
+ *   280 fs.bcache      buffer cache
+ *   285 fs.icache      inode cache
+ *   300+ the journal (log/log_priv.h)
+ *   390 fs.ino_item    inode item lock (ii_lock: pin count, commit_seq,
+ *                      datasync_seq; taken under the journal's context lock
+ *                      by committing(), so ranked after it; nothing is taken
+ *                      while it is held)
+ *   395 fs.layout      layout lock
+ *       fs.inode_tree_buf  buffers of an inode's own trees (directory, extent
+ *                      map): only reached under that inode's locks, which
+ *                      come before everything above, so the class is
+ *                      unordered: a transaction may join them before or after
+ *                      it takes the allocation locks.
  *
  * Several inodes at once. Every operation that locks more than one
  * directory, or a directory and an entry of it (rename, rmdir, unlink,
@@ -65,10 +77,6 @@
  * the rename lock") and D4 with the inodes themselves (inode.c,
  * iolock_order and ilock_order), not with nesting levels a caller picks.
  *
- * Buffers of an inode's own trees (directory, extent map) are only reached
- * under that inode's locks, which come before everything above; their lock
- * class is unordered, because a transaction may join them before or after
- * it takes the allocation locks.
  * A transaction joins (locks) every existing inode it changes first, then
  * takes the global allocation locks when it first allocates (fstx_lock; the
  * inode lock first, the block lock second) and holds them until it commits,
@@ -542,7 +550,7 @@ struct fs {
 	struct mutex f_rename_lock; /* renames between two directories (D2) */
 
 	/* durable records (rec.c) */
-	struct mutex f_rec_lock; /* rank 95 */
+	struct mutex f_rec_lock; /* fs.records */
 	uint8_t f_rec_key[16];   /* the records' hash key, from the secret */
 
 	/* speculative preallocation, trimmed when idle (eofblocks.c) */

@@ -30,7 +30,7 @@
 #include "base/crc32c.h"
 #include "fs/fs_priv.h"
 
-static struct lock_class ii_lock_class = LOCK_CLASS_INIT("fs.ino_item", 390);
+static struct lock_class ii_lock_class = LOCK_CLASS(FS_INO_ITEM);
 
 static struct fs_inode *to_ip(struct log_item *lip)
 {

@@ -100,9 +100,9 @@ static const char *ilock_order(const void *held, const void *want)
 #define ILOCK_ORDER  NULL
 #endif
 
-static struct lock_class iolock_class = LOCK_CLASS_INIT_ORDERED("fs.iolock", 100, IOLOCK_ORDER);
-static struct lock_class ilock_class = LOCK_CLASS_INIT_ORDERED("fs.ilock", 110, ILOCK_ORDER);
-static struct lock_class icache_lock_class = LOCK_CLASS_INIT("fs.icache", 285);
+static struct lock_class iolock_class = LOCK_CLASS_ORDERED(FS_IOLOCK, IOLOCK_ORDER);
+static struct lock_class ilock_class = LOCK_CLASS_ORDERED(FS_ILOCK, ILOCK_ORDER);
+static struct lock_class icache_lock_class = LOCK_CLASS(FS_ICACHE);
 
 int ino_cache_init(struct fs *fs)
 {

@@ -21,11 +21,11 @@
 #include "base/time.h"
 #include "fs/fs_priv.h"
 
-static struct lock_class ialloc_lock_class = LOCK_CLASS_INIT("fs.ialloc", 150);
-static struct lock_class alloc_lock_class = LOCK_CLASS_INIT("fs.alloc", 160);
-static struct lock_class resv_lock_class = LOCK_CLASS_INIT("fs.resv", 275);
-static struct lock_class rename_lock_class = LOCK_CLASS_INIT("fs.rename", 90);
-static struct lock_class layout_lock_class = LOCK_CLASS_INIT("fs.layout", 395);
+static struct lock_class ialloc_lock_class = LOCK_CLASS(FS_IALLOC);
+static struct lock_class alloc_lock_class = LOCK_CLASS(FS_ALLOC);
+static struct lock_class resv_lock_class = LOCK_CLASS(FS_RESV);
+static struct lock_class rename_lock_class = LOCK_CLASS(FS_RENAME);
+static struct lock_class layout_lock_class = LOCK_CLASS(FS_LAYOUT);
 
 static void random_bytes(uint8_t *p, size_t n)
 {

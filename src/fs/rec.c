@@ -29,7 +29,7 @@
  * them collide on purpose; a run of colliding keys is bounded by
  * FS_REC_MAX anyway.
  *
- * Locks: f_rec_lock (rank 95) serializes the store. A put or delete takes
+ * Locks: f_rec_lock (fs.records, 95) serializes the store. A put or delete takes
  * it before its transaction begins and holds it until the commit (as an
  * inode's I/O lock is held), so lookups and the count need no other lock;
  * readers take it for one lookup at a time, and iteration drops it
@@ -45,7 +45,7 @@
 #include "base/siphash.h"
 #include "fs/fs_priv.h"
 
-static struct lock_class rec_lock_class = LOCK_CLASS_INIT("fs.records", 95);
+static struct lock_class rec_lock_class = LOCK_CLASS(FS_RECORDS);
 
 /* Value bytes in fragment 0 for a key of klen bytes. */
 #define FRAG0_ROOM(klen) (FS_BT_MAX_VALUE - sizeof(struct fs_drec) - (klen))

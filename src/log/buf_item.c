@@ -17,7 +17,7 @@
 #include "log/buf_item.h"
 #include "log/log_priv.h"
 
-static struct lock_class buf_lock_class = LOCK_CLASS_INIT_MULTI("buf_item.lock", 250);
+static struct lock_class buf_lock_class = LOCK_CLASS(LOG_BUF_ITEM);
 
 static struct buf_item *to_bip(struct log_item *lip)
 {

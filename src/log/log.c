@@ -21,14 +21,14 @@
 #include "log/data_item.h"
 #include "log/log_priv.h"
 
-static struct lock_class pusher_lock_class = LOCK_CLASS_INIT("log.pusher_lock", 120);
-static struct lock_class ctx_lock_class = LOCK_CLASS_INIT("log.ctx_lock", 300);
-static struct lock_class cil_lock_class = LOCK_CLASS_INIT("log.cil_lock", 310);
-static struct lock_class push_lock_class = LOCK_CLASS_INIT("log.push_lock", 320);
-static struct lock_class space_lock_class = LOCK_CLASS_INIT("log.space_lock", 330);
-static struct lock_class ail_lock_class = LOCK_CLASS_INIT("log.ail_lock", 340);
-static struct lock_class io_lock_class = LOCK_CLASS_INIT("log.io_lock", 350);
-static struct lock_class data_lock_class = LOCK_CLASS_INIT("log.data_lock", 360);
+static struct lock_class pusher_lock_class = LOCK_CLASS(LOG_PUSHER);
+static struct lock_class ctx_lock_class = LOCK_CLASS(LOG_CTX);
+static struct lock_class cil_lock_class = LOCK_CLASS(LOG_CIL);
+static struct lock_class push_lock_class = LOCK_CLASS(LOG_PUSH);
+static struct lock_class space_lock_class = LOCK_CLASS(LOG_SPACE);
+static struct lock_class ail_lock_class = LOCK_CLASS(LOG_AIL);
+static struct lock_class io_lock_class = LOCK_CLASS(LOG_IO);
+static struct lock_class data_lock_class = LOCK_CLASS(LOG_DATA);
 
 #define LOG_MIN_SIZE (64u * 1024u)
 

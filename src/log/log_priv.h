@@ -1,18 +1,26 @@
 /*
  * log_priv.h - the journal's internal state, shared by its source files.
  *
- * Lock order (lowest first; see base/lock.h for the ranks):
- *   l_pusher_lock (whoever writes a checkpoint: the push thread, or a force
- *     that pushes on its own thread, log_force_async)
- *   item locks (owners', rank 200s)
- *     -> l_ctx_lock (rwlock: commits read, the push swaps contexts under write)
- *       -> l_cil_lock  (the current context's log vectors and space)
- *         -> l_push_lock (push requests, durable sequence, force waiters)
- *           -> l_space_lock (head, tail, reservations)
- *             -> l_ail_lock (the AIL)
- *               -> l_io_lock (the log buffer ring)
- *                 -> l_data_lock (logged data's live blocks; l_space_lock is
- *                    read before it, never under it)
+ * Lock order (lowest first; every class and its rank: base/lock_classes.h):
+ *   120 log.pusher_lock  l_pusher_lock: whoever writes a checkpoint (the push
+ *                        thread, or a force that pushes on its own thread,
+ *                        log_force_async); ranked below the item and engine
+ *                        locks the checkpoint's completion takes under it
+ *                        (unpins, durable callbacks: fs.busy)
+ *   item locks (owners', 200s; 250 buf_item.lock is a buffer item's own
+ *     class when its owner gives none)
+ *     -> 300 log.ctx_lock   l_ctx_lock (rwlock: commits read, the push swaps
+ *                           contexts under write)
+ *       -> 310 log.cil_lock   l_cil_lock: the current context's log vectors
+ *                             and space
+ *         -> 320 log.push_lock  l_push_lock: push requests, durable sequence,
+ *                               force waiters
+ *           -> 330 log.space_lock  l_space_lock: head, tail, reservations
+ *             -> 340 log.ail_lock   l_ail_lock: the AIL
+ *               -> 350 log.io_lock    l_io_lock: the log buffer ring
+ *                 -> 360 log.data_lock  l_data_lock: logged data's live
+ *                                       blocks (l_space_lock is read before
+ *                                       it, never under it)
  * No journal lock is held across device I/O, except l_io_lock's owner never
  * does I/O under it either: every write happens with no journal lock held.
  *

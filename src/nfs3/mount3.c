@@ -40,7 +40,7 @@ struct nfs3_mount {
 	char *host, *dir;
 };
 
-static struct lock_class mnt_lock_class = LOCK_CLASS_INIT("nfs3.mnt_lock", 600);
+static struct lock_class mnt_lock_class = LOCK_CLASS(NFS3_MNT);
 
 struct mnt_args {
 	char path[MNTPATHLEN + 1];

@@ -32,6 +32,8 @@ struct nfs3_server {
 	uint8_t fh_key[16];   /* file handle MACs */
 	uint8_t verf_key[16]; /* READDIR cookie verifiers */
 	uint8_t write_verf[8]; /* this start's; the data epoch is added (nfs3_write_verf) */
+	/* 480 nfs3.mnt_lock (base/lock_classes.h): the MOUNT list; nothing is
+	 * taken under it */
 	struct mutex mnt_lock;
 	struct nfs3_mount *mounts;
 	struct {

@@ -42,7 +42,7 @@
 #include "base/msg.h"
 #include "nfs4/tally.h"
 
-static struct lock_class brl_bucket_class = LOCK_CLASS_INIT("nfs4.brl.bucket", 570);
+static struct lock_class brl_bucket_class = LOCK_CLASS(NFS4_BRL_BUCKET);
 
 struct brl_lock {
 	uint64_t l_start;

@@ -62,14 +62,16 @@
  *     (tally.h invariant 1); no failed request changes any lock, holder,
  *     file or count.
  *
- * Threads and lock order. Any thread may call any function. Ranks 500-599
- * are the NFSv4 server's; this table and share.h are leaves at the top of
- * the band: a caller may hold any lock ranked below 570 when calling in,
- * and nothing here calls out while holding a lock.
- *    500-569  NFSv4 client, session and stateid state (callers)
+ * Threads and lock order. Any thread may call any function. Ranks 500-699
+ * are the NFSv4 server's (base/lock_classes.h); this table and share.h
+ * take nothing but the tally under their locks: a caller may hold any lock
+ * ranked below 570 when calling in, and nothing here calls out while
+ * holding a lock.
+ *    550      nfs4.stid         a stateid's operations (callers; client.h)
  *    570      nfs4.brl.bucket   one file bucket (never two at once)
  *    575      nfs4.share.bucket one share bucket (share.h)
  *    580      nfs4.tally        one client shard, inside a bucket lock
+ *    610-630  client and session state (client.h)
  * Functions that act on a whole client or owner visit its files one at a
  * time (find a file under the shard lock, drop it, lock the file's bucket)
  * until none is left. A lock the client is granted meanwhile may or may not

@@ -41,7 +41,7 @@
 #define CB_CALL_TIMEOUT	 (10 * NSEC_PER_SEC)
 #define CONN_BUCKETS	 256
 
-static struct lock_class conns_class = LOCK_CLASS_INIT("nfs4.conns", 530);
+static struct lock_class conns_class = LOCK_CLASS(NFS4_CONNS);
 
 struct conn_ent {
 	struct conn_ent *next;

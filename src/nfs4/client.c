@@ -41,9 +41,9 @@
 
 /* Ranks: client.h. The registry lock ranks below the engine, whose locks
  * the record store takes while the registry is held. */
-static struct lock_class registry_class = LOCK_CLASS_INIT("nfs4.registry", 80);
-static struct lock_class clients_class = LOCK_CLASS_INIT("nfs4.clients", 610);
-static struct lock_class client_class = LOCK_CLASS_INIT("nfs4.client", 630);
+static struct lock_class registry_class = LOCK_CLASS(NFS4_REGISTRY);
+static struct lock_class clients_class = LOCK_CLASS(NFS4_CLIENTS);
+static struct lock_class client_class = LOCK_CLASS(NFS4_CLIENT);
 
 static uint64_t default_clock(void *arg)
 {

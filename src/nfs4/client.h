@@ -56,7 +56,7 @@
  *                      sessionid maps, the client list, grace.
  *   620 nfs4.session   one session: its slots and connections.
  *   630 nfs4.client    one client: status, lease, sessions, stateids.
- * The brlock and share-reservation locks (500-599) may be held by a caller
+ * The brlock and share-reservation locks (570-580) may be held by a caller
  * of the lookup functions here; every function that may call back into the
  * caller (release, has_locks, the record store) must be called with no
  * lock held and says so.

@@ -65,7 +65,7 @@
 /* Bytes of one pnfs_block_extent4 on the wire. */
 #define BLOCK_EXTENT_XDR (NFS4_DEVICEID4_SIZE + 8 + 8 + 8 + 4)
 
-static struct lock_class layouts_class = LOCK_CLASS_INIT("nfs4.layouts", 535);
+static struct lock_class layouts_class = LOCK_CLASS(NFS4_LAYOUTS);
 
 struct nfs4_layout {
 	struct nfs4_layout *next; /* in its bucket */

@@ -42,7 +42,7 @@
 
 #define LOCK_BUCKETS 1024
 
-static struct lock_class locks_class = LOCK_CLASS_INIT("nfs4.locks", 545);
+static struct lock_class locks_class = LOCK_CLASS(NFS4_LOCKS);
 
 struct lockowner {
 	struct lockowner *next;

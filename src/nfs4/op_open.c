@@ -52,7 +52,7 @@
 
 #define OPEN_BUCKETS 1024
 
-static struct lock_class opens_class = LOCK_CLASS_INIT("nfs4.opens", 540);
+static struct lock_class opens_class = LOCK_CLASS(NFS4_OPENS);
 
 struct nfs4_open_table {
 	struct {

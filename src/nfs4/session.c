@@ -38,7 +38,7 @@
 #include "base/msg.h"
 #include "nfs4/state_priv.h"
 
-static struct lock_class session_class = LOCK_CLASS_INIT("nfs4.session", 620);
+static struct lock_class session_class = LOCK_CLASS(NFS4_SESSION);
 
 static uint32_t min32(uint32_t a, uint32_t b)
 {

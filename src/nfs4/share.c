@@ -20,7 +20,7 @@
 #include "base/msg.h"
 #include "nfs4/tally.h"
 
-static struct lock_class share_bucket_class = LOCK_CLASS_INIT("nfs4.share.bucket", 575);
+static struct lock_class share_bucket_class = LOCK_CLASS(NFS4_SHARE_BUCKET);
 
 struct share_open {
 	struct share_owner o_owner;

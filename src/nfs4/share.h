@@ -55,7 +55,7 @@
  *
  * Threads and lock order: any thread may call any function. The bucket lock
  * is "nfs4.share.bucket" (rank 575), the client shard "nfs4.tally" (580),
- * inside it; brlock.h lists the NFSv4 band (500-599). Callers may hold
+ * inside it; brlock.h lists the NFSv4 band (500-699). Callers may hold
  * locks ranked below 570. Nothing here calls out while holding a lock.
  *
  * All functions return 0 or -errno unless stated otherwise.

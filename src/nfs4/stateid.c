@@ -38,7 +38,7 @@ static const char *stid_order(const void *held, const void *want)
 #else
 #define STID_ORDER NULL
 #endif
-static struct lock_class stid_op_class = LOCK_CLASS_INIT_ORDERED("nfs4.stid", 550, STID_ORDER);
+static struct lock_class stid_op_class = LOCK_CLASS_ORDERED(NFS4_STID, STID_ORDER);
 
 enum nfs4_stateid_kind nfs4_stateid_special(const struct nfs4_stateid *sid)
 {

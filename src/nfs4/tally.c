@@ -13,7 +13,7 @@
 #include "base/mem.h"
 #include "base/msg.h"
 
-static struct lock_class tally_shard_class = LOCK_CLASS_INIT("nfs4.tally", 580);
+static struct lock_class tally_shard_class = LOCK_CLASS(NFS4_TALLY);
 
 static struct tally_shard *shard_of(struct tally *t, uint64_t client)
 {

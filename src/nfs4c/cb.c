@@ -16,7 +16,7 @@
 #define CB_CACHE_MAX_DEFAULT 4096
 #define CB_ARENA_FIRST	     4096
 
-static const struct lock_class cb_class = LOCK_CLASS_INIT("nfs4c.cb", 732);
+static const struct lock_class cb_class = LOCK_CLASS(NFS4C_CB);
 
 void nfs4c_cb_init(struct nfs4c_cb *cb, uint32_t prog, nfs4c_cb_fn dispatch, void *arg)
 {

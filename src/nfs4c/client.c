@@ -19,9 +19,9 @@
 #define LEASE_DEFAULT_S 90
 #define CB_REPLY_MAX	(1u << 20)
 
-static const struct lock_class recover_class = LOCK_CLASS_INIT("nfs4c.recover", 710);
-static const struct lock_class client_class = LOCK_CLASS_INIT("nfs4c.client", 720);
-static const struct lock_class cbq_class = LOCK_CLASS_INIT("nfs4c.cbq", 730);
+static const struct lock_class recover_class = LOCK_CLASS(NFS4C_RECOVER);
+static const struct lock_class client_class = LOCK_CLASS(NFS4C_CLIENT);
+static const struct lock_class cbq_class = LOCK_CLASS(NFS4C_CBQ);
 
 void nfs4c_cfg_default(struct nfs4c_cfg *cfg)
 {

@@ -26,8 +26,8 @@
 #define CONN_DEFAULT_MAX_RECORD (4u << 20)
 #define CONN_READ_CHUNK		(64u << 10)
 
-static const struct lock_class conn_send_class = LOCK_CLASS_INIT("nfs4c.send", 736);
-static const struct lock_class conn_class = LOCK_CLASS_INIT("nfs4c.conn", 740);
+static const struct lock_class conn_send_class = LOCK_CLASS(NFS4C_SEND);
+static const struct lock_class conn_class = LOCK_CLASS(NFS4C_CONN);
 
 struct nfs4c_conn {
 	int fd;

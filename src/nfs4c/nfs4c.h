@@ -59,13 +59,15 @@
  *     except recover_lock during a recovery, and no user callback or hook
  *     runs with any client lock held.
  *
- * Lock order (ranks 700-799, lowest first):
+ * Lock order (ranks 700-799, lowest first; base/lock_classes.h):
  *   710 nfs4c.recover  one recovery at a time (held across its calls)
  *   720 nfs4c.client   session, slots, current connection, flags
  *   730 nfs4c.cbq      the callback queue
  *   732 nfs4c.cb       back channel slots (cb.h)
  *   736 nfs4c.send     one connection's writes (conn.h)
  *   740 nfs4c.conn     one connection's calls (conn.h)
+ *   750 nfs4c.pnfs     the pNFS client's disks, devices and files (pnfs.h)
+ *   760 nfs4c.pnfs.file  one file's layouts (pnfs.h)
  *
  * Results of functions that perform a whole exchange: 0, an nfsstat4
  * (> 0) the server answered, or -errno (no answer: transport, limits,

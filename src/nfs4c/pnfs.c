@@ -32,8 +32,8 @@
 #define RETRY_MAX     (500 * NSEC_PER_MSEC)
 #define RETRY_DEFAULT 60000u
 
-static const struct lock_class pnfs_class = LOCK_CLASS_INIT("nfs4c.pnfs", 750);
-static const struct lock_class file_class = LOCK_CLASS_INIT("nfs4c.pnfs.file", 760);
+static const struct lock_class pnfs_class = LOCK_CLASS(NFS4C_PNFS);
+static const struct lock_class file_class = LOCK_CLASS(NFS4C_PNFS_FILE);
 
 struct pnfs_disk {
 	char *path;

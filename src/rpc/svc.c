@@ -36,12 +36,12 @@
 #include "base/time.h"
 #include "rpc/svc_internal.h"
 
-const struct lock_class svc_conns_class = LOCK_CLASS_INIT("svc.conns", 410);
-const struct lock_class svc_drc_class = LOCK_CLASS_INIT("svc.drc", 420);
-const struct lock_class svc_conn_class = LOCK_CLASS_INIT("svc.conn", 430);
-const struct lock_class svc_parked_class = LOCK_CLASS_INIT("svc.parked", 450);
-const struct lock_class svc_timers_class = LOCK_CLASS_INIT("svc.timers", 460);
-const struct lock_class svc_pool_class = LOCK_CLASS_INIT("svc.pool", 470);
+const struct lock_class svc_conns_class = LOCK_CLASS(SVC_CONNS);
+const struct lock_class svc_drc_class = LOCK_CLASS(SVC_DRC);
+const struct lock_class svc_conn_class = LOCK_CLASS(SVC_CONN);
+const struct lock_class svc_parked_class = LOCK_CLASS(SVC_PARKED);
+const struct lock_class svc_timers_class = LOCK_CLASS(SVC_TIMERS);
+const struct lock_class svc_pool_class = LOCK_CLASS(SVC_POOL);
 
 /* Reads of small records go through a 16 KiB staging buffer, at most
  * READS_PER_EVENT of them and no more once RECORDS_PER_EVENT records came

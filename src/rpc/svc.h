@@ -122,12 +122,13 @@
  * not a call or reply header, or a header that is cut short, is garbage:
  * the connection is dropped, other connections never notice.
  *
- * Lock order (ranks 400-499, lowest first):
+ * Lock order (ranks 400-499, lowest first; base/lock_classes.h):
  *   410 svc.conns      server's connection list
  *   420 svc.drc        duplicate request cache
  *   430 svc.conn       one connection: send queue, pending calls, held
  *                      calls, byte accounting, protocol data
- *   450 svc.parked     parked requests
+ *   450 svc.parked     parked requests: one claim each (completion, timer or
+ *                      shutdown); a timer is armed under it
  *   460 svc.timers     timer heap
  *   470 svc.pool       worker queue
  */
