@@ -157,6 +157,7 @@ static bool dev_flush_fault(struct dev *d)
  * failure is counted before the flush is marked done (F4). */
 static int flush_backend(struct dev *d, uint64_t gen, uint64_t bytes)
 {
+	assert_none_held(LOCK_RANK_DEV_FLUSH, LOCK_RANK_DEV_FLUSH);
 	int err = 0;
 	if (dev_fault(d) || dev_flush_fault(d)) {
 		err = -EIO;
@@ -187,6 +188,7 @@ static void *flusher_thread(void *arg);
  * flusher thread does (F4). d_flush_lock held. */
 static void flusher_kick(struct dev *d)
 {
+	assert_locked(&d->d_flush_lock);
 	if (!d->d_flusher_started) {
 		d->d_flusher_started = true;
 		if (pthread_create(&d->d_flusher, NULL, flusher_thread, d))

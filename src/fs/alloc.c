@@ -34,6 +34,7 @@ static struct lock_class busy_lock_class = LOCK_CLASS(FS_BUSY);
 static bool busy_find_free(struct fs *fs, uint64_t from, uint64_t end, uint64_t min,
 			   uint64_t *a, uint64_t *b)
 {
+	assert_locked(&fs->f_busy_lock);
 	struct fs_busy *bx;
 	uint64_t cand = from;
 	list_for_each_entry (bx, &fs->f_busy, link) {
@@ -437,7 +438,12 @@ int alloc_extent(struct fstx *tx, uint64_t hint, uint64_t want, uint64_t min, ui
 		}
 		if (attempt == 0 && busy_any(fs)) {
 			/* everything that fits was freed by checkpoints not yet
-			 * durable: make them durable (no inode lock is held) */
+			 * durable: make them durable. The one force with inode
+			 * locks held (this transaction's I/O and metadata locks,
+			 * the allocation lock), on a nearly full disk only: the
+			 * force waits for none of them (the push and what it
+			 * completes take journal, item and busy-extent locks; the
+			 * AIL only tries inode locks) */
 			counter_inc(&fs->f_stats.busy_forces);
 			err = log_force_all(fs->f_log);
 			if (err)

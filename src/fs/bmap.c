@@ -157,6 +157,7 @@ static int collect(struct fs_inode *ip, uint64_t lo, uint64_t hi, struct fs_dext
 
 int bmap_lookup(struct fs_inode *ip, uint64_t off, struct bmap_ext *e, bool *hole)
 {
+	assert_rdlocked(&ip->i_iolock);
 	struct fs_dext w[2];
 	unsigned n;
 	bool more;
@@ -314,6 +315,8 @@ static int replace(struct fstx *tx, struct fs_inode *ip, const struct fs_dext *o
 int bmap_add(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t start, uint64_t len,
 	     bool unwritten)
 {
+	assert_wrlocked(&ip->i_iolock);
+	assert_locked(&ip->i_ilock); /* joined to tx */
 	while (len) {
 		uint64_t n = MIN(len, (uint64_t)FS_EXT_MAXLEN);
 		struct fs_dext old[WINDOW_MAX], nw[WINDOW_MAX + 1];
@@ -347,6 +350,8 @@ int bmap_add(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t start,
 
 int bmap_punch(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t len, uint64_t *next)
 {
+	assert_wrlocked(&ip->i_iolock);
+	assert_locked(&ip->i_ilock); /* joined to tx */
 	uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
 	struct fs_dext old[PUNCH_MAX], nw[2 * PUNCH_MAX];
 	unsigned nold, nn = 0;
@@ -378,6 +383,8 @@ int bmap_punch(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t len,
 int bmap_set_written(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t len,
 		     bool written)
 {
+	assert_wrlocked(&ip->i_iolock);
+	assert_locked(&ip->i_ilock); /* joined to tx */
 	uint32_t want = written ? 0 : FS_EXT_UNWRITTEN;
 	uint64_t end = off + len;
 	while (off < end) {

@@ -88,6 +88,7 @@ static void fsbuf_free(struct fsbuf *bp)
 
 static void fsbuf_shrink(struct fs *fs)
 {
+	assert_locked(&fs->f_bcache_lock);
 	if (fs->f_bshrink_skip) {
 		fs->f_bshrink_skip--;
 		return;
@@ -116,6 +117,7 @@ static void fsbuf_shrink(struct fs *fs)
 /* Take a reference on a cached buffer. Cache lock held. */
 static void fsbuf_grab(struct fsbuf *bp)
 {
+	assert_locked(&bp->b_fs->f_bcache_lock);
 	atomic_fetch_add(&bp->b_ref, 1);
 	bp->b_lru_ref = true;
 }
@@ -123,6 +125,7 @@ static void fsbuf_grab(struct fsbuf *bp)
 /* A new buffer into the cache. Cache lock held. */
 static void fsbuf_insert(struct fs *fs, struct fsbuf *bp)
 {
+	assert_locked(&fs->f_bcache_lock);
 	hashmap_put(&fs->f_bufs, bp->b_blkno, bp);
 	list_add_tail(&bp->b_lru, &fs->f_buf_lru);
 	fs->f_nbufs++;

@@ -65,6 +65,7 @@ void dir_bt(struct fs_inode *dp, struct bt *bt)
 
 int dir_create_tree(struct fstx *tx, struct fs_inode *dp)
 {
+	assert_wrlocked(&dp->i_iolock);
 	struct bt bt;
 	dir_bt(dp, &bt);
 	return bt_create(tx, &bt);
@@ -152,6 +153,7 @@ static int find(struct fs_inode *dp, const char *name, size_t len, struct fs_btk
 
 int dir_lookup(struct fs_inode *dp, const char *name, size_t len, uint64_t *ino, unsigned *type)
 {
+	assert_rdlocked(&dp->i_iolock);
 	struct fs_btkey k;
 	struct dirent_buf e;
 	int r = find(dp, name, len, &k, &e);
@@ -168,6 +170,7 @@ int dir_lookup(struct fs_inode *dp, const char *name, size_t len, uint64_t *ino,
 int dir_add(struct fstx *tx, struct fs_inode *dp, const char *name, size_t len, uint64_t ino,
 	    unsigned type)
 {
+	assert_wrlocked(&dp->i_iolock);
 	struct fs_btkey k;
 	int r = find(dp, name, len, &k, NULL);
 	if (r < 0)
@@ -187,6 +190,7 @@ int dir_add(struct fstx *tx, struct fs_inode *dp, const char *name, size_t len, 
 
 int dir_remove(struct fstx *tx, struct fs_inode *dp, const char *name, size_t len)
 {
+	assert_wrlocked(&dp->i_iolock);
 	struct fs_btkey k;
 	int r = find(dp, name, len, &k, NULL);
 	if (r < 0)
@@ -204,6 +208,7 @@ int dir_remove(struct fstx *tx, struct fs_inode *dp, const char *name, size_t le
 int dir_replace(struct fstx *tx, struct fs_inode *dp, const char *name, size_t len,
 		uint64_t ino, unsigned type)
 {
+	assert_wrlocked(&dp->i_iolock);
 	struct fs_btkey k;
 	struct dirent_buf e;
 	int r = find(dp, name, len, &k, &e);
@@ -223,6 +228,7 @@ int dir_replace(struct fstx *tx, struct fs_inode *dp, const char *name, size_t l
 
 int dir_is_empty(struct fs_inode *dp, bool *empty)
 {
+	assert_rdlocked(&dp->i_iolock);
 	struct bt bt;
 	dir_bt(dp, &bt);
 	struct bt_cursor c;

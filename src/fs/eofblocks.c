@@ -58,6 +58,7 @@ void eof_note(struct fs_inode *ip)
  * false: not now (pNFS layouts), keep it listed. */
 static bool eof_trim_one(struct fs_inode *ip, int *errp)
 {
+	assert_wrlocked(&ip->i_iolock);
 	struct fs *fs = ip->i_fs;
 	*errp = 0;
 	mutex_lock(&fs->f_layout_lock);
@@ -106,6 +107,7 @@ static bool eof_trim_one(struct fs_inode *ip, int *errp)
  * if idle or if `all`; NULL if none is due. *wait_ns: until the oldest is. */
 static struct fs_inode *eof_next(struct fs *fs, bool all, uint64_t *wait_ns)
 {
+	assert_locked(&fs->f_eof_lock);
 	*wait_ns = 0;
 	if (list_empty(&fs->f_eof))
 		return NULL;

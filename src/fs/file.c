@@ -192,6 +192,7 @@ static int touch_write(struct fs_inode *ip, struct fs_result *res)
 /* Is [first, last] all written blocks? (I/O lock held) */
 static int all_written(struct fs_inode *ip, uint64_t first, uint64_t last, bool *yes)
 {
+	assert_rdlocked(&ip->i_iolock);
 	*yes = true;
 	for (uint64_t b = first; b <= last;) {
 		struct bmap_ext e;
@@ -226,6 +227,7 @@ struct wlog {
  * write (FS_ILOG_LDATA). No inode lock but the I/O lock held. */
 static int cancel_live(struct fs_inode *ip, uint64_t addr, uint64_t len)
 {
+	assert_rdlocked(&ip->i_iolock);
 	struct fs *fs = ip->i_fs;
 	struct fstx *tx;
 	int err = fstx_begin(fs, 0, log_calc_res(fs->f_log, 4, FS_INODE_SIZE + 256), &tx);
@@ -320,6 +322,7 @@ static int write_mapped(struct fs_inode *ip, uint64_t off, const uint8_t *buf, s
  */
 static int zero_written(struct fs_inode *ip, uint64_t from, uint64_t to, const struct wlog *wl)
 {
+	assert_wrlocked(&ip->i_iolock);
 	if (from >= to)
 		return 0;
 	uint64_t first = from / FS_BLOCK_SIZE, last = (to - 1) / FS_BLOCK_SIZE;
@@ -400,6 +403,7 @@ static int alloc_holes_tx(struct fstx *tx, struct fs_inode *ip, uint64_t *bp, ui
 static int alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, uint64_t prealloc,
 		       struct fs_result *res)
 {
+	assert_wrlocked(&ip->i_iolock);
 	struct fs *fs = ip->i_fs;
 	/* count the hole blocks first, to reserve them */
 	uint64_t need = 0;
@@ -670,6 +674,7 @@ int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written)
 	bool flushed = false, wrote = false;
 	int err = 0;
 	if (seq) {
+		assert_none_held(LOCK_RANK_FS_IOLOCK, LOCK_RANK_FS_ILOCK);
 		wrote = !log_seq_durable(fs->f_log, seq);
 		err = log_force_seq(fs->f_log, seq, true, &flushed);
 		if (err)
@@ -692,6 +697,9 @@ int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written)
  * log the size, then free the blocks past it a batch per transaction. */
 int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx_in, struct fs_result *res)
 {
+	assert_wrlocked(&ip->i_iolock);
+	if (tx_in)
+		assert_locked(&ip->i_ilock); /* joined to it */
 	struct fs *fs = ip->i_fs;
 	uint64_t old = ip->i_d.size;
 	int err = 0;

@@ -84,7 +84,10 @@
  * needs. A newly allocated inode is locked without waiting (nobody else can
  * see it yet).
  * No inode lock is held across a log force, a device flush or a wait for a
- * client (DESIGN.md §5).
+ * client (docs/design.md §5).
+ *
+ * Contracts written as "X held" below are asserted where the function
+ * starts (assert_locked, assert_rdlocked, assert_wrlocked: base/lock.h).
  */
 #ifndef JNFS_FS_FS_PRIV_H
 #define JNFS_FS_FS_PRIV_H
@@ -325,7 +328,13 @@ struct ino_item {
 	bool ii_logged;             /* the inode has been logged since it was written back */
 };
 
-/* The in-core inode (fields native-endian); guarded by i_ilock. */
+/*
+ * The in-core inode (fields native-endian); guarded by i_ilock, except the
+ * map of a file's extents or of a directory's entries (nextents, ext[],
+ * root, root_level and FS_DIF_EXT_BTREE in flags), which i_iolock guards:
+ * read with it held shared, changed with it held exclusively by a
+ * transaction the inode is joined to (so i_ilock too).
+ */
 struct fs_icore {
 	uint32_t nlink, gen; /* first: a lookup reads them (struct fs_inode) */
 	uint32_t mode, uid, gid, flags;
@@ -396,8 +405,9 @@ int ino_verify(const struct fs_dinode *d, uint64_t ino, uint64_t blocks);
 struct fs_inode *ino_alloc_incore(struct fs *fs, uint64_t ino);
 /* Insert a new inode into the cache (after ialloc). */
 void ino_cache_insert(struct fs *fs, struct fs_inode *ip);
-/* The in-core inode for a number just allocated, referenced, i_ilock held
- * (-EUCLEAN if that number is in use after all). */
+/* The in-core inode for a number just allocated, referenced, i_ilock and
+ * i_iolock (exclusive) held: the caller drops the I/O lock after its
+ * commit (-EUCLEAN if that number is in use after all). */
 int ino_get_new(struct fs *fs, uint64_t ino, struct fs_inode **ipp);
 void ino_join_locked(struct fstx *tx, struct fs_inode *ip);
 unsigned ino_ftype(uint32_t mode);
@@ -443,7 +453,9 @@ struct bmap_ext {
 };
 
 /* The extent containing file block off, or the hole up to the next extent
- * (start 0, len to the next extent or UINT64_MAX - off). ilock held. */
+ * (start 0, len to the next extent or UINT64_MAX - off). I/O lock held,
+ * shared or exclusively (struct fs_icore). The changes below: I/O lock held
+ * exclusively, the inode joined to tx. */
 int bmap_lookup(struct fs_inode *ip, uint64_t off, struct bmap_ext *e, bool *hole);
 /* Map a hole [off, off+len) to blocks from start (the range must be a hole). */
 int bmap_add(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t start, uint64_t len,
@@ -467,7 +479,8 @@ void bmap_bt(struct fs_inode *ip, struct bt *bt);
 /* Set the size with the I/O lock held exclusively; tx (may be NULL) is an
  * open transaction the inode is joined to, which this commits. */
 int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx, struct fs_result *res);
-/* Unwritten blocks over every hole of [first, last] (I/O lock exclusive). */
+/* Unwritten blocks over every hole of [first, last] (I/O lock held
+ * exclusively). */
 int file_alloc_holes(struct fs_inode *ip, uint64_t first, uint64_t last, struct fs_result *res);
 
 /* ---- durable records (rec.c) ---- */
@@ -483,6 +496,9 @@ int rec_decode(const uint8_t *frag0, size_t len0, const uint8_t *frag1, size_t l
 
 /* ---- directories (dir.c) ---- */
 
+/* The directory's I/O lock held: shared to read (dir_lookup, dir_is_empty),
+ * exclusively to change (dir_create_tree: the new directory's, which
+ * ino_get_new returns held). */
 void dir_bt(struct fs_inode *dp, struct bt *bt);
 int dir_create_tree(struct fstx *tx, struct fs_inode *dp);
 int dir_lookup(struct fs_inode *dp, const char *name, size_t len, uint64_t *ino, unsigned *type);

@@ -317,6 +317,7 @@ static int ino_read(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 
 static void ino_shrink(struct fs *fs)
 {
+	assert_locked(&fs->f_icache_lock);
 	if (fs->f_ishrink_skip) {
 		fs->f_ishrink_skip--;
 		return;
@@ -345,6 +346,7 @@ static void ino_shrink(struct fs *fs)
  * cached, like buffers: see fsbuf_shrink). icache lock held. */
 static void icache_insert(struct fs *fs, struct fs_inode *ip)
 {
+	assert_locked(&fs->f_icache_lock);
 	hashmap_put(&fs->f_inodes, ip->i_ino, ip);
 	list_add_tail(&ip->i_lru, &fs->f_ilru);
 	fs->f_ninodes++;
@@ -506,10 +508,13 @@ void ino_cache_insert(struct fs *fs, struct fs_inode *ip)
  * The in-core inode for a number just allocated: a new one, or a cached
  * zombie of the inode that had the number before (its log item may still
  * be in the AIL; the new content is simply logged over it). Returned
- * referenced, with i_ilock held. Nobody else can see the number yet, so
- * the only other holder of that lock is the AIL writing a zombie back
- * (ino_item_push), which waits for nothing the caller holds: the lock is
- * taken by retrying a trylock, since the caller holds locks of higher rank.
+ * referenced, with i_ilock and i_iolock (exclusive) held, as for any inode
+ * whose extent map or tree a transaction builds. Nobody else can see the
+ * number yet, so the only other holder of i_ilock is the AIL writing a
+ * zombie back (ino_item_push), which waits for nothing the caller holds:
+ * the lock is taken by retrying a trylock, since the caller holds locks of
+ * higher rank. Nobody holds i_iolock: whoever locks an inode holds a
+ * reference, and a zombie is reused only when its last one went.
  * A cached inode that is not freed means the inode index called a live
  * inode free: damage (-EUCLEAN).
  */
@@ -543,6 +548,8 @@ int ino_get_new(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 	mutex_unlock(&fs->f_icache_lock);
 	while (!mutex_trylock(&ip->i_ilock))
 		sched_yield();
+	bool iolocked = rwlock_trywrlock(&ip->i_iolock);
+	BUG_ON(!iolocked);
 	uint32_t old_gen = ip->i_d.gen;
 	memset(&ip->i_d, 0, sizeof(ip->i_d));
 	/* a generation that differs from the number's previous life */

@@ -358,6 +358,7 @@ const uint8_t *fs_handle_secret(struct fs *fs)
 
 int fs_force(struct fs *fs, uint64_t csn, bool *log_written)
 {
+	assert_none_held(LOCK_RANK_FS_IOLOCK, LOCK_RANK_FS_ILOCK); /* no inode lock */
 	return log_force_seq(fs->f_log, csn, true, log_written);
 }
 
@@ -376,6 +377,7 @@ static void sync_waiter_done(struct log_force_waiter *lw, int err, bool flushed)
 
 int fs_force_async(struct fs *fs, uint64_t csn, struct fs_sync_waiter *w)
 {
+	assert_none_held(0, LOCK_RANK_FS_LAYOUT); /* no engine or journal lock */
 	struct log_force_waiter *lw = (struct log_force_waiter *)w->priv.bytes;
 	memset(lw, 0, sizeof(*lw));
 	lw->fn = sync_waiter_done;

@@ -58,6 +58,7 @@ static int check_live_dir(struct fs_inode *dp)
  * live directory and has no entry of that name. */
 static int check_new_name(struct fs_inode *dp, const char *name, size_t len)
 {
+	assert_wrlocked(&dp->i_iolock);
 	mutex_lock(&dp->i_ilock);
 	int err = check_live_dir(dp);
 	mutex_unlock(&dp->i_ilock);
@@ -70,6 +71,7 @@ static int check_new_name(struct fs_inode *dp, const char *name, size_t len)
 
 void ino_attr(const struct fs_inode *ip, struct fs_attr *a)
 {
+	assert_locked(&ip->i_ilock);
 	const struct fs_icore *c = &ip->i_d;
 	a->ino = ip->i_ino;
 	a->gen = c->gen;
@@ -298,11 +300,13 @@ int fs_create(struct fs_inode *dp, const char *name, size_t len, const struct fs
 	if (err) {
 		/* the transaction changed things: cancelling shuts down */
 		fstx_cancel(tx);
+		rwlock_unlock(&ip->i_iolock);
 		fs_iput(ip);
 		goto out_unlock;
 	}
 	res_post(res, 0, dp);
 	err = fstx_commit(tx, res);
+	rwlock_unlock(&ip->i_iolock); /* ino_get_new's */
 	if (err) {
 		fs_iput(ip);
 		goto out_unlock;

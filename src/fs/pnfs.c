@@ -79,7 +79,8 @@ int fs_map_blocks(struct fs_inode *ip, uint64_t off, uint64_t len, bool for_writ
 			err = -EINVAL;
 			goto out;
 		}
-		/* holes get unwritten blocks, durable before the client writes */
+		/* holes get unwritten blocks, durable before the client writes;
+		 * the one force made under an I/O lock (docs/locking.md) */
 		struct fs_result res = {0};
 		err = file_alloc_holes(ip, first, end - 1, &res);
 		if (!err && res.csn)
@@ -273,6 +274,7 @@ int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t l
 	}
 	struct fs_layout_ops ops = fs->f_layout_ops;
 	mutex_unlock(&fs->f_layout_lock);
+	assert_no_locks(); /* recall_fn's contract (fs.h) */
 	for (unsigned i = 0; i < nrecall; i++) {
 		counter_inc(&fs->f_stats.layout_recalls);
 		if (ops.recall)
@@ -373,6 +375,7 @@ int fs_break_layouts(struct fs_inode *ip, struct fs_inode *ip2, uint64_t request
 	int b = (ip2 && ip2 != ip) ? break_one(ip2, requester, recall[1], &nrecall[1], 16) : 0;
 	struct fs_layout_ops ops = fs->f_layout_ops;
 	mutex_unlock(&fs->f_layout_lock);
+	assert_no_locks(); /* recall_fn's contract (fs.h) */
 	for (int k = 0; k < 2; k++) {
 		struct fs_inode *which = k ? ip2 : ip;
 		for (unsigned i = 0; i < nrecall[k]; i++) {

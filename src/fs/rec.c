@@ -192,6 +192,7 @@ static int rec_read(struct fs *fs, struct bt_cursor *c, struct rec_buf *r)
 static int rec_find(struct fs *fs, const void *key, size_t klen, struct rec_buf *r,
 		    uint64_t *free_k0)
 {
+	assert_locked(&fs->f_rec_lock);
 	uint64_t h = rec_hash(fs, key, klen);
 	*free_k0 = h;
 	if (!le64toh(fs->f_sb->sb_rec_root))
@@ -436,6 +437,7 @@ int fs_rec_iterate(struct fs *fs, fs_rec_fn fn, void *arg)
 			break;
 		}
 		next = (r->k0 | 1) + 1;
+		assert_none_held(0, LOCK_RANK_FS_LAYOUT); /* fn: no engine lock (fs.h) */
 		if (fn(arg, r->key, r->klen, r->val, r->vlen) || next == 0)
 			break;
 	}

@@ -70,6 +70,9 @@ void fs_unreserve_blocks(struct fs *fs, uint64_t n)
 static int begin(struct fs *fs, uint64_t blk_res, uint64_t log_bytes, bool freeing,
 		 struct fstx **txp)
 {
+	/* it may wait for the trimmer (ENOSPC) and for log space: no inode
+	 * metadata lock or anything ranked after it, only I/O locks */
+	assert_none_held(LOCK_RANK_FS_ILOCK, LOCK_RANK_MAX);
 	*txp = NULL;
 	if (fs_is_shutdown(fs))
 		return -EIO;

@@ -83,6 +83,7 @@ static struct log_item *ail_next(struct log *log, struct log_item *lip)
  */
 static unsigned ail_pass(struct log *log, bool *pinned)
 {
+	assert_locked(&log->l_ail_lock);
 	unsigned removed = 0;
 	uint32_t pass = ++log->l_ail_pass;
 	struct log_item *lip = ail_first(log);

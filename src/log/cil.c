@@ -83,6 +83,7 @@ static uint32_t op_size(uint32_t len)
 /* Format one dirty item into ctx; returns the growth of the op stream. */
 static int64_t cil_format_item(struct log *log, struct cil_ctx *ctx, struct log_item *lip)
 {
+	assert_rdlocked(&log->l_ctx_lock);
 	size_t n = lip->li_ops->size(lip);
 	BUG_ON(n > UINT32_MAX / 2);
 	struct log_vec *old = lip->li_lv;
@@ -424,6 +425,7 @@ static void cil_complete(struct log *log, struct cil_ctx *ctx)
  * by a force that pushes on its own thread (log_force_async). */
 static void cil_push(struct log *log)
 {
+	assert_locked(&log->l_pusher_lock);
 	struct cil_ctx *fresh = cil_ctx_alloc(0);
 
 	rwlock_wrlock(&log->l_ctx_lock);
@@ -493,6 +495,7 @@ int log_cover_recovered(struct log *log)
  * Caller holds l_push_lock. */
 static uint64_t cil_group_wait(struct log *log, uint64_t now)
 {
+	assert_locked(&log->l_push_lock);
 	if (log->l_push_urgent || log->l_stop || log->l_cur_forcers >= log->l_group_want)
 		return 0;
 	uint64_t from = MAX(log->l_push_asked_ns, log->l_push_free_ns);
@@ -507,6 +510,7 @@ static uint64_t cil_group_wait(struct log *log, uint64_t now)
  * thread is not woken. */
 static bool cil_force_cur(struct log *log, uint64_t csn, bool may_push)
 {
+	assert_locked(&log->l_push_lock);
 	log->l_cur_forcers++;
 	if (log->l_push_seq < csn) {
 		log->l_push_seq = csn;

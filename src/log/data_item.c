@@ -89,6 +89,7 @@ static bool is_live(const struct data_live *e, uint64_t dtail)
 /* Drop the entry of blk if it is dead (l_data_lock held). */
 static void gc_one(struct log *log, uint64_t blk, struct data_live *e, uint64_t dtail)
 {
+	assert_locked(&log->l_data_lock);
 	if (!is_live(e, dtail)) {
 		hashmap_remove(&log->l_data_live, blk);
 		free(e);
@@ -134,6 +135,7 @@ bool data_live(struct log *log, uint64_t daddr, uint64_t len)
 /* The entry of blk, made if missing (l_data_lock held). */
 static struct data_live *entry(struct log *log, uint64_t blk)
 {
+	assert_locked(&log->l_data_lock);
 	struct data_live *e = hashmap_get(&log->l_data_live, blk);
 	if (!e) {
 		e = xcalloc(1, sizeof(*e));

@@ -107,6 +107,7 @@ struct logbuf *logbuf_get(struct log *log)
 /* A buffer is free again (l_io_lock held). */
 static void logbuf_free(struct log *log, struct logbuf *b)
 {
+	assert_locked(&log->l_io_lock);
 	b->b_state = LB_FREE;
 	if (log->l_buf_waiters)
 		cond_broadcast(&log->l_buf_cond);

@@ -367,6 +367,7 @@ static int change(struct brl_table *t, struct brl_bucket *b, uint64_t file,
 		  const struct brl_owner *o, enum brl_type type, uint64_t s, uint64_t e,
 		  struct brl_info *denied)
 {
+	assert_locked(&b->b_lock);
 	struct brl_file *fp = file_find(b, file);
 	struct brl_holder *h = fp ? holder_find(fp, o) : NULL;
 	if (!type && !h)
@@ -418,6 +419,7 @@ static int change(struct brl_table *t, struct brl_bucket *b, uint64_t file,
 static size_t remove_matching(struct brl_table *t, struct brl_bucket *b, struct brl_file *fp,
 			      uint64_t client, const struct brl_owner *o)
 {
+	assert_locked(&b->b_lock);
 	struct tally_shard *ts = tally_lock(&t->t_tally, client);
 	struct tally_client *tc = tally_find(ts, client);
 	size_t n = 0;

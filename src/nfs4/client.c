@@ -181,6 +181,7 @@ static void work_drop_records(struct nfs4_work *w)
 
 void nfs4_work_run(struct nfs4_state *st, struct nfs4_work *w, uint64_t *seq)
 {
+	assert_none_held(LOCK_RANK_NFS4_CLIENTS, LOCK_RANK_NFS4_CLIENT); /* no state lock */
 	const struct nfs4_record_ops *ops = st->cfg.records;
 	struct nfs4_work_rec *wr, *wtmp;
 	list_for_each_entry_safe (wr, wtmp, &w->wk_forget, wr_link) {
@@ -291,6 +292,7 @@ struct nfs4_client *nfs4_client_find(struct nfs4_state *st, uint64_t clientid)
 /* Table held for writing. */
 static void client_insert_locked(struct nfs4_state *st, struct nfs4_client *clp)
 {
+	assert_wrlocked(&st->lock);
 	clp->cl_id = (uint64_t)st->cfg.boot_epoch << 32 | ++st->next_client;
 	hashmap_put(&st->by_clientid, clp->cl_id, clp);
 	clp->cl_owner_next = hashmap_get(&st->by_owner, clp->cl_owner_hash);
@@ -321,6 +323,8 @@ static void client_unlink_locked(struct nfs4_state *st, struct nfs4_client *clp)
 
 void nfs4_client_expire_locked(struct nfs4_state *st, struct nfs4_client *clp, struct nfs4_work *w)
 {
+	assert_locked(&st->registry);
+	assert_wrlocked(&st->lock);
 	struct list sessions;
 	list_init(&sessions);
 	nfs4_grace_client_gone_locked(st, clp, w);
@@ -363,6 +367,8 @@ static bool lease_expired_locked(struct nfs4_state *st, struct nfs4_client *clp,
  * Registry and table (write) held. */
 static bool evict_courtesy_locked(struct nfs4_state *st, struct nfs4_work *w)
 {
+	assert_locked(&st->registry);
+	assert_wrlocked(&st->lock);
 	struct nfs4_client *clp, *victim = NULL;
 	uint64_t oldest = UINT64_MAX, now = nfs4_now(st);
 	list_for_each_entry (clp, &st->clients, cl_link) {
@@ -407,6 +413,8 @@ static void owner_lookup_locked(struct nfs4_state *st, const uint8_t *owner, uin
  */
 void nfs4_client_confirm_locked(struct nfs4_state *st, struct nfs4_client *clp, struct nfs4_work *w)
 {
+	assert_locked(&st->registry);
+	assert_wrlocked(&st->lock);
 	struct nfs4_client *conf, *unconf;
 	owner_lookup_locked(st, clp->cl_owner, clp->cl_owner_len, clp->cl_owner_hash, &conf,
 			    &unconf);
@@ -425,6 +433,7 @@ void nfs4_client_confirm_locked(struct nfs4_state *st, struct nfs4_client *clp, 
 uint32_t nfs4_exchange_id(struct nfs4_state *st, const struct nfs4_exchange_id_args *a,
 			  struct nfs4_exchange_id_res *r, uint64_t *seq)
 {
+	assert_no_locks();
 	struct nfs4_client *conf, *unconf, *clp = NULL;
 	struct nfs4_work w;
 	uint32_t status = NFS4S_OK;
@@ -556,6 +565,7 @@ out:
 
 bool nfs4_client_expire_if_courtesy(struct nfs4_state *st, uint64_t clientid, uint64_t *seq)
 {
+	assert_no_locks();
 	struct nfs4_work w;
 	bool expired = false;
 	uint64_t dummy;
@@ -589,6 +599,7 @@ static uint64_t min64(uint64_t a, uint64_t b)
 
 uint64_t nfs4_state_reap(struct nfs4_state *st, uint64_t *seq)
 {
+	assert_no_locks();
 	struct nfs4_work w;
 	struct nfs4_client *clp, *tmp;
 	uint64_t next = UINT64_MAX, dummy;

@@ -59,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lock.h"
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/time.h"
@@ -388,6 +389,7 @@ static void enc_finish(struct nfs4_compound *c)
 /* The layout being waited for was returned (any thread, no lock held). */
 static void layout_returned(struct fs_layout_waiter *w)
 {
+	assert_no_locks();
 	struct nfs4_compound *c = container_of(w, struct nfs4_compound, lw);
 	struct svc_req *rq = c->rq;
 	svc_wake(rq);

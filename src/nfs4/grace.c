@@ -120,6 +120,7 @@ static void prev_done_locked(struct nfs4_state *st, struct nfs4_prev *pv, struct
 
 void nfs4_grace_start(struct nfs4_state *st, uint64_t *seq)
 {
+	assert_no_locks();
 	struct nfs4_work w;
 	uint64_t dummy;
 	if (!seq)
@@ -142,12 +143,14 @@ void nfs4_grace_start(struct nfs4_state *st, uint64_t *seq)
 
 void nfs4_grace_tick_locked(struct nfs4_state *st, uint64_t now, struct nfs4_work *w)
 {
+	assert_wrlocked(&st->lock);
 	if (atomic_load(&st->grace_active) && now - st->grace_start_ns >= st->cfg.grace_ns)
 		grace_end_locked(st, NFS4_GRACE_TIMEOUT, w);
 }
 
 void nfs4_grace_confirm_locked(struct nfs4_state *st, struct nfs4_client *clp, struct nfs4_work *w)
 {
+	assert_wrlocked(&st->lock);
 	clp->cl_reclaim = NFS4_RECLAIM_NONE;
 	if (!atomic_load(&st->grace_active))
 		return;
@@ -173,6 +176,7 @@ void nfs4_grace_confirm_locked(struct nfs4_state *st, struct nfs4_client *clp, s
 void nfs4_grace_client_gone_locked(struct nfs4_state *st, struct nfs4_client *clp,
 				   struct nfs4_work *w)
 {
+	assert_wrlocked(&st->lock);
 	struct nfs4_prev *pv = clp->cl_prev;
 	clp->cl_prev = NULL;
 	if (pv)

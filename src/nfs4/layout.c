@@ -668,6 +668,7 @@ static void recall_done(struct nfs4_cb *cb, uint32_t status)
 /* Send CB_LAYOUTRECALL for lo's file (no lock held). */
 static void send_recall(struct nfs4_server *s, struct nfs4_layout *lo, struct nfs4_stid *sp)
 {
+	assert_no_locks();
 	struct nfs4_client *clp = nfs4_client_find(s->state, lo->clientid);
 	if (!clp)
 		return;

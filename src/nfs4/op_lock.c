@@ -92,6 +92,7 @@ struct nfs4_open *nfs4_lock_open(struct nfs4_lockst *ls)
 
 bool nfs4_open_has_locks(struct nfs4_server *s, struct nfs4_open *op)
 {
+	assert_stid_locked(op->stid);
 	for (struct nfs4_lockst *ls = op->lockl; ls; ls = ls->onext)
 		if (brl_holds_file(s->brl, ls->file, &ls->owner))
 			return true;
@@ -100,6 +101,7 @@ bool nfs4_open_has_locks(struct nfs4_server *s, struct nfs4_open *op)
 
 size_t nfs4_open_take_locks(struct nfs4_open *op, struct nfs4_stid ***out)
 {
+	assert_stid_locked(op->stid);
 	size_t n = 0;
 	for (struct nfs4_lockst *ls = op->lockl; ls; ls = ls->onext)
 		n++;

@@ -99,6 +99,7 @@ static unsigned bucket_of(const struct share_owner *o, uint64_t file)
 static struct nfs4_open *open_find_locked(struct nfs4_open_table *t, unsigned b,
 					  const struct share_owner *o, uint64_t file)
 {
+	assert_locked(&t->b[b].lock);
 	for (struct nfs4_open *op = t->b[b].head; op; op = op->next)
 		if (op->file == file && op->owner.owner == o->owner &&
 		    op->owner.client == o->client)
@@ -423,6 +424,7 @@ static uint32_t open_permission(struct nfs4_compound *c, struct fs_inode *ip, un
 static uint32_t try_share(struct nfs4_compound *c, struct nfs4_open *op, unsigned access,
 			  unsigned deny, struct share_info *conflict)
 {
+	assert_stid_locked(op->stid);
 	int err = share_open(c->s->shares, op->file, &op->owner, access, deny, conflict);
 	if (!err)
 		return NFS4_OK;

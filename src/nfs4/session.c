@@ -81,6 +81,7 @@ static uint32_t negotiate(const struct nfs4_state *st, const struct nfs4_create_
 /* Session lock held. */
 static void update_cb_locked(struct nfs4_session *s)
 {
+	assert_locked(&s->se_lock);
 	bool back = false;
 	for (unsigned i = 0; i < s->se_nconns; i++)
 		if (s->se_conns[i].cn_dir & NFS4_CDFS_BACK)
@@ -171,6 +172,7 @@ void nfs4_session_back_attrs(const struct nfs4_session *s, struct nfs4_channel_a
 /* Table held (read or write); the session is referenced on return. */
 static struct nfs4_session *find_locked(struct nfs4_state *st, const uint8_t *sid)
 {
+	assert_rdlocked(&st->lock);
 	struct nfs4_session *s = hashmap_get(&st->by_session, nfs4_get_be32(sid + 8));
 	if (!s || memcmp(s->se_id, sid, NFS4_SESSIONID_SIZE) != 0)
 		return NULL;
@@ -205,6 +207,7 @@ struct nfs4_session *nfs4_session_find(struct nfs4_state *st, const uint8_t *sid
 /* Table held for writing: out of the table, dead, reservation given back. */
 static void kill_locked(struct nfs4_state *st, struct nfs4_session *s)
 {
+	assert_wrlocked(&st->lock);
 	mutex_lock(&s->se_lock);
 	s->se_dead = true;
 	s->se_nconns = 0;
@@ -222,6 +225,7 @@ static void kill_locked(struct nfs4_state *st, struct nfs4_session *s)
 
 void nfs4_sessions_kill_locked(struct nfs4_state *st, struct list *sessions)
 {
+	assert_wrlocked(&st->lock);
 	struct nfs4_session *s;
 	list_for_each_entry (s, sessions, se_client_link)
 		kill_locked(st, s);
@@ -266,7 +270,11 @@ static struct nfs4_session *session_new_locked(struct nfs4_state *st, struct nfs
 		uint32_t dir = NFS4_CDFS_FORE;
 		if (a->flags & NFS4_CREATE_SESSION_CONN_BACK_CHAN)
 			dir = NFS4_CDFS_BOTH;
+		/* nobody else sees the new session yet: its lock is free */
+		bool locked = mutex_trylock(&s->se_lock);
+		BUG_ON(!locked);
 		bind_locked(s, a->conn, a->conn_id, dir);
+		mutex_unlock(&s->se_lock);
 	}
 	if (a->flags & NFS4_CREATE_SESSION_CONN_BACK_CHAN)
 		s->se_back_wanted = true;
@@ -284,6 +292,7 @@ static struct nfs4_session *session_new_locked(struct nfs4_state *st, struct nfs
 uint32_t nfs4_create_session(struct nfs4_state *st, const struct nfs4_create_session_args *a,
 			     struct nfs4_create_session_res *r, uint64_t *seq)
 {
+	assert_no_locks();
 	struct nfs4_channel_attrs fore, back;
 	struct nfs4_work w;
 	uint64_t dummy, save_seq = 0;

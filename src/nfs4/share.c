@@ -164,6 +164,7 @@ static struct share_open *find_conflict(struct share_file *fp, const struct shar
 static void open_free(struct share_table *t, struct tally_shard *ts, struct tally_client *tc,
 		      struct share_open *op)
 {
+	assert_locked(&ts->ts_lock);
 	list_del(&op->o_link);
 	list_del(&op->o_client);
 	free(op);
@@ -187,6 +188,7 @@ static void file_put(struct share_table *t, struct share_bucket *b, struct share
 static size_t remove_matching(struct share_table *t, struct share_bucket *b, struct share_file *fp,
 			      uint64_t client, const struct share_owner *o)
 {
+	assert_locked(&b->b_lock);
 	struct tally_shard *ts = tally_lock(&t->t_tally, client);
 	struct tally_client *tc = tally_find(ts, client);
 	size_t n = 0;

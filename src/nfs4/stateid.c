@@ -86,6 +86,7 @@ static uint32_t seqid_status(uint32_t asked, uint32_t cur)
 static struct nfs4_stid *lookup_locked(struct nfs4_client *clp, const struct nfs4_stateid *sid,
 				       uint32_t stale, uint32_t *status)
 {
+	assert_locked(&clp->cl_lock);
 	struct nfs4_state *st = clp->cl_st;
 	*status = NFS4S_BAD_STATEID;
 	if (nfs4_stateid_special(sid) != NFS4_STATEID_NORMAL)
@@ -194,6 +195,7 @@ bool nfs4_stid_tryget(struct nfs4_stid *s)
 
 void nfs4_stid_put(struct nfs4_stid *s)
 {
+	assert_none_held(LOCK_RANK_NFS4_CLIENTS, LOCK_RANK_NFS4_CLIENT); /* no state lock */
 	if (atomic_fetch_sub(&s->sd_refs, 1) != 1)
 		return;
 	struct nfs4_state *st = s->sd_st;
@@ -232,6 +234,13 @@ void nfs4_stid_unlock(struct nfs4_stid *s)
 	mutex_unlock(&s->sd_op_lock);
 }
 
+#ifdef JNFS_LOCKDEP
+void nfs4_stid_assert_locked(const struct nfs4_stid *s, const char *func)
+{
+	lockdep_assert_mutex(&s->sd_op_lock, func);
+}
+#endif
+
 static void value_locked(struct nfs4_stid *s, struct nfs4_stateid *sid)
 {
 	sid->seqid = s->sd_seqid;
@@ -260,6 +269,7 @@ void nfs4_stid_bump(struct nfs4_stid *s, struct nfs4_stateid *sid)
  * clp->cl_lock held. */
 static void unhash_locked(struct nfs4_client *clp, struct nfs4_stid *s)
 {
+	assert_locked(&clp->cl_lock);
 	hashmap_remove(&clp->cl_stids, s->sd_key);
 	list_del(&s->sd_link);
 	clp->cl_nstids--;
@@ -282,6 +292,7 @@ void nfs4_stid_unhash(struct nfs4_stid *s)
 
 void nfs4_stid_revoke(struct nfs4_stid *s, enum nfs4_revoke_reason why)
 {
+	assert_none_held(LOCK_RANK_NFS4_CLIENTS, LOCK_RANK_NFS4_CLIENT); /* no state lock */
 	struct nfs4_client *clp = s->sd_client;
 	struct nfs4_state *st = s->sd_st;
 	void *payload = NULL;
@@ -301,6 +312,7 @@ void nfs4_stid_revoke(struct nfs4_stid *s, enum nfs4_revoke_reason why)
 
 void nfs4_stids_detach_locked(struct nfs4_client *clp, struct nfs4_work *w)
 {
+	assert_locked(&clp->cl_lock);
 	struct nfs4_stid *s, *tmp;
 	list_for_each_entry_safe (s, tmp, &clp->cl_stid_list, sd_link) {
 		s->sd_hashed = false;
@@ -314,6 +326,7 @@ void nfs4_stids_detach_locked(struct nfs4_client *clp, struct nfs4_work *w)
 
 uint32_t nfs4_stids_flags_locked(struct nfs4_client *clp)
 {
+	assert_locked(&clp->cl_lock);
 	uint32_t f = 0;
 	if (clp->cl_revoked[NFS4_REVOKE_EXPIRED])
 		f |= NFS4_SEQ_EXPIRED_SOME_STATE_REVOKED;
@@ -340,6 +353,7 @@ uint32_t nfs4_test_stateid(struct nfs4_client *clp, const struct nfs4_stateid *s
 
 uint32_t nfs4_free_stateid(struct nfs4_client *clp, const struct nfs4_stateid *sid)
 {
+	assert_no_locks();
 	struct nfs4_state *st = clp->cl_st;
 	uint32_t status;
 	bool drop = false;

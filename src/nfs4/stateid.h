@@ -142,6 +142,14 @@ void nfs4_stid_revoke(struct nfs4_stid *s, enum nfs4_revoke_reason why);
  */
 void nfs4_stid_lock(struct nfs4_stid *s);
 void nfs4_stid_unlock(struct nfs4_stid *s);
+#ifdef JNFS_LOCKDEP
+/* A contract's check ("open stateid locked"): panics naming the function
+ * unless the caller holds s's operations lock (base/lock.h). */
+#define assert_stid_locked(s) nfs4_stid_assert_locked((s), __func__)
+void nfs4_stid_assert_locked(const struct nfs4_stid *s, const char *func);
+#else
+#define assert_stid_locked(s) ((void)(s))
+#endif
 
 /* TEST_STATEID (RFC 8881 §18.48) for one stateid: OK, BAD_STATEID (also
  * for special and stale ones), OLD_STATEID, EXPIRED, ADMIN_REVOKED,

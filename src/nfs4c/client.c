@@ -783,6 +783,7 @@ int nfs4c_recover(struct nfs4c_client *cl, int what, uint64_t seen)
 out:
 	mutex_unlock(&cl->recover_lock);
 	/* hooks with no lock held (invariant 4) */
+	assert_none_held(LOCK_RANK_NFS4C_RECOVER, LOCK_RANK_NFS4C_CONN);
 	if (!err && lost_state) {
 		if (cl->hooks.state_lost)
 			cl->hooks.state_lost(cl->hooks.arg, cl);

@@ -542,7 +542,9 @@ static int finish(struct nfs4c_compound *c, int err)
 		c->sent_on = NULL;
 	}
 
-	/* hooks and recovery with no lock held (nfs4c.h invariant 4) */
+	/* hooks and recovery with no lock held (nfs4c.h invariant 4); a
+	 * recovery's own compounds run under nfs4c.recover, nothing else */
+	assert_none_held(LOCK_RANK_NFS4C_CLIENT, LOCK_RANK_NFS4C_CONN);
 	if (flags_changed && cl->hooks.status_flags)
 		cl->hooks.status_flags(cl->hooks.arg, cl, old_flags, new_flags);
 	if (misordered && cl->hooks.seq_misordered) {

@@ -84,6 +84,7 @@ static struct list *bucket(struct drc *d, const struct drc_key *k)
 
 static void entry_free_locked(struct drc *d, struct drc_entry *e)
 {
+	assert_locked(&d->lock);
 	list_del(&e->hash_link);
 	if (e->state == DRC_E_DONE) {
 		list_del(&e->lru_link);

@@ -576,6 +576,7 @@ static void conn_close_loop(struct svc_conn *c)
 	mutex_unlock(&c->lock);
 
 	struct svc_out *o, *t;
+	assert_no_locks(); /* done() runs with none held */
 	list_for_each_entry_safe(o, t, &outs, link)
 	{
 		list_del(&o->link);

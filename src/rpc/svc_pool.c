@@ -42,6 +42,7 @@ void pool_init(struct svc_pool *p)
 /* Wake the most recently idle worker unless one is already waking. */
 static void wake_one_locked(struct svc_pool *p)
 {
+	assert_locked(&p->lock);
 	if (p->nwaking || list_empty(&p->idle))
 		return;
 	struct svc_worker *w = list_first_entry(&p->idle, struct svc_worker, idle_link);
@@ -162,6 +163,7 @@ void pool_stop(struct svc_pool *p)
 
 static void ready_locked(struct svc_pool *p, struct svc_workq *q)
 {
+	assert_locked(&p->lock);
 	if (!q->queued) {
 		q->queued = true;
 		list_add_tail(&q->link, &p->ready);

@@ -150,6 +150,7 @@ bool timers_run(struct svc *s, uint64_t now, unsigned max)
 		mutex_unlock(&h->lock);
 		if (!n)
 			return false;
+		assert_no_locks(); /* callbacks run with none held */
 		for (unsigned i = 0; i < n; i++)
 			due[i]->fn(due[i]);
 		pool_queue_batch(&s->pool, &s->timer_batch);
