@@ -26,6 +26,9 @@ The goals are the project's performance goals for each comparison:
               the lookups/s against kernel XFS have no goal
   nfs3-untar  an untar over NFSv3 on a sync export at least 1.5x the
               files/s of NFS-Ganesha over XFS (>= 1.5)
+  nfs4-untar  the same untar over NFSv4.1 (OPEN create, WRITE, CLOSE)
+              against NFS-Ganesha's NFSv4.1: at least 1.5x with 8 clients
+              (any number above one), at least 1.2x with 1 (>= 1.2)
 """
 import csv
 import os
@@ -37,8 +40,14 @@ GOALS = {
     "sync-loop": (">=", 1.0),
     "fs-scale": ("<=", 2.0),
     "nfs3-untar": (">=", 1.5),
+    "nfs4-untar": (">=", 1.5),
 }
-BENCHES = ["rpc-null", "sync-loop", "fs-scale", "nfs3-untar"]
+# goals of single rows that differ from their benchmark's: (bench, clients)
+ROW_GOALS = {
+    ("nfs4-untar", "1"): (">=", 1.2),
+}
+BENCHES = ["rpc-null", "sync-loop", "fs-scale", "nfs3-untar", "nfs4-untar"]
+UNTAR_PROTO = {"nfs3-untar": "NFSv3", "nfs4-untar": "NFSv4.1"}
 
 
 def read_csv(path):
@@ -73,8 +82,12 @@ def fmt(v, digits=0):
     return "{:,.{}f}".format(v, digits)
 
 
-def met(bench, ratio):
-    op, goal = GOALS[bench]
+def goal_of(bench, clients=None):
+    return ROW_GOALS.get((bench, clients), GOALS[bench])
+
+
+def met(bench, ratio, clients=None):
+    op, goal = goal_of(bench, clients)
     r = num(ratio)
     if r is None:
         return "n/a"
@@ -82,17 +95,26 @@ def met(bench, ratio):
     return "met" if ok else "not met"
 
 
-def goal_text(bench):
-    op, goal = GOALS[bench]
-    return "%s %.2f" % ("≥" if op == ">=" else "≤", goal)
+def goal_text(bench, clients=None):
+    """The goal of a row (clients given), or of the whole benchmark with its
+    rows' exceptions."""
+    def one(g):
+        return "%s %.2f" % ("≥" if g[0] == ">=" else "≤", g[1])
+    text = one(goal_of(bench, clients))
+    if clients is None:
+        for (b, c), g in sorted(ROW_GOALS.items()):
+            if b == bench:
+                text += "; %s at %s client%s" % (one(g), c, "" if c == "1" else "s")
+    return text
 
 
 class Row:
-    def __init__(self, bench, workload, jnfs, anchor, ratio, lo=None, hi=None, goal=True):
+    def __init__(self, bench, workload, jnfs, anchor, ratio, lo=None, hi=None, goal=True,
+                 clients=None):
         self.bench, self.workload, self.jnfs, self.anchor = bench, workload, jnfs, anchor
         self.ratio, self.lo, self.hi = ratio, lo, hi
-        self.goal = goal_text(bench) if goal else "none"
-        self.met = met(bench, ratio) if goal else "n/a"
+        self.goal = goal_text(bench, clients) if goal else "none"
+        self.met = met(bench, ratio, clients) if goal else "n/a"
 
     def ratio_text(self):
         r = fmt(self.ratio, 2)
@@ -153,14 +175,15 @@ def rows_fs_scale(raw):
     return rows
 
 
-def rows_nfs3_untar(raw):
+def rows_untar(bench, raw):
+    """nfs3-untar and nfs4-untar: the same table (bench/untar-common.sh)."""
     rows, base = [], []
-    for r in read_csv(os.path.join(raw, "nfs3-untar.csv")) or []:
+    for r in read_csv(os.path.join(raw, bench + ".csv")) or []:
         w = "untar %s, %s client%s (files/s)" % (r["mode"], r["clients"],
                                                 "" if r["clients"] == "1" else "s")
-        rows.append(Row("nfs3-untar", w, fmt(r["jnfsd_files_per_sec"], 1),
+        rows.append(Row(bench, w, fmt(r["jnfsd_files_per_sec"], 1),
                         "NFS-Ganesha " + fmt(r["ganesha_files_per_sec"], 1), r["ratio"],
-                        r["ratio_min"], r["ratio_max"]))
+                        r["ratio_min"], r["ratio_max"], clients=r["clients"]))
         if "new_over_old" in r:
             base.append((w, fmt(r["jnfsd_files_per_sec"], 1), fmt(r["baseline_files_per_sec"], 1),
                          r["new_over_old"], r["new_over_old_min"], r["new_over_old_max"]))
@@ -194,16 +217,22 @@ set style fill solid 0.8 border -1
 """
 
 
-def ratio_panel(dat, n, title, goal, series):
-    """n categories in dat; series: (column of ratio, min, max, title, x offset)"""
+def ratio_panel(dat, n, title, goal, series, goal_col=None):
+    """n categories in dat; series: (column of ratio, min, max, title, x offset).
+    The goal is one line at goal, or with goal_col a bar per category at the
+    value in that column of dat (goals that differ by row)."""
     parts = []
     for i, (col, lo, hi, name, off) in enumerate(series):
         parts.append('"%s" using ($0%+.2f):%d:%d:%d%s with yerrorbars pt 7 ps 1.3 lw 2 '
                      'title "%s"' % (dat, off, col, lo, hi, ":xtic(1)" if i == 0 else "", name))
+    if goal_col:
+        goal_plot = ('"%s" using 0:%d:($0-0.4):($0+0.4) with xerrorbars pt 0 lw 2 '
+                     'lc rgb "red" title "goal %s"' % (dat, goal_col, goal))
+    else:
+        goal_plot = '%s with lines dt 2 lw 2 lc rgb "red" title "goal %s"' % (goal, goal)
     return ("set title \"%s\"\nset ylabel \"ratio (min–max over rounds)\"\n"
             "set yrange [0:*]\nset xrange [-0.5:%.1f]\n"
-            "plot %s, %s with lines dt 2 lw 2 lc rgb \"red\" title \"goal %s\"\n" %
-            (title, n - 0.5, ", ".join(parts), goal, goal))
+            "plot %s, %s\n" % (title, n - 0.5, ", ".join(parts), goal_plot))
 
 
 def plot_rpc_null(raw, out, tmp):
@@ -283,24 +312,34 @@ def plot_fs_scale(raw, out, tmp):
     return png if gnuplot(script, png) else None
 
 
-def plot_nfs3_untar(raw, out, tmp):
-    rows = read_csv(os.path.join(raw, "nfs3-untar.csv"))
+def plot_untar(bench, raw, out, tmp):
+    rows = read_csv(os.path.join(raw, bench + ".csv"))
     if not rows:
         return None
     base = "new_over_old" in rows[0]
-    dat = os.path.join(tmp, "nfs3-untar.dat")
+    dat = os.path.join(tmp, bench + ".dat")
     write_dat(dat, [("%s C=%s" % (r["mode"], r["clients"]), num(r["ratio"]), num(r["ratio_min"]),
                      num(r["ratio_max"]), num(r.get("new_over_old")),
-                     num(r.get("new_over_old_min")), num(r.get("new_over_old_max")))
-                    for r in rows])
+                     num(r.get("new_over_old_min")), num(r.get("new_over_old_max")),
+                     goal_of(bench, r["clients"])[1]) for r in rows])
+    goals = set(goal_of(bench, r["clients"]) for r in rows)
+    # the goal of each client count, in the table's order: "1.2 at C=1, 1.5 at C=8"
+    by_clients = []
+    for r in rows:
+        g = "%s at C=%s" % (goal_of(bench, r["clients"])[1], r["clients"])
+        if g not in by_clients:
+            by_clients.append(g)
     servers = ["jnfsd", "ganesha"] + (["baseline"] if base else [])
+    # the calls the table has latencies of, in its order (jnfsd_lat_OP_us)
+    ops = [c[len("jnfsd_lat_"):-len("_us")] for c in rows[0]
+           if c.startswith("jnfsd_lat_") and c.endswith("_us")]
     lat_lines = []
     for r in rows:
-        for op in ("mkdir", "create", "write", "commit"):
+        for op in ops:
             vals = [num(r.get("%s_lat_%s_us" % (s, op))) for s in servers]
             if any(x is not None for x in vals):
                 lat_lines.append(tuple(["%s C=%s %s" % (r["mode"], r["clients"], op)] + vals))
-    dat2 = os.path.join(tmp, "nfs3-untar-lat.dat")
+    dat2 = os.path.join(tmp, bench + "-lat.dat")
     write_dat(dat2, lat_lines)
     series = [(2, 3, 4, "jnfsd / NFS-Ganesha", -0.08)]
     if base:
@@ -308,11 +347,15 @@ def plot_nfs3_untar(raw, out, tmp):
     names = {"jnfsd": "jnfsd", "ganesha": "NFS-Ganesha", "baseline": "baseline jnfsd"}
     lat = ['"%s" using 2:xtic(1) title "%s"' % (dat2, names[servers[0]])]
     lat += ['"" using %d title "%s"' % (i + 2, names[s]) for i, s in enumerate(servers) if i]
-    png = os.path.join(out, "nfs3-untar.png")
+    png = os.path.join(out, bench + ".png")
+    if len(goals) == 1:
+        goal, goal_col = goals.pop()[1], None
+    else:
+        goal, goal_col = ", ".join(by_clients), 8
     script = (HEAD % (1000, png) + "set multiplot layout 2,1\n" +
-              ratio_panel(dat, len(rows), "nfs3-untar: files/s over NFSv3, sync export (median "
-                          "of rounds)", 1.5, series) +
-              "set title \"nfs3-untar: mean latency of one call (median over rounds)\"\n"
+              ratio_panel(dat, len(rows), "%s: files/s over %s, sync export (median of rounds)" %
+                          (bench, UNTAR_PROTO[bench]), goal, series, goal_col) +
+              "set title \"%s: mean latency of one call (median over rounds)\"\n" % bench +
               "set ylabel \"microseconds\"\nset yrange [0:*]\nset xrange [*:*]\n"
               "set style data histograms\nset style histogram clustered gap 1\n"
               "plot " + ", ".join(lat) + "\nunset multiplot\n")
@@ -329,11 +372,14 @@ def main():
         os.path.join(report, "run.txt")) else ""
 
     rpc_rows, rpc_base = rows_rpc_null(raw)
-    untar_rows, untar_base = rows_nfs3_untar(raw)
+    untar_rows, untar_base = rows_untar("nfs3-untar", raw)
+    untar4_rows, untar4_base = rows_untar("nfs4-untar", raw)
     rows = {"rpc-null": rpc_rows, "sync-loop": rows_sync_loop(raw), "fs-scale": rows_fs_scale(raw),
-            "nfs3-untar": untar_rows}
+            "nfs3-untar": untar_rows, "nfs4-untar": untar4_rows}
     plots = {"rpc-null": plot_rpc_null, "sync-loop": plot_sync_loop,
-             "fs-scale": plot_fs_scale, "nfs3-untar": plot_nfs3_untar}
+             "fs-scale": plot_fs_scale,
+             "nfs3-untar": lambda raw, out, tmp: plot_untar("nfs3-untar", raw, out, tmp),
+             "nfs4-untar": lambda raw, out, tmp: plot_untar("nfs4-untar", raw, out, tmp)}
 
     md = ["# jnfs benchmark report", ""]
     if run_txt:
@@ -360,7 +406,8 @@ def main():
               "small directory over the big one); min–max is the spread of the per-round "
               "ratios of this run. A goal is met when the ratio (median or best, as each "
               "benchmark reports it) is on the right side of it.")
-    base = [("rpc-null",) + b for b in rpc_base] + [("nfs3-untar",) + b for b in untar_base]
+    base = [("rpc-null",) + b for b in rpc_base] + [("nfs3-untar",) + b for b in untar_base] + \
+        [("nfs4-untar",) + b for b in untar4_base]
     if base:
         md += ["", "## This jnfsd against the baseline jnfsd", "",
                "| benchmark | workload | new | old | new/old (min–max) |", "|---|---|---|---|---|"]

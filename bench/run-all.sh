@@ -9,6 +9,8 @@
 #               engine and kernel XFS (run-fs-scale.sh)
 #   nfs3-untar  an untar over NFSv3, jnfsd against NFS-Ganesha over XFS
 #               (run-nfs3-untar.sh)
+#   nfs4-untar  the same untar over NFSv4.1, jnfsd against NFS-Ganesha's
+#               NFSv4.1 over XFS (run-nfs4-untar.sh)
 # Each script alternates the systems it compares round by round; they run
 # one after the other. The report goes to a dated folder,
 # $BENCH_REPORTS/YYYY-MM-DD-HHMMSS (default bench-reports/): raw/ (every
@@ -20,11 +22,11 @@
 #
 # Needs root (loop devices, mounts, network namespaces); installs what it
 # needs (scripts/install-deps, scripts/install-bench-deps) and builds.
-# About 15-20 minutes on 2 cores; BENCH_QUICK=1 runs fewer rounds, files and
-# seconds (about 3 minutes): for trying the machinery, not for conclusions.
-# BASELINE_JNFSD (and BASELINE_JNFS) are passed to run-rpc-null.sh and
-# run-nfs3-untar.sh, which then also measure that older jnfsd (the report
-# gets a table of new/old).
+# About 20-25 minutes on 2 cores; BENCH_QUICK=1 runs fewer rounds, files and
+# seconds (about 5 minutes): for trying the machinery, not for conclusions.
+# BASELINE_JNFSD (and BASELINE_JNFS) are passed to run-rpc-null.sh,
+# run-nfs3-untar.sh and run-nfs4-untar.sh, which then also measure that
+# older jnfsd (the report gets a table of new/old).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -71,6 +73,7 @@ fi
 	echo "sync-loop:  $SYNC_LOOP_ENV bench/run-sync-loop.sh $SYNC_LOOP_ARGS"
 	echo "fs-scale:   $FS_SCALE_ENV bench/run-fs-scale.sh $FS_SCALE_ARGS"
 	echo "nfs3-untar: $UNTAR_ENV bench/run-nfs3-untar.sh $UNTAR_ARGS"
+	echo "nfs4-untar: $UNTAR_ENV bench/run-nfs4-untar.sh $UNTAR_ARGS"
 } >"$REPORT/run.txt"
 cat "$REPORT/run.txt"
 
@@ -91,6 +94,7 @@ bench rpc-null "$RPC_NULL_ENV" "$RPC_NULL_ARGS" bench/run-rpc-null.sh
 bench sync-loop "$SYNC_LOOP_ENV" "$SYNC_LOOP_ARGS" bench/run-sync-loop.sh
 bench fs-scale "$FS_SCALE_ENV" "$FS_SCALE_ARGS" bench/run-fs-scale.sh
 bench nfs3-untar "$UNTAR_ENV" "$UNTAR_ARGS" bench/run-nfs3-untar.sh
+bench nfs4-untar "$UNTAR_ENV" "$UNTAR_ARGS" bench/run-nfs4-untar.sh
 
 python3=/usr/bin/python3
 [ -x "$python3" ] || python3=python3

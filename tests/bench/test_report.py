@@ -2,10 +2,12 @@
 """test_report.py - bench/report.py on made-up results.
 
 A report folder is filled with what the benchmark scripts write (the
-column layouts of bench/run-rpc-null.sh, run-sync-loop.sh, run-fs-scale.sh
-and run-nfs3-untar.sh, with a baseline jnfsd), with numbers chosen so that
-some goals are met and some are not; report.py must put every row in the
-table with the right ratio, spread and verdict, write results.csv, and draw
+column layouts of bench/run-rpc-null.sh, run-sync-loop.sh, run-fs-scale.sh,
+run-nfs3-untar.sh and run-nfs4-untar.sh, with a baseline jnfsd), with
+numbers chosen so that some goals are met and some are not (nfs4-untar's
+goal differs by row: 1.2 at 1 client, 1.5 at 8); report.py must put every
+row in the table with the right ratio, spread, goal and verdict, write
+results.csv, and draw
 one PNG per benchmark that is a complete PNG image (signature, header of
 the size asked for, end chunk). Then the same without the baseline and with
 sync-loop failed: its row says so, the others are there, and no plot is
@@ -56,6 +58,12 @@ filesync,1,300,620.0,310.0,2.00,1.90,2.10,1.0,2.0,2.3,3.0,510,515,140,240,290,n/
 unstable,8,1200,900.0,700.0,1.29,1.10,1.40,0.5,1.0,1.3,2.0,510,515,140,240,290,300,200,300,400,500,150,250,300,310,800.0,1.12,1.05,1.20,0.6,1.5,505
 """
 
+# nfs4-untar: the same table, its own calls (open and close, no create)
+UNTAR4 = """mode,clients,files,jnfsd_files_per_sec,ganesha_files_per_sec,ratio,ratio_min,ratio_max,jnfsd_log_writes_per_file,ganesha_log_writes_per_file,jnfsd_flushes_per_file,ganesha_flushes_per_file,jnfsd_disk_flush_us,ganesha_disk_flush_us,jnfsd_lat_mkdir_us,jnfsd_lat_open_us,jnfsd_lat_write_us,jnfsd_lat_commit_us,jnfsd_lat_close_us,ganesha_lat_mkdir_us,ganesha_lat_open_us,ganesha_lat_write_us,ganesha_lat_commit_us,ganesha_lat_close_us,baseline_lat_mkdir_us,baseline_lat_open_us,baseline_lat_write_us,baseline_lat_commit_us,baseline_lat_close_us,baseline_files_per_sec,new_over_old,new_over_old_min,new_over_old_max,baseline_log_writes_per_file,baseline_flushes_per_file,baseline_disk_flush_us
+filesync,1,300,650.0,500.0,1.30,1.25,1.35,2.0,2.0,3.0,4.1,60,60,200,280,350,n/a,60,420,530,630,n/a,50,210,290,360,n/a,65,640.0,1.02,0.98,1.05,2.0,3.0,60
+unstable,8,1200,1400.0,1000.0,1.40,1.30,1.45,0.3,0.8,0.7,1.9,120,80,1500,1400,300,1300,200,5000,7000,500,8000,300,1600,1500,310,1350,210,1300.0,1.08,1.01,1.12,0.3,0.7,120
+"""
+
 
 def png_size(path):
     data = open(path, "rb").read()
@@ -77,18 +85,21 @@ def table(md):
     rows = {}
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 7 and cells[0] in ("rpc-null", "sync-loop", "fs-scale", "nfs3-untar"):
+        if len(cells) == 7 and cells[0] in ("rpc-null", "sync-loop", "fs-scale", "nfs3-untar",
+                                            "nfs4-untar"):
             rows[(cells[0], cells[1])] = cells
     return rows
 
 
-def expect(rows, bench, workload, ratio, verdict):
+def expect(rows, bench, workload, ratio, verdict, goal=None):
     cells = rows.get((bench, workload))
     if not cells:
         fail("no row %s / %s in %s" % (bench, workload, sorted(rows)))
     if cells[4] != ratio or cells[6] != verdict:
         fail("%s / %s: ratio %r verdict %r, expected %r %r" % (bench, workload, cells[4],
                                                              cells[6], ratio, verdict))
+    if goal is not None and cells[5] != goal:
+        fail("%s / %s: goal %r, expected %r" % (bench, workload, cells[5], goal))
 
 
 def main():
@@ -101,8 +112,9 @@ def main():
         write(os.path.join(raw, "sync-loop.csv"), SYNC_LOOP)
         write(os.path.join(raw, "fs-scale.txt"), FS_SCALE)
         write(os.path.join(raw, "nfs3-untar.csv"), UNTAR)
+        write(os.path.join(raw, "nfs4-untar.csv"), UNTAR4)
         write(os.path.join(raw, "status.csv"), "name,exit_status,seconds\nrpc-null,0,10\n"
-              "sync-loop,0,40\nfs-scale,0,30\nnfs3-untar,0,60\n")
+              "sync-loop,0,40\nfs-scale,0,30\nnfs3-untar,0,60\nnfs4-untar,0,70\n")
         write(os.path.join(rep, "run.txt"), "BENCH_QUICK=1\n")
         md = run(rep)
         rows = table(md)
@@ -121,6 +133,14 @@ def main():
                "met")
         expect(rows, "nfs3-untar", "untar unstable, 8 clients (files/s)", "1.29 (1.10–1.40)",
                "not met")
+        # 1.30 meets the goal at 1 client (1.2), 1.40 misses it at 8 (1.5)
+        expect(rows, "nfs4-untar", "untar filesync, 1 client (files/s)", "1.30 (1.25–1.35)",
+               "met", "≥ 1.20")
+        expect(rows, "nfs4-untar", "untar unstable, 8 clients (files/s)", "1.40 (1.30–1.45)",
+               "not met", "≥ 1.50")
+        if "| nfs4-untar | untar unstable, 8 clients (files/s) | 1,400.0 | 1,300.0 | " \
+           "1.08 (1.01–1.12) |" not in md:
+            fail("the baseline table has no nfs4-untar row:\n" + md)
         if "## This jnfsd against the baseline jnfsd" not in md or \
            "| nfs3-untar | untar filesync, 1 client (files/s) | 620.0 | 510.0 | 1.22 (1.20–1.23) |" \
            not in md or "| rpc-null | NULL calls/s, 16 conns | 300,000 | 280,000 | 1.07 (1.01–1.10) |" \
@@ -128,10 +148,10 @@ def main():
             fail("the baseline table is wrong:\n" + md)
         with open(os.path.join(rep, "results.csv")) as f:
             res = list(csv.DictReader(f))
-        if len(res) != 2 + 2 + 4 + 2 + 4:
+        if len(res) != 2 + 2 + 4 + 2 + 2 + 4 + 2:
             fail("results.csv has %d rows" % len(res))
         for b, h in (("rpc-null", 900), ("sync-loop", 900), ("fs-scale", 900),
-                     ("nfs3-untar", 1000)):
+                     ("nfs3-untar", 1000), ("nfs4-untar", 1000)):
             png = os.path.join(rep, b + ".png")
             if not os.path.exists(png):
                 fail("no %s" % png)
@@ -141,7 +161,7 @@ def main():
                 fail("report.md does not show %s.png" % b)
         if os.path.exists(os.path.join(rep, ".plot")):
             fail("the plot data was left behind")
-        print("report with a baseline: %d rows, 4 plots" % len(rows))
+        print("report with a baseline: %d rows, 5 plots" % len(rows))
 
         # no baseline, sync-loop failed
         rep2 = os.path.join(tmp, "failed")
@@ -153,20 +173,23 @@ def main():
         write(os.path.join(raw2, "nfs3-untar.csv"),
               "\n".join(",".join(l.split(",")[:22]) for l in UNTAR.splitlines()) + "\n")
         write(os.path.join(raw2, "status.csv"), "name,exit_status,seconds\nrpc-null,0,10\n"
-              "sync-loop,1,3\nfs-scale,0,30\nnfs3-untar,0,60\n")
+              "sync-loop,1,3\nfs-scale,0,30\nnfs3-untar,0,60\nnfs4-untar,1,5\n")
         md = run(rep2)
         rows = table(md)
         expect(rows, "sync-loop", "failed (exit 1), see raw/sync-loop.log", "", "n/a")
         expect(rows, "rpc-null", "NULL calls/s, 1 conn", "1.38 (1.35–1.40)", "met")
         expect(rows, "nfs3-untar", "untar filesync, 1 client (files/s)", "2.00 (1.90–2.10)",
                "met")
+        expect(rows, "nfs4-untar", "failed (exit 1), see raw/nfs4-untar.log", "", "n/a",
+               "≥ 1.50; ≥ 1.20 at 1 client")
         if "baseline" in md.split("## Plots")[0]:
             fail("a baseline table without a baseline")
-        if os.path.exists(os.path.join(rep2, "sync-loop.png")):
-            fail("a plot for a failed benchmark")
+        for b in ("sync-loop", "nfs4-untar"):
+            if os.path.exists(os.path.join(rep2, b + ".png")):
+                fail("a plot for a failed benchmark (%s)" % b)
         for b in ("rpc-null", "fs-scale", "nfs3-untar"):
             png_size(os.path.join(rep2, b + ".png"))
-        print("report with a failed benchmark and no baseline: the failure named, 3 plots")
+        print("report with two failed benchmarks and no baseline: the failures named, 3 plots")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("test_report: ok")
