@@ -21,7 +21,8 @@
 #   C=1, default 3000), FILES_N (files at C>1, default 12000), THREADS
 #   (jnfsd --threads, default 8), BENCH_DIR, IMAGE_MIB (4096), JNFS_LOG_MIB
 #   (jnfs journal size, default: the size of the XFS journal), OUT
-#   (build/bench-results), BASELINE_JNFSD, BASELINE_JNFS
+#   (build/bench-results), BASELINE_JNFSD, BASELINE_JNFS, LOOP_DIRECT_IO
+#   (on)
 # Results in $OUT: nfs3-untar-runs.csv (every run), nfs3-untar.csv (the
 # table), nfs3-untar.txt (as printed), nfs3-untar.png (gnuplot).
 set -eu

@@ -33,7 +33,8 @@
 #   C=1, default 3000), FILES_N (files at C>1, default 12000), THREADS
 #   (jnfsd --threads, default 8), BENCH_DIR, IMAGE_MIB (4096), JNFS_LOG_MIB
 #   (jnfs journal size, default: the size of the XFS journal), OUT
-#   (build/bench-results), BASELINE_JNFSD, BASELINE_JNFS
+#   (build/bench-results), BASELINE_JNFSD, BASELINE_JNFS, LOOP_DIRECT_IO
+#   (on)
 # Results in $OUT: nfs4-untar-runs.csv (every run), nfs4-untar.csv (the
 # table), nfs4-untar.txt (as printed), nfs4-untar.png (gnuplot).
 # The goal (bench/report.py): jnfsd/Ganesha >= 1.5 at 8 clients, >= 1.2 at 1.

@@ -8,14 +8,17 @@
 # Storage, the same for both: two image files in $BENCH_DIR (default
 # /var/tmp, one local disk), each filled with zeros first so that neither
 # server pays for the filesystem under it allocating blocks.
-#   jnfsd:   `jnfs mkfs` on one image, served with --image; its device
-#            flushes are fdatasync() of that image (RWF_DSYNC for a FUA
-#            write).
+#   jnfsd:   `jnfs mkfs` on one image, served with --image, which jnfsd
+#            reaches with O_DIRECT; its device flushes are fdatasync() of
+#            that image (RWF_DSYNC for a FUA write).
 #   Ganesha: FSAL_VFS over kernel XFS on a loop device over the other image
-#            (mkfs.xfs -K, loop direct-io off like the engine's buffered
-#            image), mounted with wsync. A flush of the loop device (XFS's
-#            cache flushes and, since a loop device has no FUA, its FUA
-#            writes) is an fsync() of the image.
+#            (mkfs.xfs -K), mounted with wsync. The loop device does direct
+#            I/O to its image (LOOP_DIRECT_IO=on, as bench/xfs-loop.sh):
+#            neither server has the host's page cache between it and the
+#            disk, as on a real device, so a flush costs what the disk's
+#            flush costs, not a writeback of cached pages first. A flush of the loop device (XFS's cache flushes
+#            and, since a loop device has no FUA, its FUA writes) is an
+#            fsync() of the image.
 # jnfsd's export line says sync; XFS is mounted wsync, which commits every
 # namespace transaction synchronously (what knfsd's sync export gets from
 # XFS). Neither server is given anything the other is not: same disk, same
@@ -62,7 +65,8 @@
 #   C=1, default 3000), FILES_N (files at C>1, default 12000), THREADS
 #   (jnfsd --threads, default 8), BENCH_DIR, IMAGE_MIB (4096), JNFS_LOG_MIB
 #   (jnfs journal size, default: the size of the XFS journal), OUT
-#   (build/bench-results), BASELINE_JNFSD, BASELINE_JNFS
+#   (build/bench-results), BASELINE_JNFSD, BASELINE_JNFS, LOOP_DIRECT_IO
+#   (on; off: the loop device goes through the page cache to its image)
 # Results in $OUT: $UNTAR-runs.csv (every run), $UNTAR.csv (the table),
 # $UNTAR.txt (as printed), $UNTAR.png (gnuplot).
 
@@ -138,7 +142,7 @@ untar_storage() {
 		dd if=/dev/zero of="$TMP/base.img" bs=4M count=$((IMAGE_MIB / 4)) conv=fsync \
 			status=none
 	fi
-	LOOP=$(losetup --find --show --direct-io=off "$TMP/xfs.img")
+	LOOP=$(losetup --find --show --direct-io="$LOOP_DIRECT_IO" "$TMP/xfs.img")
 	mkfs.xfs -q -K "$LOOP"
 	mkdir "$TMP/mnt"
 	mount -t xfs -o wsync "$LOOP" "$TMP/mnt"
@@ -161,6 +165,10 @@ untar_storage() {
 	[ -n "$DISKDEV" ] || DISKDEV=$(basename "$DISK")
 	[ -r "/sys/block/$DISKDEV/stat" ] || DISKDEV=
 	STORAGE="image files on $BENCH_DIR ($DISK, $(findmnt -n -o FSTYPE --target "$BENCH_DIR")), zero-filled, ${IMAGE_MIB} MiB each; journals: jnfs ${JNFS_LOG_MIB} MiB, XFS ${XFS_LOG_MIB} MiB internal"
+	# what the loop driver does, not what was asked: it falls back to the
+	# page cache where the image's filesystem refuses direct I/O
+	STORAGE="$STORAGE; loop direct-io $(sed 's/^1$/on/; s/^0$/off/' \
+		"/sys/block/$LOOPDEV/loop/dio" 2>/dev/null || echo "$LOOP_DIRECT_IO?")"
 	log "storage: $STORAGE; XFS on $LOOP mounted wsync"
 }
 
@@ -216,8 +224,8 @@ untar_wait_server() { # name
 # Before each run: jnfsd's idle files trimmed of their preallocation,
 # everything written so far made durable (sync) and the disk quiet for a
 # second, at most 30 s, so that neither server's run pays
-# for the other's leftover writeback (the loop device's dirty pages under
-# XFS, the journals' in-place metadata writes).
+# for the other's leftover writeback (XFS's and the journals' in-place
+# metadata writes; the loop device's dirty pages with LOOP_DIRECT_IO=off).
 untar_settle() {
 	# jnfsd gives back the preallocation past EOF of files idle for 5 s
 	# (what XFS does at Ganesha's close, inside Ganesha's run): that work
@@ -423,6 +431,7 @@ untar_main() {
 	THREADS=${THREADS:-8}
 	BENCH_DIR=${BENCH_DIR:-/var/tmp}
 	IMAGE_MIB=${IMAGE_MIB:-4096}
+	LOOP_DIRECT_IO=${LOOP_DIRECT_IO:-on}
 	OUT=${OUT:-build/bench-results}
 	JPORT=2049
 	GPORT=2050
