@@ -1,5 +1,5 @@
 /*
- * fuzz_image.c - image parsing (issue 3, acceptance 7; DESIGN.md §9). A
+ * fuzz_image.c - image parsing (docs/design.md §9). A
  * known-good image (fuzz_image.h) is damaged by the input's patches and
  * visited as a user would (fsimg_exercise): checked, mounted, every file,
  * directory and link read, some things changed, unmounted, checked again.

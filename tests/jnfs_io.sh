@@ -1,7 +1,7 @@
 #!/bin/sh
 # jnfs_io.sh - the seed's counting experiment and crash cases through the
-# jnfs tool (issue 3, acceptance 1 and 2: "through jnfs io counters on a
-# fresh image"; test_fs_stability.c does the same at the API level).
+# jnfs tool, through jnfs io's counters on a fresh image
+# (test_fs_stability.c does the same at the API level).
 #
 # Counting, on a fresh image after the file is written and fsynced once
 # (deltas of `counters` printed before and after, in one jnfs io run):

@@ -1,5 +1,5 @@
 /*
- * test_fs_damage.c - damaged images (issue 3, acceptance 7).
+ * test_fs_damage.c - damaged images: clean errors, never a crash (docs/design.md §9).
  *
  *   test-fs-damage [--flips N] [--seed S] [--verbose]
  *

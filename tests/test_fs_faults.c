@@ -1,5 +1,5 @@
 /*
- * test_fs_faults.c - ENOSPC and EIO are clean errors (issue 3, acceptance 7).
+ * test_fs_faults.c - ENOSPC and EIO are clean errors (docs/design.md §9).
  *
  * ENOSPC: a small image is filled with many files, with one big file, with
  * a big directory, and with a random mix of operations near full. Every

@@ -1,6 +1,7 @@
 /*
  * test_fs_stability.c - the stability contract of the engine, counted and
- * crash-tested (DESIGN.md rules 3-6; seeds 000 and 002).
+ * crash-tested (docs/design.md rules 3-6; the XFS LAYOUTCOMMIT-as-fdatasync and
+ * fsync ILOCK threads).
  *
  * Counting experiment (on a fresh image, after the file is written and
  * fsynced once):
@@ -256,7 +257,8 @@ static void test_timestamp_tick(void)
 	dev_close(d);
 }
 
-/* The two crash cases of seed 000, with many power cuts. */
+/* The two crash cases of the XFS LAYOUTCOMMIT thread, with many power
+ * cuts. */
 static void test_layout_crash(int which, bool ext)
 {
 	unsigned ok = 0;

@@ -1,6 +1,6 @@
 /*
- * test_fs_stress.c - many threads on one filesystem (issue 3, acceptance 4:
- * "multi-threaded stress under TSan is clean"; run by the TSan build).
+ * test_fs_stress.c - many threads on one filesystem (run by the TSan
+ * build too, where it must be free of data races).
  *
  *   test-fs-stress [--threads T] [--ops N] [--seed S]
  *

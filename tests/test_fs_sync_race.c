@@ -1,6 +1,7 @@
 /*
  * test_fs_sync_race.c - fsync and fdatasync racing commits on one inode
- * (DESIGN.md rule 3; the three-thread interleavings of seed 002).
+ * (docs/design.md rule 3; the three-thread interleavings of the XFS
+ * "don't hold ILOCK over the log force in fsync" thread).
  *
  * Writer threads change one file concurrently: overwrites of their own
  * region, appends, writes into preallocated (unwritten) space that must be

@@ -1,5 +1,5 @@
 /*
- * test_rpc_backchannel.c - acceptance 6: calls from the server to a client
+ * test_rpc_backchannel.c - calls from the server to a client
  * over the client's own connection. The client calls TP_CB; its handler
  * parks the call and sends a CALL (TEST_CBPROG) back on the same
  * connection; the client answers it, the server matches the REPLY by xid

@@ -1,5 +1,5 @@
 /*
- * test_rpc_defer.c - acceptance 4: a procedure parks 1,000 requests for
+ * test_rpc_defer.c - a procedure parks 1,000 requests for
  * 30 ms each while the pool has only 2 worker threads; NULL calls from
  * another connection, made all the while (from before the first park until
  * the last parked reply is back, through the burst of 1,000 timer

@@ -1,5 +1,5 @@
 /*
- * test_rpc_drc.c - acceptance 5: the duplicate request cache returns the
+ * test_rpc_drc.c - the duplicate request cache returns the
  * cached reply for a retransmission (same connection or a new one, the
  * handler does not run again), tells apart a reused xid with other
  * arguments, and stays within its bounds (drc.h invariants 1 and 2) under 10,000

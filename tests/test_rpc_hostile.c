@@ -1,5 +1,5 @@
 /*
- * test_rpc_hostile.c - acceptance 2, against a real jnfsd: while one good
+ * test_rpc_hostile.c - against a real jnfsd: while one good
  * connection keeps making NULL calls, other connections send garbage
  * records, a record length of 2^31-1, a fragment that never ends, AUTH_SYS
  * with 10,000 groups, truncated call headers, an unframed byte stream,

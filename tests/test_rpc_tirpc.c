@@ -1,5 +1,5 @@
 /*
- * test_rpc_tirpc.c - acceptance 1 with an independent client: libtirpc's
+ * test_rpc_tirpc.c - the RPC layer with an independent client: libtirpc's
  * client API (clnt_vc_create, clnt_call) makes NULL calls to NFS v3, NFS
  * v4 and MOUNT v3 on many connections at once, over IPv4 and IPv6, with
  * AUTH_NONE and AUTH_SYS; a call to NFS v2 gets PROG_MISMATCH with the

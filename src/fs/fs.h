@@ -20,7 +20,7 @@
  *     the engine checks structure: ENOTDIR, EISDIR, ENOTEMPTY, EEXIST,
  *     ENOENT, EXDEV...
  *
- * Durability of data (DESIGN.md rules 3-6): fs_write() writes in place and
+ * Durability of data (docs/design.md rules 3-6): fs_write() writes in place and
  * logs what it must; fs_fsync(datasync) forces the log to the inode's
  * datasync or commit sequence, without holding an inode lock, and flushes
  * the data device if that wrote nothing. fs_commit_blocks() is the pNFS
@@ -254,7 +254,7 @@ int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, str
  */
 int fs_write_sync(struct fs_inode *ip, uint64_t off, const void *buf, size_t len,
 		  struct fs_result *res, bool *data_logged);
-/* DESIGN.md rules 3-5. *log_written (may be NULL): the force wrote the log. */
+/* docs/design.md rules 3-5. *log_written (may be NULL): the force wrote the log. */
 int fs_fsync(struct fs_inode *ip, bool datasync, bool *log_written);
 
 #define FS_FALLOC_ALLOC     0 /* unwritten extents over holes */
@@ -417,7 +417,7 @@ struct fs_range {
 };
 
 /*
- * LAYOUTCOMMIT (DESIGN.md rule 6): the client wrote the ranges directly.
+ * LAYOUTCOMMIT (docs/design.md rule 6): the client wrote the ranges directly.
  * Convert what is unwritten there, grow the size to new_size if larger,
  * set mtime (NULL: now), in a transaction that is not synchronous; then
  * force to the inode's datasync sequence and flush the data device if that
@@ -427,7 +427,7 @@ int fs_commit_blocks(struct fs_inode *ip, const struct fs_range *ranges, unsigne
 		     uint64_t new_size, const struct timespec *mtime, bool *log_written);
 
 /*
- * Layout leases (DESIGN.md rule 9). A holder is an opaque id (a client);
+ * Layout leases (docs/design.md rule 9). A holder is an opaque id (a client);
  * recall_fn is called, without locks held, to start the recall of a
  * holder's layouts on an inode.
  */

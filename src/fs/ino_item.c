@@ -1,5 +1,5 @@
 /*
- * ino_item.c - the inode log item (DESIGN.md rule 3).
+ * ino_item.c - the inode log item (docs/design.md rule 3).
  *
  * A transaction that changes an inode records which fields it changed
  * (ii_fields: FS_ILOG_*). At commit the item is formatted whole (the 512-byte

@@ -1,5 +1,5 @@
 #!/bin/sh
-# libnfs_tools.sh - issue 5, acceptance 1 with libnfs's command-line tools:
+# libnfs_tools.sh - jnfsd's NFSv3 checked with libnfs's command-line tools:
 # nfs-cp copies a file to jnfsd and back, nfs-cat prints it, nfs-ls lists
 # it, all through nfs://127.0.0.1/?version=3&nfsport=P&mountport=P on the
 # embedded default exports; `jnfs stat --server` then shows the counters. jnfsd is stopped by PID and must exit 0; the

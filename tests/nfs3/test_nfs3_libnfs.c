@@ -1,5 +1,5 @@
 /*
- * test_nfs3_libnfs.c - issue 5, acceptance 1 and 5: an independent client
+ * test_nfs3_libnfs.c - an independent client
  * (libnfs) calls every NFSv3 and MOUNT v3 procedure of a running jnfsd and
  * checks results and error codes: ENOENT, EEXIST, ENOTEMPTY, EACCES under
  * root_squash, ROFS, STALE and BADHANDLE for damaged handles, exclusive

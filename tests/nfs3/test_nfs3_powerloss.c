@@ -1,5 +1,5 @@
 /*
- * test_nfs3_powerloss.c - issue 5, acceptance 3: power loss under NFSv3.
+ * test_nfs3_powerloss.c - power loss under NFSv3.
  *
  * jnfsd serves its image through the crash device (--crash): what it has
  * not flushed lives only in its memory, so SIGKILL is a power cut. Four

@@ -1,6 +1,6 @@
 /*
- * test_nfs3_stability.c - issue 5, acceptance 4: what stability costs,
- * read off jnfsd's counters (DESIGN.md rule 7).
+ * test_nfs3_stability.c - what stability costs,
+ * read off jnfsd's counters (docs/design.md rule 7).
  *
  *   - sync export, one client: every CREATE costs exactly one log write
  *     (the force to its own sequence) and no in-place inode write before

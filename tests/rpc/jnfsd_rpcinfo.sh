@@ -1,5 +1,5 @@
 #!/bin/sh
-# jnfsd_rpcinfo.sh - acceptance 1 with the real rpcinfo (Debian rpcbind):
+# jnfsd_rpcinfo.sh - jnfsd's RPC layer checked with the real rpcinfo (Debian rpcbind):
 # `rpcinfo -n PORT -t 127.0.0.1 100003 3`, `... 100003 4` and `... 100005 3`
 # report the programs ready; version 2 is refused with the supported range;
 # jnfsd registers with rpcbind (rpcinfo -p lists it) and unregisters on
