@@ -29,6 +29,10 @@ The goals are the project's performance goals for each comparison:
   nfs4-untar  the same untar over NFSv4.1 (OPEN create, WRITE, CLOSE)
               against NFS-Ganesha's NFSv4.1: at least 1.5x with 8 clients
               (any number above one), at least 1.2x with 1 (>= 1.2)
+  pnfs-commit a LAYOUTCOMMIT after an overwrite made stable the way
+              fdatasync is never slower than the same commit as a
+              synchronous transaction (its anchor, the same build with
+              --bench-sync-layoutcommit): ms per commit sync/datasync >= 1.0
 """
 import csv
 import os
@@ -41,12 +45,13 @@ GOALS = {
     "fs-scale": ("<=", 2.0),
     "nfs3-untar": (">=", 1.5),
     "nfs4-untar": (">=", 1.5),
+    "pnfs-commit": (">=", 1.0),
 }
 # goals of single rows that differ from their benchmark's: (bench, clients)
 ROW_GOALS = {
     ("nfs4-untar", "1"): (">=", 1.2),
 }
-BENCHES = ["rpc-null", "sync-loop", "fs-scale", "nfs3-untar", "nfs4-untar"]
+BENCHES = ["rpc-null", "sync-loop", "fs-scale", "nfs3-untar", "nfs4-untar", "pnfs-commit"]
 UNTAR_PROTO = {"nfs3-untar": "NFSv3", "nfs4-untar": "NFSv4.1"}
 
 
@@ -188,6 +193,21 @@ def rows_untar(bench, raw):
             base.append((w, fmt(r["jnfsd_files_per_sec"], 1), fmt(r["baseline_files_per_sec"], 1),
                          r["new_over_old"], r["new_over_old_min"], r["new_over_old_max"]))
     return rows, base
+
+
+def pnfs_workload(r):
+    return "LAYOUTCOMMIT after each overwrite, %s thread%s, %s in %s writes (ms each)" % (
+        r["threads"], "" if r["threads"] == "1" else "s", r["file"], r["write"])
+
+
+def rows_pnfs_commit(raw):
+    rows = []
+    for r in read_csv(os.path.join(raw, "pnfs-commit.csv")) or []:
+        # the ratio is how much slower the synchronous transaction is
+        rows.append(Row("pnfs-commit", pnfs_workload(r), fmt(r["datasync_commit_ms"], 2),
+                        "sync transaction " + fmt(r["sync_commit_ms"], 2), r["ratio"],
+                        r["ratio_min"], r["ratio_max"]))
+    return rows
 
 
 # ---- plots (gnuplot) ----
@@ -362,6 +382,27 @@ def plot_untar(bench, raw, out, tmp):
     return png if gnuplot(script, png) else None
 
 
+def plot_pnfs_commit(raw, out, tmp):
+    rows = read_csv(os.path.join(raw, "pnfs-commit.csv"))
+    if not rows:
+        return None
+    dat = os.path.join(tmp, "pnfs-commit.dat")
+    write_dat(dat, [("T=%s %s/%s" % (r["threads"], r["file"], r["write"]), num(r["ratio"]),
+                     num(r["ratio_min"]), num(r["ratio_max"]), num(r["sync_commit_ms"]),
+                     num(r["datasync_commit_ms"])) for r in rows])
+    png = os.path.join(out, "pnfs-commit.png")
+    script = (HEAD % (900, png) + "set multiplot layout 2,1\n" +
+              ratio_panel(dat, len(rows), "pnfs-commit: ms per LAYOUTCOMMIT, synchronous "
+                          "transaction / fdatasync (median of rounds)", 1.0,
+                          [(2, 3, 4, "sync / datasync", 0)]) +
+              "set title \"pnfs-commit: ms per LAYOUTCOMMIT (median of rounds)\"\n"
+              "set ylabel \"ms\"\nset yrange [0:*]\nset xrange [*:*]\n"
+              "set style data histograms\nset style histogram clustered gap 1\n"
+              "plot \"%s\" using 5:xtic(1) title \"sync transaction\", \"\" using 6 title "
+              "\"as fdatasync\"\nunset multiplot\n" % dat)
+    return png if gnuplot(script, png) else None
+
+
 def main():
     report = sys.argv[1]
     raw = os.path.join(report, "raw")
@@ -375,11 +416,13 @@ def main():
     untar_rows, untar_base = rows_untar("nfs3-untar", raw)
     untar4_rows, untar4_base = rows_untar("nfs4-untar", raw)
     rows = {"rpc-null": rpc_rows, "sync-loop": rows_sync_loop(raw), "fs-scale": rows_fs_scale(raw),
-            "nfs3-untar": untar_rows, "nfs4-untar": untar4_rows}
+            "nfs3-untar": untar_rows, "nfs4-untar": untar4_rows,
+            "pnfs-commit": rows_pnfs_commit(raw)}
     plots = {"rpc-null": plot_rpc_null, "sync-loop": plot_sync_loop,
              "fs-scale": plot_fs_scale,
              "nfs3-untar": lambda raw, out, tmp: plot_untar("nfs3-untar", raw, out, tmp),
-             "nfs4-untar": lambda raw, out, tmp: plot_untar("nfs4-untar", raw, out, tmp)}
+             "nfs4-untar": lambda raw, out, tmp: plot_untar("nfs4-untar", raw, out, tmp),
+             "pnfs-commit": plot_pnfs_commit}
 
     md = ["# jnfs benchmark report", ""]
     if run_txt:
@@ -403,7 +446,8 @@ def main():
                              fmt(r.hi, 2), r.goal, r.met])
     md.append("")
     md.append("Ratios are jnfs over the anchor (for fs-scale's slowdown: lookups/s in the "
-              "small directory over the big one); min–max is the spread of the per-round "
+              "small directory over the big one; for pnfs-commit: ms per commit as a "
+              "synchronous transaction over as served); min–max is the spread of the per-round "
               "ratios of this run. A goal is met when the ratio (median or best, as each "
               "benchmark reports it) is on the right side of it.")
     base = [("rpc-null",) + b for b in rpc_base] + [("nfs3-untar",) + b for b in untar_base] + \

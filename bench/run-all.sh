@@ -11,6 +11,9 @@
 #               (run-nfs3-untar.sh)
 #   nfs4-untar  the same untar over NFSv4.1, jnfsd against NFS-Ganesha's
 #               NFSv4.1 over XFS (run-nfs4-untar.sh)
+#   pnfs-commit a pNFS LAYOUTCOMMIT after each overwrite, as served (an
+#               fdatasync) against a synchronous transaction of the same
+#               build (run-pnfs-commit.sh)
 # Each script alternates the systems it compares round by round; they run
 # one after the other. The report goes to a dated folder,
 # $BENCH_REPORTS/YYYY-MM-DD-HHMMSS (default bench-reports/): raw/ (every
@@ -54,6 +57,7 @@ if [ "$QUICK" = 1 ]; then
 	FS_SCALE_ARGS="--inodes 1 --sparse-gib 1 --image-gib 4 --lookups 20000"
 	UNTAR_ENV="ROUNDS=2 MODES=filesync FILES_1=300 FILES_N=1200 IMAGE_MIB=1024"
 	UNTAR_ARGS="1 8"
+	PNFS_ARGS="2"
 else
 	RPC_NULL_ENV="ROUNDS=3"
 	RPC_NULL_ARGS="3 1 4 16"
@@ -63,6 +67,7 @@ else
 	FS_SCALE_ARGS=""
 	UNTAR_ENV="ROUNDS=3 FILES_1=2000 FILES_N=8000 IMAGE_MIB=4096"
 	UNTAR_ARGS="1 8"
+	PNFS_ARGS="5"
 fi
 
 {
@@ -74,6 +79,7 @@ fi
 	echo "fs-scale:   $FS_SCALE_ENV bench/run-fs-scale.sh $FS_SCALE_ARGS"
 	echo "nfs3-untar: $UNTAR_ENV bench/run-nfs3-untar.sh $UNTAR_ARGS"
 	echo "nfs4-untar: $UNTAR_ENV bench/run-nfs4-untar.sh $UNTAR_ARGS"
+	echo "pnfs-commit: bench/run-pnfs-commit.sh $PNFS_ARGS"
 } >"$REPORT/run.txt"
 cat "$REPORT/run.txt"
 
@@ -95,6 +101,7 @@ bench sync-loop "$SYNC_LOOP_ENV" "$SYNC_LOOP_ARGS" bench/run-sync-loop.sh
 bench fs-scale "$FS_SCALE_ENV" "$FS_SCALE_ARGS" bench/run-fs-scale.sh
 bench nfs3-untar "$UNTAR_ENV" "$UNTAR_ARGS" bench/run-nfs3-untar.sh
 bench nfs4-untar "$UNTAR_ENV" "$UNTAR_ARGS" bench/run-nfs4-untar.sh
+bench pnfs-commit "" "$PNFS_ARGS" bench/run-pnfs-commit.sh
 
 python3=/usr/bin/python3
 [ -x "$python3" ] || python3=python3

@@ -65,6 +65,11 @@ struct fs_mount_opts {
 	 * (docs/logged-data.md); 0: FS_LOGGED_DATA_DEFAULT; FS_LOGGED_DATA_OFF:
 	 * never */
 	uint32_t logged_data_max;
+	/* benchmarks only: fs_commit_blocks() logs the whole inode and forces
+	 * its own transaction, as a synchronous transaction would (what a
+	 * LAYOUTCOMMIT cost before docs/design.md rule 6), so that the two
+	 * can be measured side by side; never for serving */
+	bool bench_sync_layoutcommit;
 };
 #define FS_LOGGED_DATA_DEFAULT (64u << 10)
 #define FS_LOGGED_DATA_OFF     UINT32_MAX

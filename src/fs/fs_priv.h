@@ -597,6 +597,7 @@ struct fs {
 		counter_t logged_writes, logged_bytes, logged_overwrites;
 	} f_stats;
 	uint32_t f_ldata_max; /* largest write whose data is logged (file.c) */
+	bool f_bench_sync_lc; /* fs_mount_opts.bench_sync_layoutcommit (pnfs.c) */
 };
 
 /* Shut down by fs_shutdown(), or by the journal after a log or write-back

@@ -217,6 +217,7 @@ int fs_mount(const struct fs_mount_opts *o, struct fs **out)
 	fs->f_ldata_max = o->logged_data_max == FS_LOGGED_DATA_OFF ? 0
 			  : o->logged_data_max		   ? o->logged_data_max
 							   : FS_LOGGED_DATA_DEFAULT;
+	fs->f_bench_sync_lc = o->bench_sync_layoutcommit;
 	mutex_init(&fs->f_ialloc_lock, &ialloc_lock_class);
 	mutex_init(&fs->f_alloc_lock, &alloc_lock_class);
 	mutex_init(&fs->f_resv_lock, &resv_lock_class);

@@ -190,6 +190,8 @@ int fs_commit_blocks(struct fs_inode *ip, const struct fs_range *ranges, unsigne
 		ip->i_d.size = new_size;
 		fields |= FS_ILOG_CORE;
 	}
+	if (fs->f_bench_sync_lc)
+		fields |= FS_ILOG_CORE; /* the whole inode, every time */
 	ino_touch(ip, true);
 	if (mtime)
 		ip->i_d.mtime = *mtime;
@@ -198,13 +200,22 @@ int fs_commit_blocks(struct fs_inode *ip, const struct fs_range *ranges, unsigne
 	/* the client wrote the storage itself: the device layer saw none of
 	 * it, so the flush below (or the checkpoint's) must not be elided */
 	dev_note_external_writes(fs->f_ddev);
-	int cerr = fstx_commit(tx, NULL);
+	struct fs_result cres = {0};
+	int cerr = fstx_commit(tx, &cres);
 	rwlock_unlock(&ip->i_iolock);
 	if (!err)
 		err = cerr;
-	if (!err)
-		err = fs_fsync(ip, true, log_written);
-	return err;
+	if (err)
+		return err;
+	if (fs->f_bench_sync_lc) {
+		/* benchmarks only (fs_mount_opts): a synchronous transaction,
+		 * forced to its own sequence; the checkpoint's flush covers the
+		 * client's data, so nothing else is flushed */
+		if (log_written)
+			*log_written = !log_seq_durable(fs->f_log, cres.csn);
+		return log_force_seq(fs->f_log, cres.csn, true, NULL);
+	}
+	return fs_fsync(ip, true, log_written);
 }
 
 /* ---- layout leases ---- */

@@ -238,6 +238,11 @@ static void usage(FILE *f)
 		"  --metrics-remote       allow --metrics on a non-loopback address\n"
 		"  --test-flush-fault     tests only: SIGUSR2 makes the next flush of the data\n"
 		"                         device fail with EIO (prints 'flush fault armed')\n"
+		"  --bench-sync-layoutcommit\n"
+		"                         benchmarks only: every LAYOUTCOMMIT logs the whole\n"
+		"                         inode and forces the journal, as a synchronous\n"
+		"                         transaction would (what it cost before it was made\n"
+		"                         an fdatasync); never for serving\n"
 		"  --version              print the version and exit\n"
 		"Prints 'listening on ADDR:PORT' for each listener once serving.\n"
 		"SIGHUP reads the --exports file again; SIGUSR1 prints the counters.\n");
@@ -473,6 +478,7 @@ int main(int argc, char **argv)
 		{"lease-seconds", required_argument, NULL, 'E'},
 		{"grace-seconds", required_argument, NULL, 'G'},
 		{"fence-cmd", required_argument, NULL, 'X'},
+		{"bench-sync-layoutcommit", no_argument, NULL, 'Y'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *listen[MAX_LISTEN];
@@ -482,6 +488,7 @@ int main(int argc, char **argv)
 	const char *image = DEFAULT_IMAGE, *logdev = NULL, *exports_file = NULL;
 	uint64_t size = DEFAULT_SIZE, flush_us = 0;
 	bool crash = false, max_conns_given = false, flush_fault = false, buffered = false;
+	bool bench_sync_lc = false;
 	uint32_t ldata_max = 0; /* the engine's default */
 	struct svc_config cfg;
 	struct nfs4_server_config nfs4cfg;
@@ -544,6 +551,11 @@ int main(int argc, char **argv)
 			break;
 		case 'X':
 			nfs4cfg.fence_cmd = optarg;
+			break;
+		case 'Y':
+			bench_sync_lc = true;
+			msg_warn("--bench-sync-layoutcommit: every LAYOUTCOMMIT forces the journal "
+				 "(for benchmarks only)");
 			break;
 		case 'G':
 			if (!parse_num(optarg, 3600, &v))
@@ -696,7 +708,8 @@ int main(int argc, char **argv)
 	if (ldev)
 		dev_set_latency(ldev, flush_us * 1000, flush_us * 1000);
 	if ((err = fs_mount(&(struct fs_mount_opts){.ddev = ddev, .ldev = ldev,
-						     .logged_data_max = ldata_max},
+						     .logged_data_max = ldata_max,
+						     .bench_sync_layoutcommit = bench_sync_lc},
 			    &srv.fs))) {
 		msg_err("cannot mount %s: %s", image, strerror(-err));
 		close_storage(file, ddev, ldev);

@@ -3,11 +3,11 @@
 
 A report folder is filled with what the benchmark scripts write (the
 column layouts of bench/run-rpc-null.sh, run-sync-loop.sh, run-fs-scale.sh,
-run-nfs3-untar.sh and run-nfs4-untar.sh, with a baseline jnfsd), with
-numbers chosen so that some goals are met and some are not (nfs4-untar's
-goal differs by row: 1.2 at 1 client, 1.5 at 8); report.py must put every
-row in the table with the right ratio, spread, goal and verdict, write
-results.csv, and draw
+run-nfs3-untar.sh, run-nfs4-untar.sh and run-pnfs-commit.sh, with a baseline
+jnfsd), with numbers chosen so that some goals are met and some are not
+(nfs4-untar's goal differs by row: 1.2 at 1 client, 1.5 at 8); report.py must
+put every row in the table with the right ratio, spread, goal and verdict,
+write results.csv, and draw
 one PNG per benchmark that is a complete PNG image (signature, header of
 the size asked for, end chunk). Then the same without the baseline and with
 sync-loop failed: its row says so, the others are there, and no plot is
@@ -57,6 +57,10 @@ UNTAR = """mode,clients,files,jnfsd_files_per_sec,ganesha_files_per_sec,ratio,ra
 filesync,1,300,620.0,310.0,2.00,1.90,2.10,1.0,2.0,2.3,3.0,510,515,140,240,290,n/a,200,300,400,n/a,150,250,300,n/a,510.0,1.22,1.20,1.23,1.0,3.0,505
 unstable,8,1200,900.0,700.0,1.29,1.10,1.40,0.5,1.0,1.3,2.0,510,515,140,240,290,300,200,300,400,500,150,250,300,310,800.0,1.12,1.05,1.20,0.6,1.5,505
 """
+PNFS_COMMIT = """threads,file,write,commits,sync_ms,datasync_ms,sync_commit_ms,datasync_commit_ms,ratio,ratio_min,ratio_max,sync_log_writes_per_commit,datasync_log_writes_per_commit,sync_flushes_per_commit,datasync_flushes_per_commit,datasync_every_commit_0_log_1_flush
+1,16M,64K,256,800,473,2.40,1.10,2.18,2.05,2.31,1.000,0.000,1.000,1.000,yes
+4,16M,64K,1024,1083,1011,2.60,2.70,0.96,0.90,1.04,1.000,0.000,1.000,1.000,yes
+"""
 
 # nfs4-untar: the same table, its own calls (open and close, no create)
 UNTAR4 = """mode,clients,files,jnfsd_files_per_sec,ganesha_files_per_sec,ratio,ratio_min,ratio_max,jnfsd_log_writes_per_file,ganesha_log_writes_per_file,jnfsd_flushes_per_file,ganesha_flushes_per_file,jnfsd_disk_flush_us,ganesha_disk_flush_us,jnfsd_lat_mkdir_us,jnfsd_lat_open_us,jnfsd_lat_write_us,jnfsd_lat_commit_us,jnfsd_lat_close_us,ganesha_lat_mkdir_us,ganesha_lat_open_us,ganesha_lat_write_us,ganesha_lat_commit_us,ganesha_lat_close_us,baseline_lat_mkdir_us,baseline_lat_open_us,baseline_lat_write_us,baseline_lat_commit_us,baseline_lat_close_us,baseline_files_per_sec,new_over_old,new_over_old_min,new_over_old_max,baseline_log_writes_per_file,baseline_flushes_per_file,baseline_disk_flush_us
@@ -86,7 +90,7 @@ def table(md):
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) == 7 and cells[0] in ("rpc-null", "sync-loop", "fs-scale", "nfs3-untar",
-                                            "nfs4-untar"):
+                                            "nfs4-untar", "pnfs-commit"):
             rows[(cells[0], cells[1])] = cells
     return rows
 
@@ -113,8 +117,10 @@ def main():
         write(os.path.join(raw, "fs-scale.txt"), FS_SCALE)
         write(os.path.join(raw, "nfs3-untar.csv"), UNTAR)
         write(os.path.join(raw, "nfs4-untar.csv"), UNTAR4)
+        write(os.path.join(raw, "pnfs-commit.csv"), PNFS_COMMIT)
         write(os.path.join(raw, "status.csv"), "name,exit_status,seconds\nrpc-null,0,10\n"
-              "sync-loop,0,40\nfs-scale,0,30\nnfs3-untar,0,60\nnfs4-untar,0,70\n")
+              "sync-loop,0,40\nfs-scale,0,30\nnfs3-untar,0,60\nnfs4-untar,0,70\n"
+              "pnfs-commit,0,50\n")
         write(os.path.join(rep, "run.txt"), "BENCH_QUICK=1\n")
         md = run(rep)
         rows = table(md)
@@ -141,6 +147,12 @@ def main():
         if "| nfs4-untar | untar unstable, 8 clients (files/s) | 1,400.0 | 1,300.0 | " \
            "1.08 (1.01–1.12) |" not in md:
             fail("the baseline table has no nfs4-untar row:\n" + md)
+        expect(rows, "pnfs-commit",
+               "LAYOUTCOMMIT after each overwrite, 1 thread, 16M in 64K writes (ms each)",
+               "2.18 (2.05–2.31)", "met")
+        expect(rows, "pnfs-commit",
+               "LAYOUTCOMMIT after each overwrite, 4 threads, 16M in 64K writes (ms each)",
+               "0.96 (0.90–1.04)", "not met")
         if "## This jnfsd against the baseline jnfsd" not in md or \
            "| nfs3-untar | untar filesync, 1 client (files/s) | 620.0 | 510.0 | 1.22 (1.20–1.23) |" \
            not in md or "| rpc-null | NULL calls/s, 16 conns | 300,000 | 280,000 | 1.07 (1.01–1.10) |" \
@@ -148,10 +160,10 @@ def main():
             fail("the baseline table is wrong:\n" + md)
         with open(os.path.join(rep, "results.csv")) as f:
             res = list(csv.DictReader(f))
-        if len(res) != 2 + 2 + 4 + 2 + 2 + 4 + 2:
+        if len(res) != 2 + 2 + 4 + 2 + 2 + 2 + 4 + 2:
             fail("results.csv has %d rows" % len(res))
         for b, h in (("rpc-null", 900), ("sync-loop", 900), ("fs-scale", 900),
-                     ("nfs3-untar", 1000), ("nfs4-untar", 1000)):
+                     ("nfs3-untar", 1000), ("nfs4-untar", 1000), ("pnfs-commit", 900)):
             png = os.path.join(rep, b + ".png")
             if not os.path.exists(png):
                 fail("no %s" % png)
@@ -173,7 +185,8 @@ def main():
         write(os.path.join(raw2, "nfs3-untar.csv"),
               "\n".join(",".join(l.split(",")[:22]) for l in UNTAR.splitlines()) + "\n")
         write(os.path.join(raw2, "status.csv"), "name,exit_status,seconds\nrpc-null,0,10\n"
-              "sync-loop,1,3\nfs-scale,0,30\nnfs3-untar,0,60\nnfs4-untar,1,5\n")
+              "sync-loop,1,3\nfs-scale,0,30\nnfs3-untar,0,60\nnfs4-untar,1,5\n"
+              "pnfs-commit,1,2\n")
         md = run(rep2)
         rows = table(md)
         expect(rows, "sync-loop", "failed (exit 1), see raw/sync-loop.log", "", "n/a")
@@ -184,12 +197,13 @@ def main():
                "≥ 1.50; ≥ 1.20 at 1 client")
         if "baseline" in md.split("## Plots")[0]:
             fail("a baseline table without a baseline")
-        for b in ("sync-loop", "nfs4-untar"):
+        expect(rows, "pnfs-commit", "failed (exit 1), see raw/pnfs-commit.log", "", "n/a")
+        for b in ("sync-loop", "nfs4-untar", "pnfs-commit"):
             if os.path.exists(os.path.join(rep2, b + ".png")):
                 fail("a plot for a failed benchmark (%s)" % b)
         for b in ("rpc-null", "fs-scale", "nfs3-untar"):
             png_size(os.path.join(rep2, b + ".png"))
-        print("report with two failed benchmarks and no baseline: the failures named, 3 plots")
+        print("report with three failed benchmarks and no baseline: the failures named, 3 plots")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("test_report: ok")
