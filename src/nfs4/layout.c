@@ -250,7 +250,16 @@ uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 				 &given)))
 		return st;
 	unsigned given_type = nfs4_stid_type(given);
+	/* a stateid of this file only (RFC 8881 §18.43.3): another file's
+	 * stands for no open of this one */
+	uint64_t given_file = given_type == NFS4_STID_LAYOUT
+				      ? ((struct nfs4_layout *)nfs4_stid_payload(given))->file
+			      : given_type == NFS4_STID_OPEN
+				      ? ((struct nfs4_open *)nfs4_stid_payload(given))->file
+				      : nfs4_lock_open(nfs4_stid_payload(given))->file;
 	nfs4_stid_put(given);
+	if (given_file != fs_ino(c->cfh.ip))
+		return NFS4ERR_BAD_STATEID;
 	/* an RW layout first needs an open for writing; after the first
 	 * LAYOUTGET the client presents the layout stateid (RFC 8881
 	 * §12.5.3), which stands for the open it was made from */

@@ -12,7 +12,8 @@
  *     type: UNKNOWN_LAYOUTTYPE; too small a maxcount: TOOSMALL.
  *  2. LAYOUTGET on a file of the export without pnfs: LAYOUTUNAVAILABLE;
  *     on directories: ISDIR; with a forged stateid, another client's,
- *     a stateid of another file (open or layout), a special one:
+ *     a stateid of another file (open or layout, READ or RW: such a
+ *     stateid stands for no open of this file), a special one:
  *     BAD_STATEID; with bad ranges and iomodes: INVAL, BADIOMODE. None
  *     leaves a layout behind: a WRITE through the server is not delayed.
  *  3. LAYOUTCOMMIT with a forged layout stateid, an old one (OLD_STATEID),
@@ -270,6 +271,15 @@ int main(int argc, char **argv)
 	       NFS4ERR_BAD_STATEID);
 	expect("LAYOUTGET RW, the open stateid of another file",
 	       pu_layoutget(c1, &ffh, LAYOUTIOMODE4_RW, 0, 64 * KIB, 0, &gsid, 0, NULL),
+	       NFS4ERR_BAD_STATEID);
+	expect("LAYOUTGET READ, the open stateid of another file",
+	       pu_layoutget(c1, &ffh, LAYOUTIOMODE4_READ, 0, 64 * KIB, 0, &gsid, 0, NULL),
+	       NFS4ERR_BAD_STATEID);
+	expect("LAYOUTGET RW, the layout stateid of another file",
+	       pu_layoutget(c1, &ffh, LAYOUTIOMODE4_RW, 0, 64 * KIB, 0, &gl.stateid, 0, NULL),
+	       NFS4ERR_BAD_STATEID);
+	expect("LAYOUTGET READ, the layout stateid of another file",
+	       pu_layoutget(c1, &ffh, LAYOUTIOMODE4_READ, 0, 64 * KIB, 0, &gl.stateid, 0, NULL),
 	       NFS4ERR_BAD_STATEID);
 	struct stateid4 anon = {0};
 	expect("LAYOUTGET, the anonymous stateid",
