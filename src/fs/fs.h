@@ -443,8 +443,20 @@ struct fs_layout_ops {
 void fs_set_layout_ops(struct fs *fs, const struct fs_layout_ops *ops);
 int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len,
 		  bool rw);
-/* Return the holder's layouts in the range (len UINT64_MAX: all). */
-void fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len);
+/* Modes of layouts, for fs_layout_return. */
+#define FS_LAYOUT_READ 0x1u
+#define FS_LAYOUT_RW   0x2u
+#define FS_LAYOUT_ANY  (FS_LAYOUT_READ | FS_LAYOUT_RW)
+/*
+ * Return the holder's layouts of the modes given in [off, off+len) (len
+ * UINT64_MAX: to the end): a layout only partly in the range keeps what
+ * lies outside it (a client may return part of a layout and go on using
+ * the rest, which must still be recalled when it conflicts). Wakes the
+ * waiters once no layout of ip is being recalled. Returns whether the
+ * holder still holds a layout of ip.
+ */
+bool fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len,
+		      unsigned modes);
 bool fs_layout_recalling(struct fs_inode *ip);
 /* Does holder hold layouts of ip covering [off, off+len) (rw: for
  * writing)? A LAYOUTCOMMIT may name only what its client holds. */

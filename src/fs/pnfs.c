@@ -294,20 +294,47 @@ int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t l
 	return err;
 }
 
-void fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len)
+bool fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len,
+		      unsigned modes)
 {
 	struct fs *fs = ip->i_fs;
 	struct fs_layout_waiter *wake = NULL;
+	uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+	bool held = false;
 	mutex_lock(&fs->f_layout_lock);
 	struct fs_layout **pp = &ip->i_layouts;
 	while (*pp) {
 		struct fs_layout *l = *pp;
-		if (l->holder == holder && (len == UINT64_MAX || overlap(l->off, l->len, off, len))) {
-			*pp = l->next;
-			free(l);
+		uint64_t le = l->len > UINT64_MAX - l->off ? UINT64_MAX : l->off + l->len;
+		if (l->holder != holder || !(modes & (l->rw ? FS_LAYOUT_RW : FS_LAYOUT_READ)) ||
+		    !overlap(l->off, l->len, off, len)) {
+			held |= l->holder == holder;
+			pp = &l->next;
 			continue;
 		}
-		pp = &l->next;
+		/* what lies outside the range stays held, recalled or not */
+		if (l->off < off && le > end) {
+			struct fs_layout *tail = xcalloc(1, sizeof(*tail));
+			*tail = *l;
+			tail->off = end;
+			tail->len = le - end;
+			l->len = off - l->off;
+			l->next = tail;
+			held = true;
+			pp = &tail->next;
+		} else if (l->off < off) {
+			l->len = off - l->off;
+			held = true;
+			pp = &l->next;
+		} else if (le > end) {
+			l->off = end;
+			l->len = le - end;
+			held = true;
+			pp = &l->next;
+		} else {
+			*pp = l->next;
+			free(l);
+		}
 	}
 	if (!any_recalling(ip)) {
 		wake = ip->i_layout_waiters;
@@ -320,6 +347,7 @@ void fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64
 		wake->fn(wake);
 		wake = next;
 	}
+	return held;
 }
 
 bool fs_layout_covers(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw)

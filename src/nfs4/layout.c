@@ -182,7 +182,7 @@ void nfs4_layout_release(struct nfs4_server *s, struct nfs4_layout *lo)
 		}
 	}
 	mutex_unlock(&t->lock);
-	fs_layout_return(lo->ip, lo->clientid, 0, UINT64_MAX);
+	fs_layout_return(lo->ip, lo->clientid, 0, UINT64_MAX, FS_LAYOUT_ANY);
 	fs_iput(lo->ip);
 	free(lo);
 }
@@ -311,7 +311,7 @@ uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 	unsigned n = 0;
 	err = fs_map_blocks(c->cfh.ip, off, end - off, rw, maps, max, &n);
 	if (err) {
-		fs_layout_return(c->cfh.ip, nfs4_client_id(c->clp), off, end - off);
+		fs_layout_return(c->cfh.ip, nfs4_client_id(c->clp), off, end - off, FS_LAYOUT_ANY);
 		st = nfs4_status(err);
 		goto out;
 	}
@@ -319,7 +319,7 @@ uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 	if (la->loga_minlength && got_end < la->loga_offset + la->loga_minlength &&
 	    got_end < FS_MAX_FILE_SIZE) {
 		/* fewer extents than the range needs: the client asks again */
-		fs_layout_return(c->cfh.ip, nfs4_client_id(c->clp), off, end - off);
+		fs_layout_return(c->cfh.ip, nfs4_client_id(c->clp), off, end - off, FS_LAYOUT_ANY);
 		st = NFS4ERR_LAYOUTTRYLATER;
 		goto out;
 	}
@@ -567,24 +567,29 @@ out:
 /* Give back the layouts of a layout stateid in a range; the stateid goes
  * when nothing is left (lrs_present false). */
 static uint32_t return_file(struct nfs4_compound *c, const struct layoutreturn_file4 *rf,
-			    struct layoutreturn_stateid *out)
+			    layoutiomode4 iomode, struct layoutreturn_stateid *out)
 {
 	struct nfs4_stid *sp;
 	uint32_t st = layout_stid(c, &rf->lrf_stateid, &sp);
 	if (st)
 		return st;
 	struct nfs4_layout *lo = nfs4_stid_payload(sp);
-	uint64_t len = rf->lrf_length == UINT64_MAX ? UINT64_MAX : rf->lrf_length;
-	bool all = rf->lrf_offset == 0 && len == UINT64_MAX;
-	fs_layout_return(lo->ip, lo->clientid, rf->lrf_offset, len);
-	mutex_lock(&c->s->layouts->lock);
-	lo->recalled = false;
-	mutex_unlock(&c->s->layouts->lock);
+	/* the range and iomode given, no more (RFC 8881 18.44.3): what is
+	 * left stays held, and recalled if it was */
+	unsigned modes = iomode == LAYOUTIOMODE4_READ ? FS_LAYOUT_READ
+			 : iomode == LAYOUTIOMODE4_RW ? FS_LAYOUT_RW
+						      : FS_LAYOUT_ANY;
+	bool held = fs_layout_return(lo->ip, lo->clientid, rf->lrf_offset, rf->lrf_length, modes);
+	if (!held) {
+		mutex_lock(&c->s->layouts->lock);
+		lo->recalled = false;
+		mutex_unlock(&c->s->layouts->lock);
+	}
 	struct nfs4_stateid sid;
 	nfs4_stid_lock(sp);
 	nfs4_stid_bump(sp, &sid);
 	nfs4_stid_unlock(sp);
-	if (all) {
+	if (!held) {
 		nfs4_stid_unhash(sp);
 		out->lrs_present = false;
 	} else {
@@ -628,7 +633,7 @@ static void return_all(struct nfs4_compound *c)
 			return;
 		struct nfs4_layout *lo = nfs4_stid_payload(sp);
 		if (lo) /* NULL once revoked: the revocation returned its leases */
-			fs_layout_return(lo->ip, lo->clientid, 0, UINT64_MAX);
+			fs_layout_return(lo->ip, lo->clientid, 0, UINT64_MAX, FS_LAYOUT_ANY);
 		nfs4_stid_unhash(sp);
 		nfs4_stid_put(sp);
 		counter_inc(&c->s->st.layoutreturns);
@@ -647,7 +652,7 @@ uint32_t nfs4_op_layoutreturn(struct nfs4_compound *c, struct nfs_argop4 *a, str
 	case LAYOUTRETURN4_FILE:
 		if (c->cfh.kind != NFS4_FH_FS)
 			return NFS4ERR_NOFILEHANDLE;
-		return return_file(c, &la->lora_layoutreturn.lr_layout, out);
+		return return_file(c, &la->lora_layoutreturn.lr_layout, la->lora_iomode, out);
 	case LAYOUTRETURN4_FSID:
 	case LAYOUTRETURN4_ALL:
 		return_all(c);
@@ -735,7 +740,7 @@ static void engine_recall(void *arg, struct fs_inode *ip, uint64_t holder)
 	mutex_unlock(&t->lock);
 	if (!sp) {
 		/* a lease without a stateid (its LAYOUTGET failed half way) */
-		fs_layout_return(ip, holder, 0, UINT64_MAX);
+		fs_layout_return(ip, holder, 0, UINT64_MAX, FS_LAYOUT_ANY);
 		return;
 	}
 	send_recall(s, lo, sp);

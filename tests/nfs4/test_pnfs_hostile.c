@@ -35,7 +35,11 @@
  *     (BADIOMODE), another layout type; FSID and ALL by a client holding
  *     nothing, and a range never given: OK with the layouts actually held
  *     still held (a LAYOUTCOMMIT in them succeeds).
- *  6. At the end jnfsd stops cleanly and `jnfs check` is clean.
+ *  6. A return of part of a layout, or of the READ layouts of a client
+ *     that also holds an RW one, leaves the rest held: a LAYOUTCOMMIT in
+ *     it succeeds (one in the part returned is BADLAYOUT) and another
+ *     client's WRITE through the server to it waits for its recall.
+ *  7. At the end jnfsd stops cleanly and `jnfs check` is clean.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -479,6 +483,48 @@ int main(int argc, char **argv)
 		 NFS4_OK);
 	expect("the same WRITE once the layouts are returned", c2_write(&f2fh, &f2sid, 0), NFS4_OK);
 	TEST_PASS("LAYOUTRETURN of what was never given");
+
+	/* 6: a return of part of a layout, or of the other iomode, leaves the
+	 * rest held: a LAYOUTCOMMIT in it succeeds and a WRITE through the
+	 * server to it waits for its recall */
+	struct nfs4c_fh hfh, h2fh;
+	struct stateid4 hsid, h2sid;
+	struct pu_layout hl, hr;
+	CHECK_EQ(pu_open(c1, &pn1, "h", true, OPEN4_SHARE_ACCESS_BOTH, &hfh, &hsid), NFS4_OK);
+	CHECK_EQ(pu_open(c2, &pn2, "h", false, OPEN4_SHARE_ACCESS_BOTH, &h2fh, &h2sid), NFS4_OK);
+	CHECK_EQ(pu_layoutget(c1, &hfh, LAYOUTIOMODE4_RW, 0, 256 * KIB, 256 * KIB, &hsid, 0, &hl),
+		 NFS4_OK);
+	CHECK_EQ(pu_layoutget(c1, &hfh, LAYOUTIOMODE4_READ, 0, 256 * KIB, 0, &hl.stateid, 0, &hr),
+		 NFS4_OK);
+	struct stateid4 hls = hr.stateid;
+	expect("LAYOUTRETURN of [0, 64K) of an RW layout of [0, 256K)",
+	       pu_layoutreturn(c1, &hfh, LAYOUTIOMODE4_RW, LAYOUTRETURN4_FILE, 0, 64 * KIB, &hls,
+			       &hls),
+	       NFS4_OK);
+	CHECK(hls.seqid != 0);
+	expect("LAYOUTRETURN of the READ layouts, whole file",
+	       pu_layoutreturn(c1, &hfh, LAYOUTIOMODE4_READ, LAYOUTRETURN4_FILE, 0, UINT64_MAX,
+			       &hls, &hls),
+	       NFS4_OK);
+	CHECK(hls.seqid != 0); /* the RW layout of [64K, 256K) is left */
+	struct nfs4c_blk_ext kept = ext(128 * KIB, 4 * KIB, 0);
+	expect("then a LAYOUTCOMMIT of [128K, 132K)",
+	       pu_layoutcommit(c1, &hfh, &hls, &kept, 1, UINT64_MAX, NULL), NFS4_OK);
+	struct nfs4c_blk_ext gone = ext(0, 4 * KIB, 0);
+	expect("and of [0, 4K), returned",
+	       pu_layoutcommit(c1, &hfh, &hls, &gone, 1, UINT64_MAX, NULL), NFS4ERR_BADLAYOUT);
+	unsigned before = atomic_load(&recalls);
+	expect("a WRITE through the server into what is left, by another client",
+	       c2_write(&h2fh, &h2sid, 128 * KIB), NFS4ERR_DELAY);
+	CHECK(atomic_load(&recalls) > before);
+	CHECK_EQ(pu_layoutreturn(c1, &hfh, LAYOUTIOMODE4_ANY, LAYOUTRETURN4_FILE, 0, UINT64_MAX,
+				 &hls, &hls),
+		 NFS4_OK);
+	CHECK_EQ(hls.seqid, 0); /* nothing left */
+	expect("the same WRITE once it is returned", c2_write(&h2fh, &h2sid, 128 * KIB), NFS4_OK);
+	pu_close(c1, &hfh, &hsid);
+	pu_close(c2, &h2fh, &h2sid);
+	TEST_PASS("a partial LAYOUTRETURN keeps the rest of the layout, and its recall");
 
 	pu_close(c1, &vfh, &vsid);
 	pu_close(c1, &ffh, &fsid);
