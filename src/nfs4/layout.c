@@ -221,7 +221,7 @@ uint32_t nfs4_layoutget_reply_size(const struct nfs_argop4 *a)
 	return n && n < most ? n : most;
 }
 
-uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	const struct LAYOUTGET4args *la = &a->oplayoutget;
 	struct LAYOUTGET4resok *ok = &r->oplayoutget.logr_resok4;
@@ -370,6 +370,17 @@ out:
 	if (st && fresh)
 		nfs4_stid_unhash(lsid);
 	nfs4_stid_put(lsid);
+	return st;
+}
+
+/* LAYOUTTRYLATER carries a result of its own (the row has OP4_ERRDATA):
+ * the client is never told when a layout becomes available. */
+uint32_t nfs4_op_layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+{
+	uint32_t st = layoutget(c, a, r);
+	r->oplayoutget.logr_status = st;
+	if (st == NFS4ERR_LAYOUTTRYLATER)
+		r->oplayoutget.logr_will_signal_layout_avail = false;
 	return st;
 }
 

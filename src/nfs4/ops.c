@@ -127,7 +127,7 @@ const struct nfs4_op nfs4_ops[OP_CLONE + 1] = {
 	ROW(GETDEVICEINFO, nfs4_op_getdeviceinfo, OP4_ERRDATA, NULL),
 	ROW(GETDEVICELIST, nfs4_op_getdevicelist, OP4_CFH, NULL),
 	ROW(LAYOUTCOMMIT, nfs4_op_layoutcommit, OP4_CFH | OP4_MODIFIES, NULL),
-	ROW(LAYOUTGET, nfs4_op_layoutget, OP4_CFH, nfs4_layoutget_reply_size),
+	ROW(LAYOUTGET, nfs4_op_layoutget, OP4_CFH | OP4_ERRDATA, nfs4_layoutget_reply_size),
 	ROW(LAYOUTRETURN, nfs4_op_layoutreturn, 0, NULL),
 	ROW(SECINFO_NO_NAME, nfs4_op_secinfo_no_name, OP4_CFH | OP4_SETS_CFH, NULL),
 	ROW(SEQUENCE, nfs4_op_sequence, OP4_FIRST, NULL),

@@ -148,7 +148,13 @@ void pu_client_end(struct nfs4c_client *cl)
 /* Send c and reset it for the next use: the compound's status. */
 static nfsstat4 send(struct nfs4c_compound *c)
 {
-	CHECK_OK(nfs4c_send(c));
+	int err = nfs4c_send(c);
+	if (err) {
+		fprintf(stderr, "a compound of %u operations (the last %d) failed: %d, rpc %d\n",
+			c->nops, c->nops ? (int)c->ops[c->nops - 1].argop : -1, err,
+			(int)c->rh.stat);
+		CHECK_OK(err);
+	}
 	return c->status;
 }
 

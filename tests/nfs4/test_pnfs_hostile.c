@@ -39,7 +39,10 @@
  *     that also holds an RW one, leaves the rest held: a LAYOUTCOMMIT in
  *     it succeeds (one in the part returned is BADLAYOUT) and another
  *     client's WRITE through the server to it waits for its recall.
- *  7. At the end jnfsd stops cleanly and `jnfs check` is clean.
+ *  7. A LAYOUTGET whose minlength does not fit in its reply (room for
+ *     fewer extents than the range has) is LAYOUTTRYLATER, with the
+ *     result that status carries (logr_will_signal_layout_avail).
+ *  8. At the end jnfsd stops cleanly and `jnfs check` is clean.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -525,6 +528,30 @@ int main(int argc, char **argv)
 	pu_close(c1, &hfh, &hsid);
 	pu_close(c2, &h2fh, &h2sid);
 	TEST_PASS("a partial LAYOUTRETURN keeps the rest of the layout, and its recall");
+
+	/* 7: "frag" has written and unwritten blocks in turn, so [0, 64K) is
+	 * 16 extents; a maxcount of 108 bytes leaves room for one (64 bytes
+	 * of the rest of the reply, 44 per extent) */
+	struct nfs4c_fh qfh, q2fh;
+	struct stateid4 qsid, q2sid;
+	struct pu_layout ql;
+	CHECK_EQ(pu_open(c1, &pn1, "frag", true, OPEN4_SHARE_ACCESS_BOTH, &qfh, &qsid), NFS4_OK);
+	CHECK_EQ(pu_open(c2, &pn2, "frag", false, OPEN4_SHARE_ACCESS_BOTH, &q2fh, &q2sid), NFS4_OK);
+	for (uint64_t o = 0; o < 64 * KIB; o += 8 * KIB)
+		CHECK_EQ(pu_write(c1, &qfh, &qsid, o, victim, 4 * KIB, FILE_SYNC4), NFS4_OK);
+	CHECK_EQ(pu_layoutget(c1, &qfh, LAYOUTIOMODE4_RW, 0, 16 * KIB, 16 * KIB, &qsid, 0, &ql),
+		 NFS4_OK);
+	CHECK_EQ(ql.n, 4);
+	expect("LAYOUTGET RW [0, 64K), minlength 64K, room for one extent",
+	       pu_layoutget(c1, &qfh, LAYOUTIOMODE4_RW, 0, 64 * KIB, 64 * KIB, &ql.stateid, 108,
+			    NULL),
+	       NFS4ERR_LAYOUTTRYLATER);
+	CHECK_EQ(pu_layoutreturn(c1, &qfh, LAYOUTIOMODE4_ANY, LAYOUTRETURN4_FILE, 0, UINT64_MAX,
+				 &ql.stateid, NULL),
+		 NFS4_OK);
+	pu_close(c1, &qfh, &qsid);
+	pu_close(c2, &q2fh, &q2sid);
+	TEST_PASS("LAYOUTTRYLATER, with its result");
 
 	pu_close(c1, &vfh, &vsid);
 	pu_close(c1, &ffh, &fsid);
