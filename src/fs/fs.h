@@ -441,8 +441,17 @@ struct fs_layout_ops {
 	void *arg;
 };
 void fs_set_layout_ops(struct fs *fs, const struct fs_layout_ops *ops);
-int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len,
-		  bool rw);
+/*
+ * Add a layout of [off, off+len) for holder, unless it conflicts with
+ * another holder's (whose recall this starts: -EAGAIN) or a recall of ip
+ * is under way (-EAGAIN). *id names the new layout for fs_layout_trim.
+ */
+int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw,
+		  uint64_t *id);
+/* The layout fs_layout_get just added was handed out only as far as its
+ * first len bytes (0: not at all, e.g. the LAYOUTGET failed after all):
+ * the rest goes, as if returned, and nothing else of the holder's. */
+void fs_layout_trim(struct fs_inode *ip, uint64_t id, uint64_t len);
 /* Modes of layouts, for fs_layout_return. */
 #define FS_LAYOUT_READ 0x1u
 #define FS_LAYOUT_RW   0x2u

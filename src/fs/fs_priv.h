@@ -351,6 +351,7 @@ struct fs_icore {
 };
 
 struct fs_layout {
+	uint64_t id; /* fs_layout_get's, for fs_layout_trim */
 	uint64_t holder;
 	uint64_t off, len;
 	bool rw;
@@ -583,6 +584,7 @@ struct fs {
 	struct mutex f_layout_lock;
 	struct cond f_layout_cond;
 	struct fs_layout_ops f_layout_ops;
+	uint64_t f_layout_next_id; /* under f_layout_lock */
 
 	struct {
 		counter_t writes, write_bytes, reads, read_bytes;

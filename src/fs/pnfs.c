@@ -254,7 +254,8 @@ static unsigned mark_recall(struct fs_inode *ip, uint64_t holder)
 	return n;
 }
 
-int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw)
+int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw,
+		  uint64_t *id)
 {
 	struct fs *fs = ip->i_fs;
 	uint64_t recall[16];
@@ -274,8 +275,10 @@ int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t l
 			}
 		}
 	}
+	*id = 0;
 	if (!err) {
 		struct fs_layout *l = xcalloc(1, sizeof(*l));
+		l->id = *id = ++fs->f_layout_next_id;
 		l->holder = holder;
 		l->off = off;
 		l->len = len;
@@ -292,6 +295,28 @@ int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t l
 			ops.recall(ops.arg, ip, recall[i]);
 	}
 	return err;
+}
+
+/* Wake the waiters once no layout of ip is being recalled (f_layout_lock
+ * held): the list of those to call after it is dropped. */
+static struct fs_layout_waiter *take_waiters(struct fs_inode *ip)
+{
+	struct fs_layout_waiter *wake = NULL;
+	if (!any_recalling(ip)) {
+		wake = ip->i_layout_waiters;
+		ip->i_layout_waiters = NULL;
+		cond_broadcast(&ip->i_fs->f_layout_cond);
+	}
+	return wake;
+}
+
+static void call_waiters(struct fs_layout_waiter *wake)
+{
+	while (wake) {
+		struct fs_layout_waiter *next = wake->next;
+		wake->fn(wake);
+		wake = next;
+	}
 }
 
 bool fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len,
@@ -316,6 +341,7 @@ bool fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64
 		if (l->off < off && le > end) {
 			struct fs_layout *tail = xcalloc(1, sizeof(*tail));
 			*tail = *l;
+			tail->id = 0; /* fs_layout_trim names what LAYOUTGET added */
 			tail->off = end;
 			tail->len = le - end;
 			l->len = off - l->off;
@@ -336,18 +362,31 @@ bool fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64
 			free(l);
 		}
 	}
-	if (!any_recalling(ip)) {
-		wake = ip->i_layout_waiters;
-		ip->i_layout_waiters = NULL;
-		cond_broadcast(&fs->f_layout_cond);
-	}
+	wake = take_waiters(ip);
 	mutex_unlock(&fs->f_layout_lock);
-	while (wake) {
-		struct fs_layout_waiter *next = wake->next;
-		wake->fn(wake);
-		wake = next;
-	}
+	call_waiters(wake);
 	return held;
+}
+
+void fs_layout_trim(struct fs_inode *ip, uint64_t id, uint64_t len)
+{
+	struct fs *fs = ip->i_fs;
+	mutex_lock(&fs->f_layout_lock);
+	for (struct fs_layout **pp = &ip->i_layouts; *pp; pp = &(*pp)->next) {
+		struct fs_layout *l = *pp;
+		if (l->id != id)
+			continue;
+		if (len) {
+			l->len = MIN(l->len, len);
+		} else {
+			*pp = l->next;
+			free(l);
+		}
+		break;
+	}
+	struct fs_layout_waiter *wake = take_waiters(ip);
+	mutex_unlock(&fs->f_layout_lock);
+	call_waiters(wake);
 }
 
 bool fs_layout_covers(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw)

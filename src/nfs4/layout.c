@@ -299,9 +299,10 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 
 	struct nfs4_stid *lsid;
 	bool fresh;
+	uint64_t lid = 0; /* the lease this LAYOUTGET adds: exactly what it hands out */
 	if ((st = layout_get_stid(c, c->cfh.ip, &lsid, &fresh)))
 		return st;
-	err = fs_layout_get(c->cfh.ip, nfs4_client_id(c->clp), off, end - off, rw);
+	err = fs_layout_get(c->cfh.ip, nfs4_client_id(c->clp), off, end - off, rw, &lid);
 	if (err) {
 		/* another client's layout was in the way: it is being recalled */
 		st = err == -EAGAIN ? NFS4ERR_LAYOUTTRYLATER : nfs4_status(err);
@@ -311,7 +312,6 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	unsigned n = 0;
 	err = fs_map_blocks(c->cfh.ip, off, end - off, rw, maps, max, &n);
 	if (err) {
-		fs_layout_return(c->cfh.ip, nfs4_client_id(c->clp), off, end - off, FS_LAYOUT_ANY);
 		st = nfs4_status(err);
 		goto out;
 	}
@@ -319,10 +319,13 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	if (la->loga_minlength && got_end < la->loga_offset + la->loga_minlength &&
 	    got_end < FS_MAX_FILE_SIZE) {
 		/* fewer extents than the range needs: the client asks again */
-		fs_layout_return(c->cfh.ip, nfs4_client_id(c->clp), off, end - off, FS_LAYOUT_ANY);
 		st = NFS4ERR_LAYOUTTRYLATER;
 		goto out;
 	}
+	/* the client holds what it is told, not what it asked for: a
+	 * LAYOUTCOMMIT or a recall past got_end concerns none of its layouts */
+	if (got_end < end)
+		fs_layout_trim(c->cfh.ip, lid, got_end - off);
 	/* the layout body: a pnfs_block_layout4 */
 	struct pnfs_block_extent4 *ex = nfs4_res_alloc(c, (n ? n : 1) * sizeof(*ex));
 	struct layout4 *l4 = nfs4_res_alloc(c, sizeof(*l4));
@@ -367,6 +370,9 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	nfs4_set_cur_sid(c, &sid);
 	counter_inc(&c->s->st.layoutgets);
 out:
+	/* a failed LAYOUTGET takes back its own lease, nothing held before */
+	if (st && lid)
+		fs_layout_trim(c->cfh.ip, lid, 0);
 	if (st && fresh)
 		nfs4_stid_unhash(lsid);
 	nfs4_stid_put(lsid);

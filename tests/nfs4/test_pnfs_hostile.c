@@ -41,7 +41,10 @@
  *     client's WRITE through the server to it waits for its recall.
  *  7. A LAYOUTGET whose minlength does not fit in its reply (room for
  *     fewer extents than the range has) is LAYOUTTRYLATER, with the
- *     result that status carries (logr_will_signal_layout_avail).
+ *     result that status carries (logr_will_signal_layout_avail), and
+ *     leaves the layouts held before as they were. One that could hand
+ *     out only part of the range holds only that part: a LAYOUTCOMMIT
+ *     beyond it is BADLAYOUT.
  *  8. At the end jnfsd stops cleanly and `jnfs check` is clean.
  */
 #include <errno.h>
@@ -529,14 +532,14 @@ int main(int argc, char **argv)
 	pu_close(c2, &h2fh, &h2sid);
 	TEST_PASS("a partial LAYOUTRETURN keeps the rest of the layout, and its recall");
 
-	/* 7: "frag" has written and unwritten blocks in turn, so [0, 64K) is
-	 * 16 extents; a maxcount of 108 bytes leaves room for one (64 bytes
-	 * of the rest of the reply, 44 per extent) */
-	struct nfs4c_fh qfh, q2fh;
-	struct stateid4 qsid, q2sid;
-	struct pu_layout ql;
+	/* 7: a LAYOUTGET holds what it hands out, no more, and one that fails
+	 * takes nothing away. "frag" has written and unwritten blocks in
+	 * turn, so [0, 64K) is 16 extents; a maxcount of 108 bytes leaves
+	 * room for one (64 bytes of the rest of the reply, 44 per extent) */
+	struct nfs4c_fh qfh;
+	struct stateid4 qsid;
+	struct pu_layout ql, qg;
 	CHECK_EQ(pu_open(c1, &pn1, "frag", true, OPEN4_SHARE_ACCESS_BOTH, &qfh, &qsid), NFS4_OK);
-	CHECK_EQ(pu_open(c2, &pn2, "frag", false, OPEN4_SHARE_ACCESS_BOTH, &q2fh, &q2sid), NFS4_OK);
 	for (uint64_t o = 0; o < 64 * KIB; o += 8 * KIB)
 		CHECK_EQ(pu_write(c1, &qfh, &qsid, o, victim, 4 * KIB, FILE_SYNC4), NFS4_OK);
 	CHECK_EQ(pu_layoutget(c1, &qfh, LAYOUTIOMODE4_RW, 0, 16 * KIB, 16 * KIB, &qsid, 0, &ql),
@@ -546,12 +549,24 @@ int main(int argc, char **argv)
 	       pu_layoutget(c1, &qfh, LAYOUTIOMODE4_RW, 0, 64 * KIB, 64 * KIB, &ql.stateid, 108,
 			    NULL),
 	       NFS4ERR_LAYOUTTRYLATER);
+	struct nfs4c_blk_ext q4 = ext(4 * KIB, 4 * KIB, 0);
+	expect("then a LAYOUTCOMMIT in the layout of [0, 16K) held before",
+	       pu_layoutcommit(c1, &qfh, &ql.stateid, &q4, 1, UINT64_MAX, NULL), NFS4_OK);
+	CHECK_EQ(pu_layoutget(c1, &qfh, LAYOUTIOMODE4_RW, 32 * KIB, 32 * KIB, 4 * KIB, &ql.stateid,
+			      108, &qg),
+		 NFS4_OK);
+	printf("LAYOUTGET RW [32K, 64K), room for one extent: [%llu, +%llu), %u extent\n",
+	       (unsigned long long)qg.off, (unsigned long long)qg.len, qg.n);
+	CHECK(qg.n == 1 && qg.off == 32 * KIB && qg.len == 4 * KIB);
+	struct nfs4c_blk_ext q40 = ext(40 * KIB, 4 * KIB, 0);
+	expect("a LAYOUTCOMMIT of [40K, 44K), asked for but not handed out",
+	       pu_layoutcommit(c1, &qfh, &qg.stateid, &q40, 1, UINT64_MAX, NULL),
+	       NFS4ERR_BADLAYOUT);
 	CHECK_EQ(pu_layoutreturn(c1, &qfh, LAYOUTIOMODE4_ANY, LAYOUTRETURN4_FILE, 0, UINT64_MAX,
-				 &ql.stateid, NULL),
+				 &qg.stateid, NULL),
 		 NFS4_OK);
 	pu_close(c1, &qfh, &qsid);
-	pu_close(c2, &q2fh, &q2sid);
-	TEST_PASS("LAYOUTTRYLATER, with its result");
+	TEST_PASS("a LAYOUTGET holds what it hands out; one that fails keeps what was held");
 
 	pu_close(c1, &vfh, &vsid);
 	pu_close(c1, &ffh, &fsid);
