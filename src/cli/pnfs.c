@@ -23,7 +23,9 @@
  *                             --io writes each followed by a LAYOUTCOMMIT
  *   hold NAME                 get an RW layout of NAME and keep it: recalls
  *                             are acknowledged and ignored (--return-on-recall:
- *                             return it when recalled, then exit)
+ *                             return it when recalled, then exit; --end-probe:
+ *                             at the end, try a LAYOUTCOMMIT and a LAYOUTRETURN
+ *                             of it and say what the server answered)
  *
  * The workloads print `name value` lines. Server counters are read from
  * jnfsd's administration program before and after the measured part (the
@@ -39,6 +41,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +68,7 @@ struct opts {
 	uint64_t size, io;
 	unsigned threads, count, rounds;
 	unsigned seconds;
-	bool commit_each, return_on_recall;
+	bool commit_each, return_on_recall, end_probe;
 	unsigned minor;
 };
 
@@ -96,7 +99,7 @@ static void usage(FILE *f)
 		   "  get NAME LOCAL [--io SIZE]\n"
 		   "  overwrite NAME --size SIZE --io SIZE [--threads T] [--rounds R]\n"
 		   "  newfiles NAME --size SIZE --io SIZE [--threads T] [--count N]\n"
-		   "  hold NAME [--size SIZE] [--seconds N] [--return-on-recall]\n");
+		   "  hold NAME [--size SIZE] [--seconds N] [--return-on-recall | --end-probe]\n");
 }
 
 static void note_line(void *arg, const char *line)
@@ -104,14 +107,18 @@ static void note_line(void *arg, const char *line)
 	fprintf(stderr, "jnfs pnfs: %s\n", line);
 }
 
+#define SEQ4_REVOKED                                                                               \
+	(SEQ4_STATUS_RECALLABLE_STATE_REVOKED | SEQ4_STATUS_ADMIN_STATE_REVOKED |                  \
+	 SEQ4_STATUS_EXPIRED_ALL_STATE_REVOKED | SEQ4_STATUS_EXPIRED_SOME_STATE_REVOKED)
+
+/* Every SEQUENCE status flag the server ever set (hold prints it). */
+static _Atomic uint32_t flags_seen;
+
 static void flags_changed(void *arg, struct nfs4c_client *cl, uint32_t old, uint32_t flags)
 {
+	atomic_fetch_or(&flags_seen, flags);
 	fprintf(stderr, "jnfs pnfs: SEQUENCE status flags 0x%x (were 0x%x)%s\n", flags, old,
-		flags & (SEQ4_STATUS_RECALLABLE_STATE_REVOKED | SEQ4_STATUS_ADMIN_STATE_REVOKED |
-			 SEQ4_STATUS_EXPIRED_ALL_STATE_REVOKED |
-			 SEQ4_STATUS_EXPIRED_SOME_STATE_REVOKED)
-			? ": state revoked"
-			: "");
+		flags & SEQ4_REVOKED ? ": state revoked" : "");
 }
 
 static const struct nfs4c_hooks hooks = {.status_flags = flags_changed};
@@ -136,6 +143,14 @@ static const char *status_name(int st)
 		return "NFS4ERR_LAYOUTTRYLATER";
 	case NFS4ERR_BAD_STATEID:
 		return "NFS4ERR_BAD_STATEID";
+	case NFS4ERR_OLD_STATEID:
+		return "NFS4ERR_OLD_STATEID";
+	case NFS4ERR_DELEG_REVOKED:
+		return "NFS4ERR_DELEG_REVOKED";
+	case NFS4ERR_ADMIN_REVOKED:
+		return "NFS4ERR_ADMIN_REVOKED";
+	case NFS4ERR_EXPIRED:
+		return "NFS4ERR_EXPIRED";
 	case NFS4ERR_NOENT:
 		return "NFS4ERR_NOENT";
 	case NFS4ERR_EXIST:
@@ -805,6 +820,59 @@ static int cmd_newfiles(struct ctx *x)
 
 /* ---- hold, info ------------------------------------------------------------------- */
 
+/* One layout operation of hold_probe on f: the status it got. */
+static int probe_send(struct ctx *x, struct nfs4c_compound *c)
+{
+	int ret = nfs4c_send(c);
+	if (!ret)
+		ret = c->status;
+	nfs4c_compound_reset(c);
+	return ret;
+}
+
+/*
+ * hold --end-probe: what a client that kept its layout would send at the
+ * end, a LAYOUTCOMMIT (with nothing written: an empty update) and a
+ * LAYOUTRETURN of the whole file with its layout stateid, and what the
+ * server answered; and whether a SEQUENCE reply ever said state of ours
+ * was revoked. A client fenced for keeping a recalled layout gets both
+ * refused and RECALLABLE_STATE_REVOKED (docs/design.md rule 9).
+ */
+static void hold_probe(struct ctx *x, struct nfs4c_pnfs_file *f, const struct stateid4 *given)
+{
+	struct stateid4 sid = *given;
+	struct nfs4c_compound c;
+	struct xdr_enc e;
+	uint8_t body[16];
+	nfs4c_pnfs_layout_stateid(f, &sid); /* the newest the library knows, if any */
+	xdr_enc_init_buf(&e, body, sizeof(body), sizeof(body));
+	int ret = nfs4c_blk_update_encode(&e, NULL, 0);
+	struct nfs4c_layoutcommit lc = {.off = 0,
+					.len = UINT64_MAX,
+					.stateid = sid,
+					.type = LAYOUT4_BLOCK_VOLUME,
+					.body = body,
+					.body_len = (uint32_t)xdr_enc_len(&e)};
+	xdr_enc_destroy(&e);
+	nfs4c_compound_init(&c, x->cl);
+	if (!ret) {
+		nfs4c_op_putfh(&c, nfs4c_pnfs_fh(f));
+		nfs4c_op_layoutcommit(&c, &lc);
+		ret = probe_send(x, &c);
+	}
+	printf("pnfs.hold.layoutcommit %s\n", ret ? status_name(ret) : "NFS4_OK");
+	nfs4c_op_putfh(&c, nfs4c_pnfs_fh(f));
+	nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_ANY, LAYOUTRETURN4_FILE, 0,
+			      UINT64_MAX, &sid);
+	ret = probe_send(x, &c);
+	printf("pnfs.hold.layoutreturn %s\n", ret ? status_name(ret) : "NFS4_OK");
+	nfs4c_compound_destroy(&c);
+	struct nfs4c_info info;
+	nfs4c_get_info(x->cl, &info);
+	uint32_t seen = atomic_load(&flags_seen) | info.status_flags;
+	printf("pnfs.hold.state_revoked %d\n", !!(seen & SEQ4_STATUS_RECALLABLE_STATE_REVOKED));
+}
+
 static int cmd_hold(struct ctx *x)
 {
 	const char *name = x->o.args[0];
@@ -835,6 +903,8 @@ static int cmd_hold(struct ctx *x)
 	printf("pnfs.hold.recalls %llu\n", (unsigned long long)st.recalls);
 	printf("pnfs.hold.recalls_ignored %llu\n", (unsigned long long)st.recalls_ignored);
 	printf("pnfs.hold.recalls_returned %llu\n", (unsigned long long)st.recalls_returned);
+	if (x->o.end_probe)
+		hold_probe(x, f, &sid);
 	/* with --return-on-recall the layout went back; without, CLOSE only
 	 * (a held layout is never returned) */
 	ret = nfs4c_pnfs_close(f);
@@ -919,6 +989,7 @@ static int parse(int argc, char **argv, struct opts *o)
 					      {"seconds", required_argument, NULL, 'T'},
 					      {"commit-each", no_argument, NULL, 'c'},
 					      {"return-on-recall", no_argument, NULL, 'R'},
+					      {"end-probe", no_argument, NULL, 'P'},
 					      {"minor", required_argument, NULL, 'm'},
 					      {"help", no_argument, NULL, 'h'},
 					      {NULL, 0, NULL, 0}};
@@ -958,6 +1029,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'R':
 			o->return_on_recall = true;
+			break;
+		case 'P':
+			o->end_probe = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -1031,6 +1105,10 @@ int cli_pnfs(int argc, char **argv)
 		return r;
 	if (!strcmp(x.o.cmd, "newfiles") && (r = check_sizes(&x, true)))
 		return r;
+	if (x.o.end_probe && (strcmp(x.o.cmd, "hold") || x.o.return_on_recall)) {
+		fprintf(stderr, "jnfs pnfs: --end-probe is for hold without --return-on-recall\n");
+		return 2;
+	}
 	bool hold = !strcmp(x.o.cmd, "hold") && !x.o.return_on_recall;
 	if (!strcmp(x.o.cmd, "hold")) {
 		signal(SIGINT, on_signal);
