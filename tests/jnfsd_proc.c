@@ -56,6 +56,7 @@ void tc_jnfsd_start(struct tc_jnfsd *j, const char *bin, const char *const *args
 	close(pfd[1]);
 	j->out_fd = pfd[0];
 	j->nports = 0;
+	j->metrics_port = 0;
 	char line[256];
 	size_t n = 0;
 	while (j->nports < nlisten) {
@@ -75,6 +76,8 @@ void tc_jnfsd_start(struct tc_jnfsd *j, const char *bin, const char *const *args
 		const char *colon = strrchr(line, ':');
 		if (strncmp(line, "listening on ", 13) == 0 && colon)
 			j->port[j->nports++] = (uint16_t)atoi(colon + 1);
+		if (strncmp(line, "metrics on http://", 18) == 0 && colon)
+			j->metrics_port = (uint16_t)atoi(colon + 1);
 	}
 }
 

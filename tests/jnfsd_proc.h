@@ -15,11 +15,13 @@ struct tc_jnfsd {
 	pid_t pid;
 	uint16_t port[4];
 	int nports;
-	int out_fd; /* the rest of its stdout */
-	char dir[64]; /* its image, unless args named one */
+	uint16_t metrics_port; /* with --metrics in args: its port, else 0 */
+	int out_fd;	       /* the rest of its stdout */
+	char dir[64];	       /* its image, unless args named one */
 };
 /* Start bin with args (NULL-terminated) and wait for its "listening on"
- * lines (one per --listen in args). Without --image in args it serves a
+ * lines (one per --listen in args); a "metrics on" line before them gives
+ * metrics_port. Without --image in args it serves a
  * fresh 256 MiB image in a temporary directory, removed by stop. */
 void tc_jnfsd_start(struct tc_jnfsd *j, const char *bin, const char *const *args);
 /* SIGTERM by PID and wait; returns the exit status (CHECK-fails if it does

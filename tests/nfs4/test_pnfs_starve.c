@@ -29,23 +29,29 @@
  *  5. A's LAYOUTCOMMIT and LAYOUTRETURN after it was fenced are refused
  *     (DELEG_REVOKED), and a SEQUENCE reply told it its recallable state
  *     was revoked; the same for C.
- *  6. jnfsd counts 2 fenced clients and parked requests; it stops cleanly
- *     and `jnfs check` is clean.
+ *  6. jnfsd counts 2 fenced clients and parked requests, and its own
+ *     latency histogram of COMPOUND (the Prometheus endpoint, --metrics)
+ *     has every call answered in less than the lease: no request waited
+ *     for the holder. It stops cleanly and `jnfs check` is clean.
  *
  * What is printed, not checked (it is time): the latency of the reads
  * (`pnfs_starve.read_us_*` percentiles and how many took more than 5 ms;
  * the seed's claim is that every one is answered within 5 ms), how many
  * DELAYs the WRITEs got and how long after the recall they succeeded.
+ * Only a watchdog fails on time: a READ or WRITE not answered within the
+ * lease (a request held for the holder), and the whole test after 240 s.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,6 +66,7 @@
 #define LEASE_S	  5
 #define SLOW_US	  5000.0
 #define MAX_READS 2000
+#define LEASE_NS  ((uint64_t)LEASE_S * NSEC_PER_SEC)
 
 static struct pu_server srv;
 static char fence_log[128];
@@ -101,6 +108,11 @@ static void *writer(void *arg)
 		nfsstat4 st = pu_write(cb, w->fh, w->sid, w->off, w->data, WRITE_LEN, FILE_SYNC4);
 		uint64_t t1 = now_ns();
 		bool fenced = fenced_now();
+		if (t1 - t0 >= LEASE_NS) {
+			fprintf(stderr, "watchdog: a WRITE took %.1f s, a lease or more\n",
+				(double)(t1 - t0) / 1e9);
+			exit(1);
+		}
 		w->longest_ns = MAX(w->longest_ns, t1 - t0);
 		if (!w->first_ns) {
 			w->first = st;
@@ -134,6 +146,11 @@ static void *reader(void *arg)
 		CHECK_EQ(pu_read(cb, &other_fh, &other_sid, 0, buf, sizeof(buf), &got), NFS4_OK);
 		uint64_t t1 = now_ns();
 		CHECK_EQ(got, sizeof(buf));
+		if (t1 - t0 >= LEASE_NS) {
+			fprintf(stderr, "watchdog: a READ took %.1f s, a lease or more\n",
+				(double)(t1 - t0) / 1e9);
+			exit(1);
+		}
 		read_lat[nreads] = t1 - t0;
 		read_at[nreads++] = t1;
 		sleep_ns(100 * NSEC_PER_MSEC);
@@ -145,6 +162,47 @@ static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+/* ---- the server's COMPOUND latency histogram ---- */
+
+/*
+ * From jnfsd's Prometheus endpoint: how many COMPOUNDs it answered, and
+ * how many within le_us microseconds (a bucket bound: a power of two).
+ */
+static void compound_latency(uint64_t le_us, uint64_t *within, uint64_t *all)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(fd >= 0);
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons(srv.j.metrics_port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	CHECK_OK(connect(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	static const char req[] = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+	CHECK_EQ(write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+	size_t cap = 1u << 22, n = 0;
+	char *text = xmalloc(cap);
+	for (ssize_t r; n < cap - 1 && (r = read(fd, text + n, cap - 1 - n)) > 0;)
+		n += (size_t)r;
+	text[n] = '\0';
+	close(fd);
+	const char *name = "jnfs_rpc_procedure_duration_seconds_";
+	char le[64];
+	snprintf(le, sizeof(le), "le=\"%.6f\"", (double)le_us / 1e6);
+	*within = *all = UINT64_MAX;
+	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
+		if (strncmp(l, name, strlen(name)) || !strstr(l, "proc=\"compound\"") ||
+		    !strstr(l, "version=\"4\""))
+			continue;
+		const char *v = strrchr(l, ' ');
+		CHECK(v);
+		if (!strncmp(l + strlen(name), "bucket{", 7) && strstr(l, le))
+			*within = strtoull(v + 1, NULL, 10);
+		else if (!strncmp(l + strlen(name), "count{", 6))
+			*all = strtoull(v + 1, NULL, 10);
+	}
+	free(text);
+	CHECK(*within != UINT64_MAX && *all != UINT64_MAX);
 }
 
 /* ---- C: returns part of a recalled layout ---- */
@@ -222,8 +280,8 @@ int main(int argc, char **argv)
 	CHECK_OK(chmod(script, 0755));
 	snprintf(fence_cmd, sizeof(fence_cmd), "%s \"$1\"", script);
 	snprintf(lease, sizeof(lease), "%d", LEASE_S);
-	const char *extra[] = {"--threads", "4", "--lease-seconds", lease, "--fence-cmd",
-			       fence_cmd,   NULL};
+	const char *extra[] = {"--threads", "4",	 "--lease-seconds", lease, "--fence-cmd",
+			       fence_cmd,   "--metrics", "127.0.0.1:0",	    NULL};
 	pu_start(&srv, extra);
 
 	/* B: the files, "other" with 4 KiB to read */
@@ -378,6 +436,16 @@ int main(int argc, char **argv)
 	       (unsigned long long)fenced, (unsigned long long)waits);
 	CHECK_EQ(fenced, 2);
 	CHECK(waits >= 1);
+	/* the largest bucket bound below the lease */
+	uint64_t le_us = 2;
+	while (le_us * 2 < (uint64_t)LEASE_S * 1000000)
+		le_us *= 2;
+	uint64_t within, all;
+	compound_latency(le_us, &within, &all);
+	printf("jnfsd: %llu of %llu COMPOUNDs answered within %.1f s (the lease: %d s)\n",
+	       (unsigned long long)within, (unsigned long long)all, (double)le_us / 1e6, LEASE_S);
+	CHECK(all > NWRITES);
+	CHECK_EQ(within, all);
 	pu_close(cc, &c_fh, &c_sid);
 	pu_client_end(cc);
 	pu_close(cb, &held_fh, &held_sid);
