@@ -545,6 +545,13 @@ uint32_t nfs4_op_layoutcommit(struct nfs4_compound *c, struct nfs_argop4 *a, str
 			st = NFS4ERR_INVAL;
 			goto out;
 		}
+		/* a byte the client wrote lies in an RW layout it holds: one
+		 * past them would make the file any size it likes */
+		if (!fs_layout_covers(c->cfh.ip, nfs4_client_id(c->clp),
+				      la->loca_last_write_offset.no_offset, 1, true)) {
+			st = NFS4ERR_INVAL;
+			goto out;
+		}
 		new_size = la->loca_last_write_offset.no_offset + 1;
 	}
 	struct timespec mtime;

@@ -362,6 +362,11 @@ int main(int argc, char **argv)
 	other.devid[3] ^= 0x40;
 	expect("LAYOUTCOMMIT, an extent on another device",
 	       pu_layoutcommit(c1, &ffh, &lsid, &other, 1, UINT64_MAX, NULL), NFS4ERR_INVAL);
+	/* the client holds RW [0, 512K): a size past it is no write of its */
+	expect("LAYOUTCOMMIT, the last written byte past the layout",
+	       pu_layoutcommit(c1, &ffh, &lsid, &e, 1, 1ull << 30, NULL), NFS4ERR_INVAL);
+	expect("LAYOUTCOMMIT, no extent and the last written byte past the layout",
+	       pu_layoutcommit(c1, &ffh, &lsid, NULL, 0, 512 * KIB, NULL), NFS4ERR_INVAL);
 	unchanged(&ffh, fbefore);
 	TEST_PASS("LAYOUTCOMMIT refused: stateids, extents");
 
