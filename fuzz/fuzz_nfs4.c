@@ -5,8 +5,11 @@
  * RPC service on a loopback port of its own, which the harness's client
  * (src/nfs4c) talks to. Each input is the body of a COMPOUND call
  * (fuzz_nfs4.h: placeholders stand for the session id, the client ID and
- * the slot's next sequence id); the harness sends it as an RPC record on
- * the client's session and reads the answer.
+ * the slot's next sequence id, the device id); the harness sends it as an
+ * RPC record on the client's session and reads the answer. The export is
+ * a `pnfs` one, so that the layout operations (LAYOUTGET, LAYOUTCOMMIT
+ * with its block layout update, LAYOUTRETURN, GETDEVICEINFO/LIST) run on
+ * a real block map.
  *
  * Why through a socket: the server decodes, dispatches, parks replies for
  * stability and caches them in session slots exactly as it does for a
@@ -28,7 +31,10 @@
  *  4. At exit everything is stopped and freed (the leak check of the
  *     sanitizer builds).
  * The client's session and client ID are kept for the next input; an
- * input that destroys them gets a new one for the next.
+ * input that destroys them gets a new one for the next. An input that got
+ * a layout gives it back after (LAYOUTRETURN ALL): a layout kept would
+ * make every later write to the file wait for its return, so that later
+ * inputs would reach only the DELAY answer.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -64,7 +70,13 @@ static struct {
 	uint8_t sessionid[NFS4_SESSIONID_SIZE];
 	uint64_t clientid;
 	uint32_t next[FUZZ_NFS4_SLOTS]; /* each slot's next sequence id */
+	deviceid4 devid;
 } h;
+
+/* "/" as the built-in export, with pnfs */
+#define FUZZ_EXPORTS                                                                               \
+	"/ 127.0.0.0/8(rw,sync,insecure,no_root_squash,pnfs) "                                     \
+	"::1(rw,sync,insecure,no_root_squash,pnfs)\n"
 
 static void teardown(void)
 {
@@ -134,6 +146,27 @@ static void populate(void)
 	nfs4c_op_write(&c, &current, 0, FILE_SYNC4, data, sizeof(data));
 	nfs4c_op_close(&c, &current);
 	must(&c);
+	/* the one device's id, for the placeholder */
+	nfs4c_op_putrootfh(&c);
+	static const uint8_t verf[NFS4_VERIFIER_SIZE];
+	nfs4c_op_getdevicelist(&c, LAYOUT4_BLOCK_VOLUME, 4, 0, verf);
+	FUZZ_CHECK(nfs4c_send(&c) == 0 && c.status == NFS4_OK);
+	const struct nfs_resop4 *r = nfs4c_res(&c, OP_GETDEVICELIST, 0);
+	FUZZ_CHECK(r && r->opgetdevicelist.gdlr_resok4.gdlr_deviceid_list.len == 1);
+	memcpy(h.devid, r->opgetdevicelist.gdlr_resok4.gdlr_deviceid_list.val[0], sizeof(h.devid));
+	nfs4c_compound_destroy(&c);
+}
+
+/* After an input that got a layout: give back every layout (invariant 3
+ * of the results holds for it too). */
+static void layouts_return(void)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, h.cl);
+	nfs4c_op_putrootfh(&c);
+	nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_ANY, LAYOUTRETURN4_ALL, 0,
+			      UINT64_MAX, NULL);
+	FUZZ_CHECK(nfs4c_send(&c) == 0 && c.status == NFS4_OK);
 	nfs4c_compound_destroy(&c);
 }
 
@@ -147,7 +180,7 @@ static void setup(void)
 	FUZZ_CHECK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = h.dev, .label = "fuzz-nfs4"}) == 0);
 	FUZZ_CHECK(fs_mount(&(struct fs_mount_opts){.ddev = h.dev}, &h.fs) == 0);
 	h.exports = xcalloc(1, sizeof(*h.exports));
-	FUZZ_CHECK(exports_parse(EXPORTS_BUILTIN, "(fuzz)", h.exports, why, sizeof(why)) == 0);
+	FUZZ_CHECK(exports_parse(FUZZ_EXPORTS, "(fuzz)", h.exports, why, sizeof(why)) == 0);
 	FUZZ_CHECK(exports_resolve(h.exports, h.fs, "(fuzz)", why, sizeof(why)) == 0);
 	srv_init(&h.srv, h.fs, h.exports);
 	struct nfs4_server_config nc;
@@ -211,6 +244,9 @@ static void patch(uint8_t *body, size_t n)
 	for (size_t i = 0; i + 8 <= n; i++)
 		if (!memcmp(body + i, cid, 8))
 			memcpy(body + i, real_cid, 8);
+	for (size_t i = 0; i + NFS4_DEVICEID4_SIZE <= n; i++)
+		if (!memcmp(body + i, FUZZ_NFS4_DEVICEID, NFS4_DEVICEID4_SIZE))
+			memcpy(body + i, h.devid, NFS4_DEVICEID4_SIZE);
 	/* tag, minor version, count, then SEQUENCE: session id, sequence id,
 	 * slot id */
 	if (n < 4)
@@ -224,8 +260,8 @@ static void patch(uint8_t *body, size_t n)
 }
 
 /* Invariants 2 and 3 on a COMPOUND reply; true when the client's session
- * or client ID may be gone. */
-static bool check_compound(const uint8_t *res, size_t len)
+ * or client ID may be gone; *layout when a LAYOUTGET succeeded. */
+static bool check_compound(const uint8_t *res, size_t len, bool *layout)
 {
 	struct xdr_dec d;
 	struct xdr_arena arena;
@@ -244,6 +280,8 @@ static bool check_compound(const uint8_t *res, size_t len)
 		const struct nfs_resop4 *op = &r.resarray.val[i];
 		nfsstat4 st = nfs4c_resop_status(op);
 		FUZZ_CHECK(i + 1 == n ? st == r.status : st == NFS4_OK);
+		if (st == NFS4_OK && op->resop == OP_LAYOUTGET)
+			*layout = true;
 		if (st == NFS4_OK &&
 		    (op->resop == OP_DESTROY_SESSION || op->resop == OP_DESTROY_CLIENTID ||
 		     op->resop == OP_EXCHANGE_ID))
@@ -290,13 +328,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(rpc_dec_reply_hdr(&d, &rh) == 0);
 	FUZZ_CHECK(rh.reply_stat == RPC_MSG_ACCEPTED);
 	FUZZ_CHECK(rh.stat == RPC_SUCCESS || rh.stat == RPC_GARBAGE_ARGS);
-	bool check = false;
+	bool check = false, layout = false;
 	if (rh.stat == RPC_SUCCESS)
 		check = check_compound(reply + (rlen - xdr_dec_remaining(&d)),
-				       xdr_dec_remaining(&d));
+				       xdr_dec_remaining(&d), &layout);
 	free(reply);
 	free(rec);
 	if (check)
 		session_check();
+	if (layout)
+		layouts_return();
 	return 0;
 }

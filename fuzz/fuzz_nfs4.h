@@ -12,7 +12,10 @@
  *     it): the client ID (open and lock owners, CREATE_SESSION,
  *     DESTROY_CLIENTID);
  *   - a first operation SEQUENCE with sequence id 0 and a slot below
- *     FUZZ_NFS4_SLOTS: that slot's next sequence id.
+ *     FUZZ_NFS4_SLOTS: that slot's next sequence id;
+ *   - every 16 bytes equal to FUZZ_NFS4_DEVICEID: the pNFS block device's
+ *     id (GETDEVICEINFO, the extents of a LAYOUTCOMMIT), which depends on
+ *     the filesystem's UUID.
  * Anything else is sent as it is.
  */
 #ifndef JNFS_FUZZ_FUZZ_NFS4_H
@@ -21,5 +24,6 @@
 #define FUZZ_NFS4_SESSIONID "jnfs-fuzz-sessid"
 #define FUZZ_NFS4_CLIENTID  0x6a6e66732d636964ull /* "jnfs-cid" */
 #define FUZZ_NFS4_SLOTS	    64
+#define FUZZ_NFS4_DEVICEID  "jnfs-fuzz-devid!"
 
 #endif

@@ -11,7 +11,11 @@
  * must refuse (too many operations, unknown ones, out of place, another
  * minor version, SEQUENCE retried and misordered, a compound cut inside
  * an operation's number, a retry of one with an unknown operation).
- * Stateids are the
+ * The layout operations on the harness's pnfs export: LAYOUTGET of both
+ * iomodes, LAYOUTCOMMIT with block layout updates (true, and storage
+ * offsets that lie, ranges outside the layout, past the file's blocks),
+ * LAYOUTRETURN of a part, of the file, FSID and ALL, and of what was never
+ * given, GETDEVICEINFO and GETDEVICELIST. Stateids are the
  * compound's current stateid, so a seed needs no state from before.
  */
 #include <errno.h>
@@ -20,6 +24,7 @@
 #include <string.h>
 
 #include "fuzz_nfs4.h"
+#include "nfs4c/blk.h"
 #include "nfs4c/nfs4c.h"
 
 static const char *dir;
@@ -327,6 +332,134 @@ static void state_seeds(void)
 	}
 }
 
+/* LAYOUTCOMMIT of the extents given (each READ_WRITE_DATA) with the
+ * current stateid; last_write UINT64_MAX: none. */
+static void layoutcommit(struct nfs4c_compound *c, const struct nfs4c_blk_ext *e, unsigned n,
+			 uint64_t off, uint64_t len, uint64_t last_write)
+{
+	uint8_t body[1024];
+	struct xdr_enc x;
+	xdr_enc_init_buf(&x, body, sizeof(body), sizeof(body));
+	if (nfs4c_blk_update_encode(&x, e, n)) {
+		fprintf(stderr, "a layout update does not encode\n");
+		exit(1);
+	}
+	struct nfs4c_layoutcommit lc = {.off = off,
+					.len = len,
+					.stateid = current,
+					.have_last_write = last_write != UINT64_MAX,
+					.last_write = last_write,
+					.have_mtime = true,
+					.mtime = {.seconds = 1700000000},
+					.type = LAYOUT4_BLOCK_VOLUME,
+					.body = body,
+					.body_len = (uint32_t)xdr_enc_len(&x)};
+	nfs4c_op_layoutcommit(c, &lc);
+	xdr_enc_destroy(&x);
+}
+
+static struct nfs4c_blk_ext ext(uint64_t foff, uint64_t len, uint64_t soff)
+{
+	struct nfs4c_blk_ext e = {
+		.foff = foff, .len = len, .soff = soff, .state = PNFS_BLOCK_READ_WRITE_DATA};
+	memcpy(e.devid, FUZZ_NFS4_DEVICEID, NFS4_DEVICEID4_SIZE);
+	return e;
+}
+
+static void layout_seeds(void)
+{
+	struct nfs4c_compound c;
+	static const uint8_t verf[NFS4_VERIFIER_SIZE];
+
+	/* what a block-layout client does with "f": an RW layout, a commit of
+	 * its blocks (the storage offset is the server's to find, never
+	 * trusted), part of it given back, then everything */
+	begin(&c, 30, false);
+	open_f(&c, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE, false, "f");
+	nfs4c_op_layoutget(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_RW, 0, 65536, 4096, &current, 0);
+	struct nfs4c_blk_ext e = ext(0, 8192, 1 << 20);
+	layoutcommit(&c, &e, 1, 0, 8192, 8191);
+	nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_RW, LAYOUTRETURN4_FILE, 0,
+			      16384, &current);
+	nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_ANY, LAYOUTRETURN4_FSID, 0, 0,
+			      NULL);
+	write_seed(&c, "layout-rw-commit-return");
+
+	/* a new file grown through its layout: blocks allocated past the end,
+	 * a commit with last_write_offset, the size read back; READ layout */
+	begin(&c, 31, false);
+	open_f(&c, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE, true, "lay");
+	nfs4c_op_layoutget(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_RW, 1 << 20, 131072, 131072,
+			   &current, 0);
+	struct nfs4c_blk_ext grow[2] = {ext(1 << 20, 65536, 0), ext((1 << 20) + 65536, 65536, 0)};
+	layoutcommit(&c, grow, 2, 1 << 20, 131072, (1 << 20) + 100000);
+	nfs4c_op_getattr(&c, NULL);
+	nfs4c_op_layoutget(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_READ, 0, UINT64_MAX, 0, &current,
+			   512);
+	nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_ANY, LAYOUTRETURN4_ALL, 0, 0,
+			      NULL);
+	write_seed(&c, "layout-new-file");
+
+	/* commits a well-behaved client never sends, one per seed (the first
+	 * error ends a compound): storage offsets naming other blocks (the
+	 * device's first, its last), a range outside the layout, an empty
+	 * update with a last written byte past the file's blocks, an extent
+	 * of another device */
+	struct nfs4c_blk_ext lie[2] = {ext(0, 4096, 0), ext(4096, 4096, (256u << 20) - 4096)};
+	struct nfs4c_blk_ext outside = ext(1 << 30, 4096, 4096);
+	struct nfs4c_blk_ext other = ext(0, 4096, 0);
+	other.devid[0] ^= 1;
+	for (int i = 0; i < 4; i++) {
+		static const char *const names[] = {"layout-commit-lie", "layout-commit-outside",
+						    "layout-commit-past-blocks",
+						    "layout-commit-other-device"};
+		begin(&c, 32 + (uint32_t)i, false);
+		open_f(&c, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE, false, "f");
+		nfs4c_op_layoutget(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_RW, 0, 8192, 0, &current,
+				   0);
+		if (i == 0)
+			layoutcommit(&c, lie, 2, 0, 8192, UINT64_MAX);
+		else if (i == 1)
+			layoutcommit(&c, &outside, 1, 1 << 30, 4096, (1 << 30) + 4095);
+		else if (i == 2)
+			layoutcommit(&c, NULL, 0, 0, UINT64_MAX, 1 << 30);
+		else
+			layoutcommit(&c, &other, 1, 0, 4096, UINT64_MAX);
+		nfs4c_op_getattr(&c, NULL);
+		write_seed(&c, names[i]);
+	}
+
+	/* returns of what was never given, a LAYOUTGET with a forged stateid */
+	struct stateid4 forged = {.seqid = 1, .other = "forged-sid!"};
+	for (int i = 0; i < 3; i++) {
+		static const char *const names[] = {"layout-return-forged", "layout-return-nothing",
+						    "layout-get-forged"};
+		begin(&c, 36 + (uint32_t)i, false);
+		nfs4c_op_putrootfh(&c);
+		nfs4c_op_lookup(&c, "f");
+		if (i == 0)
+			nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_RW,
+					      LAYOUTRETURN4_FILE, 0, UINT64_MAX, &forged);
+		else if (i == 1)
+			nfs4c_op_layoutreturn(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_ANY,
+					      LAYOUTRETURN4_ALL, 0, 0, NULL);
+		else
+			nfs4c_op_layoutget(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_READ, 4096, 4096,
+					   4096, &forged, 0);
+		write_seed(&c, names[i]);
+	}
+
+	/* the device */
+	begin(&c, 39, false);
+	nfs4c_op_putrootfh(&c);
+	nfs4c_op_getdevicelist(&c, LAYOUT4_BLOCK_VOLUME, 16, 0, verf);
+	nfs4c_op_getdeviceinfo(&c, (const uint8_t *)FUZZ_NFS4_DEVICEID, LAYOUT4_BLOCK_VOLUME, 0,
+			       1u << NOTIFY_DEVICEID4_CHANGE | 1u << NOTIFY_DEVICEID4_DELETE);
+	nfs4c_op_getdeviceinfo(&c, (const uint8_t *)FUZZ_NFS4_DEVICEID, LAYOUT4_BLOCK_VOLUME, 16,
+			       0);
+	write_seed(&c, "getdeviceinfo");
+}
+
 static void session_seeds(void)
 {
 	struct nfs4c_compound c;
@@ -477,6 +610,7 @@ int main(int argc, char **argv)
 	state_seeds();
 	session_seeds();
 	hostile_seeds();
+	layout_seeds();
 	printf("%u seeds in %s\n", nseeds, dir);
 	return 0;
 }
