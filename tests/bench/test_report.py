@@ -173,7 +173,7 @@ def main():
                 fail("report.md does not show %s.png" % b)
         if os.path.exists(os.path.join(rep, ".plot")):
             fail("the plot data was left behind")
-        print("report with a baseline: %d rows, 5 plots" % len(rows))
+        print("report with a baseline: %d rows, 6 plots" % len(rows))
 
         # no baseline, sync-loop failed
         rep2 = os.path.join(tmp, "failed")
