@@ -768,9 +768,17 @@ static void test_stateids(void)
 	for (int i = 0; i < 3; i++) {
 		CHECK_EQ(nfs4_stid_alloc(clp, types[i], &pl[1 + i], &sd), NFS4S_OK);
 		nfs4_stid_value(sd, &v);
+		/* an operation still holds it (as LAYOUTGET would while the
+		 * reaper revokes): its payload stays until that one lets go */
+		nfs4_stid_get(sd);
 		nfs4_stid_revoke(sd, why[i]);
-		CHECK_EQ(atomic_load(&pl[1 + i].released), 1); /* released at once */
-		nfs4_stid_put(sd);
+		CHECK_EQ(nfs4_stid_tryget(sd), false);
+		nfs4_stid_put(sd); /* the revoker's */
+		CHECK_EQ(atomic_load(&pl[1 + i].released), 0); /* stateid invariant 2 */
+		CHECK(nfs4_stid_payload(sd) == &pl[1 + i]);
+		nfs4_stid_put(sd); /* the operation's */
+		CHECK_EQ(atomic_load(&pl[1 + i].released), 1);
+		CHECK(nfs4_stid_payload(sd) == NULL);
 		CHECK_EQ(nfs4_stid_find(clp, &v, NFS4_STID_ANY, &f), err[i]);
 		CHECK_EQ(nfs4_test_stateid(clp, &v), err[i]);
 		struct nfs4_seq_res r;

@@ -161,6 +161,7 @@ struct nfs4_stid {
 	bool sd_revoked;		/* [client] */
 	enum nfs4_revoke_reason sd_why; /* [client] */
 	void *sd_payload;		/* [client] NULL once released */
+	atomic_bool sd_release_pending; /* [client] revoked, payload still held */
 	struct mutex sd_op_lock;	/* nfs4_stid_lock(): the caller's operations */
 };
 

@@ -184,7 +184,7 @@ bool nfs4_stid_tryget(struct nfs4_stid *s)
 	struct nfs4_client *clp = s->sd_client;
 	bool ok = false;
 	mutex_lock(&clp->cl_lock);
-	if (s->sd_hashed) {
+	if (s->sd_hashed && !s->sd_revoked) {
 		/* hashed: the table's reference is there, refs > 0 */
 		atomic_fetch_add(&s->sd_refs, 1);
 		ok = true;
@@ -193,10 +193,32 @@ bool nfs4_stid_tryget(struct nfs4_stid *s)
 	return ok;
 }
 
+/* A revoked entry's payload goes once only the table's reference is left:
+ * no operation is using it (invariant 2). */
+static void release_revoked(struct nfs4_stid *s)
+{
+	struct nfs4_client *clp = s->sd_client;
+	struct nfs4_state *st = s->sd_st;
+	void *payload = NULL;
+	mutex_lock(&clp->cl_lock);
+	if (atomic_load(&s->sd_release_pending) && s->sd_hashed && atomic_load(&s->sd_refs) == 1) {
+		atomic_store(&s->sd_release_pending, false);
+		payload = s->sd_payload;
+		s->sd_payload = NULL;
+	}
+	mutex_unlock(&clp->cl_lock);
+	const struct nfs4_stid_ops *ops = st->cfg.stid_ops;
+	if (payload && ops && ops->release)
+		ops->release(st->cfg.stid_arg, s->sd_type, payload);
+}
+
 void nfs4_stid_put(struct nfs4_stid *s)
 {
 	assert_none_held(LOCK_RANK_NFS4_CLIENTS, LOCK_RANK_NFS4_CLIENT); /* no state lock */
-	if (atomic_fetch_sub(&s->sd_refs, 1) != 1)
+	unsigned old = atomic_fetch_sub(&s->sd_refs, 1);
+	if (old == 2 && atomic_load(&s->sd_release_pending))
+		release_revoked(s); /* the last holder of a revoked entry */
+	if (old != 1)
 		return;
 	struct nfs4_state *st = s->sd_st;
 	BUG_ON(s->sd_hashed);
@@ -294,20 +316,16 @@ void nfs4_stid_revoke(struct nfs4_stid *s, enum nfs4_revoke_reason why)
 {
 	assert_none_held(LOCK_RANK_NFS4_CLIENTS, LOCK_RANK_NFS4_CLIENT); /* no state lock */
 	struct nfs4_client *clp = s->sd_client;
-	struct nfs4_state *st = s->sd_st;
-	void *payload = NULL;
 	mutex_lock(&clp->cl_lock);
 	if (s->sd_hashed && !s->sd_revoked) {
 		s->sd_revoked = true;
 		s->sd_why = why;
 		clp->cl_revoked[why]++;
-		payload = s->sd_payload;
-		s->sd_payload = NULL;
+		/* lookups fail from now on; the payload goes with the last
+		 * holder's reference (the caller's at the latest) */
+		atomic_store(&s->sd_release_pending, true);
 	}
 	mutex_unlock(&clp->cl_lock);
-	const struct nfs4_stid_ops *ops = st->cfg.stid_ops;
-	if (payload && ops && ops->release)
-		ops->release(st->cfg.stid_arg, s->sd_type, payload);
 }
 
 void nfs4_stids_detach_locked(struct nfs4_client *clp, struct nfs4_work *w)

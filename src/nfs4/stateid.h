@@ -33,8 +33,9 @@
  *  1. A lookup returns an entry with a reference; an entry is freed only
  *     when unhashed and unreferenced, so an entry in use by an op is never
  *     freed under it.
- *  2. The payload is released exactly once: at revocation, or when the
- *     last reference to an unhashed entry goes; never with a state lock held.
+ *  2. The payload is released exactly once: when the last reference to an
+ *     unhashed entry goes, or, once revoked, when only the table's is left
+ *     (no operation holds the entry); never with a state lock held.
  *  3. A revoked entry stays (answering EXPIRED, ADMIN_REVOKED or
  *     DELEG_REVOKED, and setting the matching SEQUENCE status flag) until
  *     the client frees it with FREE_STATEID or the client goes.
@@ -109,7 +110,7 @@ uint32_t nfs4_stid_find(struct nfs4_client *clp, const struct nfs4_stateid *sid,
 void nfs4_stid_get(struct nfs4_stid *s);
 /* A reference to an entry found through its payload (an open's list of lock
  * stateids, the lock table), not through the table: false when the entry
- * is unhashed or its last reference has gone (its release may be running
+ * is unhashed or revoked, or its last reference has gone (its release may be running
  * in another thread and must not run twice: invariant 6). */
 bool nfs4_stid_tryget(struct nfs4_stid *s);
 /* Drop a reference; the last one of an unhashed entry releases its payload
@@ -126,9 +127,11 @@ void nfs4_stid_bump(struct nfs4_stid *s, struct nfs4_stateid *sid);
 /* The stateid is over (CLOSE, the last LOCKU freed, LAYOUTRETURN...): later
  * lookups answer BAD_STATEID. The payload is released at the last put. */
 void nfs4_stid_unhash(struct nfs4_stid *s);
-/* Revoke: the payload is released now (the caller has already dropped the
- * locks behind it); the entry stays until FREE_STATEID (invariant 3). Call
- * with no state lock held. */
+/* Revoke: lookups answer the revocation's error from now on; the payload
+ * is released when the last reference but the table's goes (the caller
+ * holds one: at its put at the latest), so never under an operation still
+ * using it; the entry stays until FREE_STATEID (invariant 3). Call with no
+ * state lock held. */
 void nfs4_stid_revoke(struct nfs4_stid *s, enum nfs4_revoke_reason why);
 
 /*
