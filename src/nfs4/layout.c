@@ -37,6 +37,17 @@
  * client's address (as the Linux server's recall-failed helper), so that
  * the client can no longer reach the storage.
  *
+ * The order matters: the fence runs first, and only when it succeeded are
+ * the stateids revoked and the leases given back. Until then the client
+ * may still write the blocks its layout maps, so no other request may
+ * change what they hold or give them to another file: the conflicting
+ * requests keep getting DELAY (each at once: no worker waits), the fence
+ * is tried again on every reaper pass (at least FENCE_RETRY_NS apart) and
+ * each failure is logged and counted (nfs4.layout.fence_failed). A stuck
+ * fence stops the writers to one file, never the server, and never risks
+ * another file's data. Without --fence-cmd there is nothing to run: the
+ * leases go after the lease time, as the Linux server does.
+ *
  * Lock order: the layout table's mutex (nfs4.layouts, 535) is a leaf; no
  * engine call, state-core call or callback happens under it.
  */
@@ -77,6 +88,7 @@ struct nfs4_layout {
 	nfs_fh4 fh;    /* for CB_LAYOUTRECALL */
 	bool recalled; /* [table] a recall was sent and not answered by a return */
 	uint64_t recall_ns;
+	uint64_t fence_retry_ns;      /* [table] a failed fence: not again before */
 	struct sockaddr_storage peer; /* where the client was: --fence-cmd's argument */
 };
 
@@ -777,28 +789,40 @@ void nfs4_layouts_start(struct nfs4_server *s)
 	fs_set_layout_ops(s->srv->fs, &ops);
 }
 
-/* Run --fence-cmd ADDR for a client that kept a recalled layout. */
-static void fence(struct nfs4_server *s, const struct nfs4_layout *lo)
+#define FENCE_RETRY_NS (1 * NSEC_PER_SEC)
+
+/* Run --fence-cmd ADDR for a client that kept a recalled layout: true when
+ * the client is fenced (the command exited 0, or there is none to run). */
+static bool fence(struct nfs4_server *s, const struct nfs4_layout *lo)
 {
-	counter_inc(&s->st.fenced);
 	char addr[INET6_ADDRSTRLEN + 8] = "?";
 	svc_addr_name(&lo->peer, addr, sizeof(addr));
+	bool ok = true;
+	if (s->fence_cmd) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			execl("/bin/sh", "sh", "-c", s->fence_cmd, "jnfsd-fence", addr,
+			      (char *)NULL);
+			_exit(127);
+		}
+		int status = 0;
+		/* on the reaper thread: no request waits for it */
+		ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		     WEXITSTATUS(status) == 0;
+	}
+	if (!ok) {
+		counter_inc(&s->st.fence_failed);
+		msg_err("nfs4: the fence command failed for client %016llx (%s): its recalled "
+			"layout stays, and the requests that conflict with it wait, until a fence "
+			"succeeds (tried again each reaper pass)",
+			(unsigned long long)lo->clientid, addr);
+		return false;
+	}
+	counter_inc(&s->st.fenced);
 	msg_warn("nfs4: client %016llx (%s) did not return a recalled layout within the lease: "
 		 "fenced",
 		 (unsigned long long)lo->clientid, addr);
-	if (!s->fence_cmd)
-		return;
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl("/bin/sh", "sh", "-c", s->fence_cmd, "jnfsd-fence", addr, (char *)NULL);
-		_exit(127);
-	}
-	if (pid > 0) {
-		int status;
-		waitpid(pid, &status, 0); /* on the reaper thread: no request waits for it */
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
-			msg_err("nfs4: the fence command failed for %s", addr);
-	}
+	return true;
 }
 
 void nfs4_layouts_reap(struct nfs4_server *s)
@@ -811,7 +835,8 @@ void nfs4_layouts_reap(struct nfs4_server *s)
 		mutex_lock(&t->lock);
 		for (unsigned b = 0; b < LAYOUT_BUCKETS && !sp; b++) {
 			for (struct nfs4_layout *lo = t->b[b]; lo && !sp; lo = lo->next) {
-				if (lo->recalled && now - lo->recall_ns > lease) {
+				if (lo->recalled && now - lo->recall_ns > lease &&
+				    now >= lo->fence_retry_ns) {
 					lo->recalled = false;
 					if (!nfs4_stid_tryget(lo->stid))
 						continue; /* going: nothing to fence */
@@ -823,8 +848,18 @@ void nfs4_layouts_reap(struct nfs4_server *s)
 		mutex_unlock(&t->lock);
 		if (!sp)
 			return;
-		fence(s, &copy);
-		/* revoking releases the payload: its leases go, waiters go on */
+		if (!fence(s, &copy)) {
+			/* still recalled; the reference keeps lo */
+			struct nfs4_layout *lo = nfs4_stid_payload(sp);
+			mutex_lock(&t->lock);
+			lo->recalled = true;
+			lo->fence_retry_ns = now_ns() + FENCE_RETRY_NS;
+			mutex_unlock(&t->lock);
+			nfs4_stid_put(sp);
+			continue;
+		}
+		/* the last reference releases the payload: its leases go,
+		 * waiters go on */
 		nfs4_stid_revoke(sp, NFS4_REVOKE_RECALL);
 		nfs4_stid_put(sp);
 	}

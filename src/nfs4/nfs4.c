@@ -370,6 +370,7 @@ void nfs4_stats(struct nfs4_server *s, const struct stat_sink *sink)
 	stat_emit(sink, "nfs4.layout.recalls_answered", counter_get(&s->st.recalls_answered));
 	stat_emit(sink, "nfs4.layout.recalls_failed", counter_get(&s->st.recalls_failed));
 	stat_emit(sink, "nfs4.layout.fenced", counter_get(&s->st.fenced));
+	stat_emit(sink, "nfs4.layout.fence_failed", counter_get(&s->st.fence_failed));
 	stat_emit(sink, "nfs4.layout.recall_waits", counter_get(&s->st.recall_waits));
 	for (unsigned op = 0; op < nfs4_nops; op++) {
 		const struct nfs4_op_stats *os = &s->ops[op];

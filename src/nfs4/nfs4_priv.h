@@ -76,7 +76,7 @@ struct nfs4_server {
 		counter_t compounds, replays, too_many_ops, minor_mismatch;
 		counter_t cb_calls, cb_replies, cb_failures;
 		counter_t layoutgets, layoutcommits, layoutreturns;
-		counter_t recalls_sent, recalls_answered, recalls_failed, fenced;
+		counter_t recalls_sent, recalls_answered, recalls_failed, fenced, fence_failed;
 		counter_t recall_waits;
 	} st;
 	pthread_t reaper;

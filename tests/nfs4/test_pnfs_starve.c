@@ -5,7 +5,9 @@
  *   test-pnfs-starve JNFSD JNFS
  *
  * jnfsd runs with 4 worker threads, a 5 s lease and a --fence-cmd script
- * that records its argument. Client A (`jnfs pnfs hold --end-probe`, a
+ * that records its argument; the script fails (exit 1) while the file
+ * "fence-fails" exists, which it does until the test has seen the fence
+ * fail and be tried again. Client A (`jnfs pnfs hold --end-probe`, a
  * process of its own) holds an RW layout of "held" and never returns it:
  * recalls are acknowledged and ignored. Client B (this process, the
  * project's NFSv4.1 library) sends 64 WRITEs to "held" through the server
@@ -22,6 +24,9 @@
  *     lease.
  *  2. No WRITE succeeded before the fence command ran, and every one
  *     succeeded after it; their data reads back through the server.
+ *     While the fence command failed (and was tried again), no WRITE
+ *     succeeded: the holders may still write the blocks, so none of them
+ *     changes hands (docs/pnfs.md, "Fencing").
  *  3. Reads of the other file were answered while the WRITEs were being
  *     delayed, every one of them.
  *  4. The fence command ran with the clients' address, once for A and
@@ -29,7 +34,8 @@
  *  5. A's LAYOUTCOMMIT and LAYOUTRETURN after it was fenced are refused
  *     (DELEG_REVOKED), and a SEQUENCE reply told it its recallable state
  *     was revoked; the same for C.
- *  6. jnfsd counts 2 fenced clients and parked requests, and its own
+ *  6. jnfsd counts 2 fenced clients, the failed fences, and parked
+ *     requests, and its own
  *     latency histogram of COMPOUND (the Prometheus endpoint, --metrics)
  *     has every call answered in less than the lease: no request waited
  *     for the holder. It stops cleanly and `jnfs check` is clean.
@@ -69,7 +75,7 @@
 #define LEASE_NS  ((uint64_t)LEASE_S * NSEC_PER_SEC)
 
 static struct pu_server srv;
-static char fence_log[128];
+static char fence_log[128], fence_failed_log[128], fence_fails[128];
 static struct nfs4c_client *cb;
 static struct nfs4c_fh broot, held_fh, other_fh, held2_fh;
 static struct stateid4 held_sid, other_sid, held2_sid;
@@ -81,7 +87,21 @@ static bool fenced_now(void)
 	return stat(fence_log, &st) == 0 && st.st_size > 0;
 }
 
+static unsigned lines_of(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	unsigned n = 0;
+	for (int ch; (ch = fgetc(f)) != EOF;)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
 /* ---- B's WRITEs ---- */
+
+static atomic_uint writes_ok;
 
 struct wr {
 	pthread_t t;
@@ -122,6 +142,7 @@ static void *writer(void *arg)
 		if (st == NFS4_OK) {
 			w->ok_ns = t1;
 			w->ok_after_fence = fenced;
+			atomic_fetch_add(&writes_ok, 1);
 			return NULL;
 		}
 		CHECK_EQ(st, NFS4ERR_DELAY);
@@ -273,9 +294,17 @@ int main(int argc, char **argv)
 	char script[128], fence_cmd[192], lease[16];
 	snprintf(script, sizeof(script), "%s/fence.sh", srv.dir);
 	snprintf(fence_log, sizeof(fence_log), "%s/fenced", srv.dir);
+	snprintf(fence_failed_log, sizeof(fence_failed_log), "%s/fence-failed", srv.dir);
+	snprintf(fence_fails, sizeof(fence_fails), "%s/fence-fails", srv.dir);
 	FILE *f = fopen(script, "w");
 	CHECK(f);
-	fprintf(f, "#!/bin/sh\necho \"$1\" >>%s\n", fence_log);
+	fprintf(f,
+		"#!/bin/sh\nif [ -e %s ]; then echo \"$1\" >>%s; exit 1; fi\n"
+		"echo \"$1\" >>%s\n",
+		fence_fails, fence_failed_log, fence_log);
+	fclose(f);
+	f = fopen(fence_fails, "w");
+	CHECK(f);
 	fclose(f);
 	CHECK_OK(chmod(script, 0755));
 	snprintf(fence_cmd, sizeof(fence_cmd), "%s \"$1\"", script);
@@ -335,6 +364,19 @@ int main(int argc, char **argv)
 		 NFS4_OK);
 	CHECK(c_ls.seqid != 0);
 	printf("C returned [0, 64K) of its recalled layout of [0, 256K)\n");
+	/* the fence fails for both holders, and is tried again: meanwhile no
+	 * WRITE gets through */
+	uint64_t give_up = now_ns() + 12 * LEASE_NS;
+	while (lines_of(fence_failed_log) < 4 && !atomic_load(&writes_ok) && now_ns() < give_up)
+		sleep_ns(10 * NSEC_PER_MSEC);
+	CHECK_EQ(atomic_load(&writes_ok), 0);
+	CHECK(lines_of(fence_failed_log) >= 4);
+	CHECK(!fenced_now());
+	unsigned failed = lines_of(fence_failed_log);
+	printf("the fence command failed %u times (tried again each pass); no WRITE went "
+	       "through\n",
+	       failed);
+	CHECK_OK(unlink(fence_fails));
 	for (unsigned i = 0; i <= NWRITES; i++)
 		CHECK_OK(pthread_join(w[i].t, NULL));
 	atomic_store(&reads_stop, true);
@@ -431,6 +473,8 @@ int main(int argc, char **argv)
 
 	/* 6: the server's counters, a clean stop, a clean image */
 	uint64_t fenced = tc_jnfsd_stat(&srv.j, "nfs4.layout.fenced");
+	uint64_t fence_failed = tc_jnfsd_stat(&srv.j, "nfs4.layout.fence_failed");
+	CHECK(fence_failed >= failed);
 	uint64_t waits = tc_jnfsd_stat(&srv.j, "nfs4.layout.recall_waits") - waits0;
 	printf("jnfsd: %llu clients fenced, %llu requests parked for a recall\n",
 	       (unsigned long long)fenced, (unsigned long long)waits);
