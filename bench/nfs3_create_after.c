@@ -30,7 +30,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,9 +40,11 @@
 
 #include <nfsc/libnfs.h>
 #include <nfsc/libnfs-raw.h>
-#include <nfsc/libnfs-raw-mount.h>
 #include <nfsc/libnfs-raw-nfs.h>
 
+#include "base/time.h"
+#include "bench_util.h"
+#include "nfs3_bench.h"
 #include "untar_counters.h"
 
 #define MAX_WSIZE  (1u << 20)
@@ -61,16 +62,11 @@ struct opts {
 static struct opts o = {.addr = "127.0.0.1", .export = "/", .wsize = 1u << 20, .window = 16,
 			.rounds = 3, .creates = 20, .mib = 512};
 
-struct fh {
-	uint32_t len;
-	char data[NFS3_FHSIZE];
-};
-
 struct client {
 	struct rpc_context *rpc;
 	const char *name;
 	bool busy;     /* a call is in flight */
-	struct fh fh;  /* what the last CREATE or MKDIR made */
+	struct fh fh;  /* what the last CREATE made */
 	unsigned inflight;
 	char verf[NFS3_WRITEVERFSIZE];
 	bool verf_set, verf_bad;
@@ -79,25 +75,6 @@ struct client {
 static struct fh run_dir;
 static char data[MAX_WSIZE];
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "nfs3-create-after: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-
 static void check(struct client *c, const char *what, int status, void *res, nfsstat3 st)
 {
 	if (status != RPC_STATUS_SUCCESS)
@@ -105,19 +82,6 @@ static void check(struct client *c, const char *what, int status, void *res, nfs
 		    status == RPC_STATUS_ERROR && res ? (const char *)res : "cancelled or timed out");
 	if (st != NFS3_OK)
 		die("client %s: %s: NFS3 status %d", c->name, what, (int)st);
-}
-
-static nfs_fh3 fh_arg(struct fh *fh)
-{
-	return (nfs_fh3){.data = {.data_len = fh->len, .data_val = fh->data}};
-}
-
-static void fh_copy(struct fh *dst, const nfs_fh3 *src)
-{
-	if (src->data.data_len > NFS3_FHSIZE)
-		die("file handle of %u bytes", src->data.data_len);
-	dst->len = src->data.data_len;
-	memcpy(dst->data, src->data.data_val, dst->len);
 }
 
 /* Serve c's connection until nothing of it is in flight. */
@@ -131,56 +95,15 @@ static void wait_idle(struct client *c)
 			die("poll: %s", strerror(errno));
 		if (rpc_service(c->rpc, pfd.revents) < 0)
 			die("client %s: %s", c->name, rpc_get_error(c->rpc));
-		if (now_ns() - t0 > (uint64_t)STALL_SEC * 1000000000u)
+		if (now_ns() - t0 > (uint64_t)STALL_SEC * NSEC_PER_SEC)
 			die("client %s: no reply for %d s", c->name, STALL_SEC);
 	}
-}
-
-static void setup_cb(struct rpc_context *rpc, int status, void *res, void *priv)
-{
-	struct client *c = priv;
-	if (status != RPC_STATUS_SUCCESS)
-		die("client %s: connect: %s", c->name,
-		    status == RPC_STATUS_ERROR && res ? (const char *)res : "cancelled");
-	c->busy = false;
 }
 
 static void connect_client(struct client *c, const char *name, unsigned port)
 {
 	c->name = name;
-	c->rpc = rpc_init_context();
-	if (!c->rpc)
-		die("rpc_init_context failed");
-	c->busy = true;
-	if (rpc_connect_async(c->rpc, o.addr, (int)port, setup_cb, c))
-		die("connect to %s:%u: %s", o.addr, port, rpc_get_error(c->rpc));
-	wait_idle(c);
-}
-
-static void mnt_cb(struct rpc_context *rpc, int status, void *res, void *priv)
-{
-	struct client *c = priv;
-	mountres3 *r = res;
-	if (status != RPC_STATUS_SUCCESS || r->fhs_status != MNT3_OK)
-		die("MNT %s: %s", o.export,
-		    status == RPC_STATUS_SUCCESS ? "refused" : (const char *)res);
-	fhandle3 *h = &r->mountres3_u.mountinfo.fhandle;
-	if (h->fhandle3_len > NFS3_FHSIZE)
-		die("MNT: handle of %u bytes", h->fhandle3_len);
-	run_dir.len = h->fhandle3_len;
-	memcpy(run_dir.data, h->fhandle3_val, run_dir.len);
-	c->busy = false;
-}
-
-static void mkdir_cb(struct rpc_context *rpc, int status, void *res, void *priv)
-{
-	struct client *c = priv;
-	MKDIR3res *r = res;
-	check(c, "MKDIR", status, res, status ? NFS3_OK : r->status);
-	if (!r->MKDIR3res_u.resok.obj.handle_follows)
-		die("MKDIR returned no handle");
-	fh_copy(&c->fh, &r->MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
-	c->busy = false;
+	c->rpc = bench_nfs3_connect(o.addr, port);
 }
 
 static void create_cb(struct rpc_context *rpc, int status, void *res, void *priv)
@@ -198,12 +121,7 @@ static void create_cb(struct rpc_context *rpc, int status, void *res, void *priv
 static uint64_t do_create(struct client *c, const char *name)
 {
 	CREATE3args a;
-	memset(&a, 0, sizeof(a));
-	a.where.dir = fh_arg(&run_dir);
-	a.where.name = (char *)name;
-	a.how.mode = GUARDED;
-	a.how.createhow3_u.g_obj_attributes.mode.set_it = 1;
-	a.how.createhow3_u.g_obj_attributes.mode.set_mode3_u.mode = 0644;
+	create_args(&a, &run_dir, name);
 	c->busy = true;
 	uint64_t t0 = now_ns();
 	if (rpc_nfs3_create_async(c->rpc, create_cb, &a, c))
@@ -261,7 +179,7 @@ static uint64_t write_unstable(struct client *c)
 			die("client %s: %s", c->name, rpc_get_error(c->rpc));
 		if (c->inflight != before)
 			last = now_ns();
-		else if (now_ns() - last > (uint64_t)STALL_SEC * 1000000000u)
+		else if (now_ns() - last > (uint64_t)STALL_SEC * NSEC_PER_SEC)
 			die("client %s: no WRITE reply for %d s", c->name, STALL_SEC);
 	}
 	if (c->verf_bad)
@@ -363,13 +281,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (char)(i * 131 + 7);
 
-	struct client m = {0}, a = {0}, b = {0};
-	connect_client(&m, "mount", o.mount_port);
-	m.busy = true;
-	if (rpc_mount3_mnt_async(m.rpc, mnt_cb, (char *)o.export, &m))
-		die("MNT: %s", rpc_get_error(m.rpc));
-	wait_idle(&m);
-	rpc_destroy_context(m.rpc);
+	struct client a = {0}, b = {0};
+	bench_nfs3_mount(o.addr, o.mount_port, o.export, &run_dir);
 	connect_client(&a, "A", o.port);
 	connect_client(&b, "B", o.port);
 	rpc_set_next_xid(b.rpc, 1u << 24);
@@ -380,17 +293,7 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(dname, sizeof(dname), "create-after-%ld-%ld.%09ld", (long)getpid(),
 		 (long)ts.tv_sec, ts.tv_nsec);
-	MKDIR3args ma;
-	memset(&ma, 0, sizeof(ma));
-	ma.where.dir = fh_arg(&run_dir);
-	ma.where.name = dname;
-	ma.attributes.mode.set_it = 1;
-	ma.attributes.mode.set_mode3_u.mode = 0755;
-	a.busy = true;
-	if (rpc_nfs3_mkdir_async(a.rpc, mkdir_cb, &ma, &a))
-		die("MKDIR: %s", rpc_get_error(a.rpc));
-	wait_idle(&a);
-	run_dir = a.fh;
+	bench_nfs3_mkdir(a.rpc, &run_dir, dname, &run_dir);
 
 	static uint64_t alone[MAX_ROUNDS * MAX_CREATES];
 	uint64_t after[MAX_ROUNDS], after_sorted[MAX_ROUNDS], wr[MAX_ROUNDS], commit[MAX_ROUNDS];

@@ -41,10 +41,8 @@
 #include <sys/time.h> /* before libnfs.h, which uses struct timeval */
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,29 +53,18 @@
 
 #include <nfsc/libnfs.h>
 #include <nfsc/libnfs-raw.h>
-#include <nfsc/libnfs-raw-mount.h>
 #include <nfsc/libnfs-raw-nfs.h>
 
-#include "untar_counters.h"
+#include "base/time.h"
+#include "bench_util.h"
+#include "nfs3_bench.h"
+#include "untar_common.h"
 
-#define MAX_CLIENTS 256
-#define MAX_WSIZE   (1u << 20)
 #define STALL_SEC   120
 
 enum op { OP_MKDIR, OP_CREATE, OP_WRITE, OP_COMMIT, OP_N };
 static const char *const op_name[OP_N] = {"mkdir", "create", "write", "commit"};
 
-struct opts {
-	const char *addr, *export, *label, *xfs_dev, *disk;
-	unsigned port, mount_port, clients, per_dir, fanout, wsize;
-	uint64_t files, seed;
-	bool unstable, jnfsd_stats, csv;
-};
-
-struct fh {
-	uint32_t len;
-	char data[NFS3_FHSIZE];
-};
 
 struct client {
 	struct rpc_context *rpc;
@@ -90,72 +77,14 @@ struct client {
 	char verf[NFS3_WRITEVERFSIZE];
 	bool verf_set;
 	uint64_t t_op;         /* when the call (or first WRITE) in flight was sent */
-	bool busy;             /* a synchronous setup call is in flight */
-	int status;            /* its RPC status */
 };
 
-static struct opts o = {
-	.addr = "127.0.0.1", .export = "/", .label = "server", .clients = 1,
-	.per_dir = 16, .fanout = 4, .wsize = 65536, .files = 1000, .seed = 1,
-};
+static struct untar_opts o;
 static struct fh run_dir;
 static unsigned active;
 static uint64_t op_count[OP_N], op_ns[OP_N], bytes_written, dirs_made;
 static uint64_t last_progress;
-static char data[MAX_WSIZE];
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "nfs3-untar: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-/* The size of client k's file i: the same for every server and run. */
-static uint32_t file_size(unsigned k, uint32_t i)
-{
-	uint64_t h = mix64(o.seed ^ mix64(((uint64_t)k << 32) | i));
-	unsigned pct = (unsigned)(h % 100);
-	uint64_t r = h >> 8;
-	if (pct < 5)
-		return 64 + (uint32_t)(r % (1024 - 64));
-	if (pct < 90)
-		return 1024 + (uint32_t)(r % (16384 - 1024));
-	return 16384 + (uint32_t)(r % (65536 - 16384));
-}
-
-static void fh_copy(struct fh *dst, const nfs_fh3 *src)
-{
-	if (src->data.data_len > NFS3_FHSIZE)
-		die("file handle of %u bytes", src->data.data_len);
-	dst->len = src->data.data_len;
-	memcpy(dst->data, src->data.data_val, dst->len);
-}
-
-static nfs_fh3 fh_arg(struct fh *fh)
-{
-	return (nfs_fh3){.data = {.data_len = fh->len, .data_val = fh->data}};
-}
+static char data[UNTAR_MAX_WSIZE];
 
 static void op_done(struct client *c, enum op op)
 {
@@ -178,7 +107,7 @@ static void check(struct client *c, const char *what, int status, void *res, nfs
 
 static void service(struct client *cl, unsigned n)
 {
-	struct pollfd pfd[MAX_CLIENTS];
+	struct pollfd pfd[UNTAR_MAX_CLIENTS];
 	for (unsigned i = 0; i < n; i++) {
 		pfd[i].fd = rpc_get_fd(cl[i].rpc);
 		pfd[i].events = (short)rpc_which_events(cl[i].rpc);
@@ -191,69 +120,11 @@ static void service(struct client *cl, unsigned n)
 		if (rpc_service(cl[i].rpc, pfd[i].revents) < 0)
 			die("client %u: %s", cl[i].id, rpc_get_error(cl[i].rpc));
 	}
-	if (now_ns() - last_progress > (uint64_t)STALL_SEC * 1000000000u)
+	if (now_ns() - last_progress > (uint64_t)STALL_SEC * NSEC_PER_SEC)
 		die("no reply for %d s", STALL_SEC);
 }
 
-/* Run one client's loop until its synchronous setup call is answered. */
-static void wait_one(struct client *c)
-{
-	last_progress = now_ns();
-	while (c->busy)
-		service(c, 1);
-}
-
-/* ---- setup: connect, mount, the run's directory ---- */
-
-static void setup_cb(struct rpc_context *rpc, int status, void *res, void *priv)
-{
-	struct client *c = priv;
-	c->status = status;
-	c->busy = false;
-	if (status != RPC_STATUS_SUCCESS)
-		fprintf(stderr, "nfs3-untar: client %u: %s\n", c->id,
-			status == RPC_STATUS_ERROR && res ? (const char *)res : "cancelled");
-}
-
-static void connect_client(struct client *c, unsigned port)
-{
-	c->rpc = rpc_init_context();
-	if (!c->rpc)
-		die("rpc_init_context failed");
-	c->busy = true;
-	if (rpc_connect_async(c->rpc, o.addr, (int)port, setup_cb, c))
-		die("connect to %s:%u: %s", o.addr, port, rpc_get_error(c->rpc));
-	wait_one(c);
-	if (c->status != RPC_STATUS_SUCCESS)
-		die("cannot connect to %s:%u", o.addr, port);
-}
-
-static void mnt_cb(struct rpc_context *rpc, int status, void *res, void *priv)
-{
-	struct client *c = priv;
-	mountres3 *r = res;
-	c->busy = false;
-	if (status != RPC_STATUS_SUCCESS || r->fhs_status != MNT3_OK)
-		die("MNT %s: %s", o.export,
-		    status == RPC_STATUS_SUCCESS ? "refused" : (const char *)res);
-	fhandle3 *h = &r->mountres3_u.mountinfo.fhandle;
-	if (h->fhandle3_len > NFS3_FHSIZE)
-		die("MNT: handle of %u bytes", h->fhandle3_len);
-	run_dir.len = h->fhandle3_len;
-	memcpy(run_dir.data, h->fhandle3_val, run_dir.len);
-}
-
-static void mkdir_setup_cb(struct rpc_context *rpc, int status, void *res, void *priv)
-{
-	struct client *c = priv;
-	MKDIR3res *r = res;
-	c->busy = false;
-	check(c, "MKDIR of the run directory", status, res, status ? NFS3_OK : r->status);
-	if (!r->MKDIR3res_u.resok.obj.handle_follows)
-		die("MKDIR returned no handle");
-	fh_copy(&run_dir, &r->MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
-}
-
+/* The run's directory, by client 0, in the export's root. */
 static void make_run_dir(struct client *c)
 {
 	char name[96];
@@ -261,16 +132,7 @@ static void make_run_dir(struct client *c)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(name, sizeof(name), "untar-%s-%ld-%ld.%09ld", o.label, (long)getpid(),
 		 (long)ts.tv_sec, ts.tv_nsec);
-	MKDIR3args a;
-	memset(&a, 0, sizeof(a));
-	a.where.dir = fh_arg(&run_dir);
-	a.where.name = name;
-	a.attributes.mode.set_it = 1;
-	a.attributes.mode.set_mode3_u.mode = 0755;
-	c->busy = true;
-	if (rpc_nfs3_mkdir_async(c->rpc, mkdir_setup_cb, &a, c))
-		die("MKDIR: %s", rpc_get_error(c->rpc));
-	wait_one(c);
+	bench_nfs3_mkdir(c->rpc, &run_dir, name, &run_dir);
 }
 
 /* ---- one client's unpacking ---- */
@@ -340,7 +202,7 @@ static void create_cb(struct rpc_context *rpc, int status, void *res, void *priv
 	fh_copy(&c->file, &r->CREATE3res_u.resok.obj.post_op_fh3_u.handle);
 	op_done(c, OP_CREATE);
 
-	c->size = file_size(c->id, c->next);
+	c->size = untar_file_size(&o, c->id, c->next);
 	c->t_op = now_ns();
 	for (uint32_t off = 0; off < c->size; off += o.wsize) {
 		uint32_t n = c->size - off < o.wsize ? c->size - off : o.wsize;
@@ -351,7 +213,7 @@ static void create_cb(struct rpc_context *rpc, int status, void *res, void *priv
 		a.count = n;
 		a.stable = o.unstable ? UNSTABLE : FILE_SYNC;
 		a.data.data_len = n;
-		a.data.data_val = data + (c->next * 4096u + off) % (MAX_WSIZE - o.wsize);
+		a.data.data_val = data + (c->next * 4096u + off) % (UNTAR_MAX_WSIZE - o.wsize);
 		if (rpc_nfs3_write_async(c->rpc, write_cb, &a, c))
 			die("WRITE: %s", rpc_get_error(c->rpc));
 		c->inflight++;
@@ -386,131 +248,45 @@ static void client_step(struct client *c)
 		return;
 	}
 	CREATE3args a;
-	memset(&a, 0, sizeof(a));
 	snprintf(name, sizeof(name), "f%u", c->next);
-	a.where.dir = fh_arg(&c->dirs[d]);
-	a.where.name = name;
-	a.how.mode = GUARDED;
-	a.how.createhow3_u.g_obj_attributes.mode.set_it = 1;
-	a.how.createhow3_u.g_obj_attributes.mode.set_mode3_u.mode = 0644;
+	create_args(&a, &c->dirs[d], name);
 	if (rpc_nfs3_create_async(c->rpc, create_cb, &a, c))
 		die("CREATE: %s", rpc_get_error(c->rpc));
 }
 
-/* ---- counters ---- */
-
-static bool read_counters(struct untar_counters *k)
-{
-	char addr[160];
-	int err;
-	if (o.jnfsd_stats) {
-		snprintf(addr, sizeof(addr), "%s:%u", o.addr, o.port);
-		err = untar_counters_jnfsd(addr, k);
-	} else if (o.xfs_dev) {
-		err = untar_counters_xfs(o.xfs_dev, k);
-	} else {
-		memset(k, 0, sizeof(*k));
-		return false;
-	}
-	if (err)
-		fprintf(stderr, "nfs3-untar: cannot read the server's counters: %s\n",
-			strerror(-err));
-	return !err;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: nfs3-untar --port P [--mount-port P] [--addr A] [--export PATH]\n"
-		   "                  [--files N] [--clients C] [--mode filesync|unstable]\n"
-		   "                  [--per-dir F] [--fanout B] [--wsize W] [--seed S]\n"
-		   "                  [--label L] [--jnfsd-stats] [--xfs-dev DEV] [--disk DEV]\n"
-		   "                  [--csv]\n");
-}
+static const char usage[] =
+	"usage: nfs3-untar --port P [--mount-port P] [--addr A] [--export PATH]\n"
+	"                  [--files N] [--clients C] [--mode filesync|unstable]\n"
+	"                  [--per-dir F] [--fanout B] [--wsize W] [--seed S]\n"
+	"                  [--label L] [--jnfsd-stats] [--xfs-dev DEV] [--disk DEV]\n"
+	"                  [--csv]\n";
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{"addr", required_argument, NULL, 'a'},	      {"port", required_argument, NULL, 'p'},
-		{"mount-port", required_argument, NULL, 'M'}, {"export", required_argument, NULL, 'e'},
-		{"files", required_argument, NULL, 'n'},      {"clients", required_argument, NULL, 'c'},
-		{"mode", required_argument, NULL, 'm'},	      {"per-dir", required_argument, NULL, 'F'},
-		{"fanout", required_argument, NULL, 'B'},     {"wsize", required_argument, NULL, 'w'},
-		{"seed", required_argument, NULL, 's'},	      {"label", required_argument, NULL, 'l'},
-		{"jnfsd-stats", no_argument, NULL, 'J'},      {"xfs-dev", required_argument, NULL, 'X'},
-		{"csv", no_argument, NULL, 'C'},	      {"help", no_argument, NULL, 'h'},
-		{"disk", required_argument, NULL, 'D'},
-		{NULL, 0, NULL, 0}};
-	int opt;
-	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'a': o.addr = optarg; break;
-		case 'p': o.port = (unsigned)atoi(optarg); break;
-		case 'M': o.mount_port = (unsigned)atoi(optarg); break;
-		case 'e': o.export = optarg; break;
-		case 'n': o.files = strtoull(optarg, NULL, 0); break;
-		case 'c': o.clients = (unsigned)atoi(optarg); break;
-		case 'm':
-			if (!strcmp(optarg, "filesync"))
-				o.unstable = false;
-			else if (!strcmp(optarg, "unstable"))
-				o.unstable = true;
-			else
-				die("--mode is filesync or unstable, not '%s'", optarg);
-			break;
-		case 'F': o.per_dir = (unsigned)atoi(optarg); break;
-		case 'B': o.fanout = (unsigned)atoi(optarg); break;
-		case 'w': o.wsize = (unsigned)atoi(optarg); break;
-		case 's': o.seed = strtoull(optarg, NULL, 0); break;
-		case 'l': o.label = optarg; break;
-		case 'J': o.jnfsd_stats = true; break;
-		case 'X': o.xfs_dev = optarg; break;
-		case 'D': o.disk = optarg; break;
-		case 'C': o.csv = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind != argc || !o.port) {
-		usage(stderr);
-		return 2;
-	}
-	if (!o.mount_port)
-		o.mount_port = o.port;
-	if (!o.clients || o.clients > MAX_CLIENTS || o.files < o.clients || o.files > UINT32_MAX ||
-	    !o.per_dir || !o.fanout || o.wsize < 512 || o.wsize > MAX_WSIZE / 2)
-		die("bad --clients, --files, --per-dir, --fanout or --wsize");
-	for (size_t i = 0; i < sizeof(data); i++)
-		data[i] = (char)(' ' + mix64(i) % 95); /* text, like source */
+	untar_parse_opts(argc, argv, &o, true, 512, usage);
+	untar_fill(data, sizeof(data));
 
 	struct client *cl = calloc(o.clients, sizeof(*cl));
 	if (!cl)
 		die("out of memory");
 
 	/* MNT on its own connection, then one connection per client */
-	struct client m = {.id = 0};
-	connect_client(&m, o.mount_port);
-	m.busy = true;
-	if (rpc_mount3_mnt_async(m.rpc, mnt_cb, (char *)o.export, &m))
-		die("MNT: %s", rpc_get_error(m.rpc));
-	wait_one(&m);
-	rpc_destroy_context(m.rpc);
+	bench_nfs3_mount(o.addr, o.mount_port, o.export, &run_dir);
 
 	for (unsigned k = 0; k < o.clients; k++) {
 		struct client *c = &cl[k];
 		c->id = k;
-		c->nfiles = (uint32_t)(o.files / o.clients + (k < o.files % o.clients));
+		c->nfiles = untar_client_files(&o, k);
 		c->dirs = calloc((c->nfiles + o.per_dir - 1) / o.per_dir, sizeof(*c->dirs));
 		if (!c->dirs)
 			die("out of memory");
-		connect_client(c, o.port);
+		c->rpc = bench_nfs3_connect(o.addr, o.port);
 		rpc_set_next_xid(c->rpc, k << 24);
 	}
 	make_run_dir(&cl[0]);
 
-	struct untar_counters k0, k1;
-	bool have = read_counters(&k0);
-	uint64_t df0 = 0, dm0 = 0, df1 = 0, dm1 = 0;
-	bool have_disk = o.disk && !untar_disk_flushes(o.disk, &df0, &dm0);
+	struct untar_sample s0, s1;
+	untar_sample(&o, &s0);
 
 	uint64_t t0 = now_ns();
 	last_progress = t0;
@@ -521,53 +297,20 @@ int main(int argc, char **argv)
 		service(cl, o.clients);
 	uint64_t t1 = now_ns();
 
-	have = read_counters(&k1) && have;
-	have_disk = have_disk && !untar_disk_flushes(o.disk, &df1, &dm1);
+	untar_sample(&o, &s1);
 	for (unsigned k = 0; k < o.clients; k++) {
 		rpc_destroy_context(cl[k].rpc);
 		free(cl[k].dirs);
 	}
 	free(cl);
 
-	double secs = (double)(t1 - t0) / 1e9, nf = (double)o.files;
-	double rate = nf / secs;
-	const char *mode = o.unstable ? "unstable" : "filesync";
-	printf("untar.label %s\nuntar.mode %s\nuntar.clients %u\nuntar.files %" PRIu64 "\n",
-	       o.label, mode, o.clients, o.files);
-	printf("untar.dirs %" PRIu64 "\nuntar.bytes %" PRIu64 "\nuntar.seconds %.3f\n",
-	       dirs_made, bytes_written, secs);
-	printf("untar.files_per_sec %.1f\n", rate);
-	for (int i = 0; i < OP_N; i++)
-		if (op_count[i])
-			printf("untar.lat_us.%s %.1f\n", op_name[i],
-			       (double)op_ns[i] / (double)op_count[i] / 1e3);
-
-	char lw[32] = "n/a", lwf[32] = "n/a", fl[32] = "n/a", flf[32] = "n/a";
-	if (have && k1.have_log) {
-		uint64_t w = k1.log_writes - k0.log_writes, f = k1.log_forces - k0.log_forces;
-		snprintf(lw, sizeof(lw), "%" PRIu64, w);
-		snprintf(lwf, sizeof(lwf), "%.3f", (double)w / nf);
-		printf("untar.log_writes %s\nuntar.log_writes_per_file %s\n", lw, lwf);
-		printf("untar.%s %" PRIu64 "\nuntar.%s_per_file %.3f\n", k1.forces_name, f,
-		       k1.forces_name, (double)f / nf);
-	}
-	if (have && k1.have_flush) {
-		uint64_t f = k1.flushes - k0.flushes;
-		snprintf(fl, sizeof(fl), "%" PRIu64, f);
-		snprintf(flf, sizeof(flf), "%.3f", (double)f / nf);
-		printf("untar.flushes %s\nuntar.flushes_per_file %s\n", fl, flf);
-	}
-	if (have_disk) {
-		printf("untar.disk_flushes %" PRIu64 "\n", df1 - df0);
-		printf("untar.disk_flush_us_avg %.0f\n",
-		       df1 > df0 ? (double)(dm1 - dm0) * 1e3 / (double)(df1 - df0) : 0.0);
-	}
-	if (o.csv) {
-		printf("label,mode,clients,files,dirs,bytes,seconds,files_per_sec,log_writes,"
-		       "log_writes_per_file,flushes,flushes_per_file\n");
-		printf("%s,%s,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%.1f,%s,%s,%s,%s\n", o.label,
-		       mode, o.clients, o.files, dirs_made, bytes_written, secs, rate, lw, lwf, fl,
-		       flf);
-	}
+	struct untar_result r = {.seconds = (double)(t1 - t0) / 1e9,
+				 .dirs = dirs_made,
+				 .bytes = bytes_written,
+				 .nsteps = OP_N,
+				 .step_name = op_name,
+				 .step_count = op_count,
+				 .step_ns = op_ns};
+	untar_report(&o, &r, &s0, &s1);
 	return 0;
 }

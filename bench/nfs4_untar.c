@@ -39,10 +39,8 @@
  * compound; for WRITE, from the first WRITE of a file to its last reply.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,21 +52,14 @@
 
 #include "base/time.h"
 #include "nfs4c/nfs4c.h"
-#include "untar_counters.h"
+#include "bench_util.h"
+#include "untar_common.h"
 
-#define MAX_CLIENTS 256
-#define MAX_WSIZE   (1u << 20)
 #define MAX_WRITES  32 /* WRITE compounds of one file in flight (64 KiB / wsize) */
 
 enum step { ST_MKDIR, ST_OPEN, ST_WRITE, ST_COMMIT, ST_CLOSE, ST_N };
 static const char *const step_name[ST_N] = {"mkdir", "open", "write", "commit", "close"};
 
-struct opts {
-	const char *addr, *export, *label, *xfs_dev, *disk;
-	unsigned port, clients, per_dir, fanout, wsize;
-	uint64_t files, seed;
-	bool unstable, jnfsd_stats, csv;
-};
 
 struct client {
 	pthread_t thread;
@@ -83,54 +74,10 @@ struct client {
 	uint64_t step_count[ST_N], step_ns[ST_N], bytes, dirs_made;
 };
 
-static struct opts o = {
-	.addr = "127.0.0.1",
-	.export = "/",
-	.label = "server",
-	.clients = 1,
-	.per_dir = 16,
-	.fanout = 4,
-	.wsize = 65536,
-	.files = 1000,
-	.seed = 1,
-};
+static struct untar_opts o;
 static struct nfs4c_fh run_dir;
-static char data[MAX_WSIZE];
+static char data[UNTAR_MAX_WSIZE];
 static pthread_barrier_t start_barrier;
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "nfs4-untar: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-/* The size of client k's file i: the same as nfs3-untar's, for every
- * server and run. */
-static uint32_t file_size(unsigned k, uint32_t i)
-{
-	uint64_t h = mix64(o.seed ^ mix64(((uint64_t)k << 32) | i));
-	unsigned pct = (unsigned)(h % 100);
-	uint64_t r = h >> 8;
-	if (pct < 5)
-		return 64 + (uint32_t)(r % (1024 - 64));
-	if (pct < 90)
-		return 1024 + (uint32_t)(r % (16384 - 1024));
-	return 16384 + (uint32_t)(r % (65536 - 16384));
-}
 
 /* Send c; a transport error or an NFS status other than OK ends the run. */
 static void send_checked(struct client *k, struct nfs4c_compound *c, const char *what)
@@ -211,14 +158,14 @@ static void one_file(struct client *k, uint32_t i)
 	step_done(k, ST_OPEN, t0);
 
 	/* the WRITEs, all in flight together */
-	uint32_t size = file_size(k->id, i), nw = 0;
+	uint32_t size = untar_file_size(&o, k->id, i), nw = 0;
 	t0 = now_ns();
 	for (uint32_t off = 0; off < size; off += o.wsize) {
 		uint32_t n = size - off < o.wsize ? size - off : o.wsize;
 		nfs4c_compound_init(&w[nw], k->cl);
 		nfs4c_op_putfh(&w[nw], &fh);
 		nfs4c_op_write(&w[nw], &sid, off, o.unstable ? UNSTABLE4 : FILE_SYNC4,
-			       data + ((uint64_t)i * 4096u + off) % (MAX_WSIZE - o.wsize), n);
+			       data + ((uint64_t)i * 4096u + off) % (UNTAR_MAX_WSIZE - o.wsize), n);
 		int err = nfs4c_start(&w[nw]);
 		if (err)
 			die("client %u: WRITE: %s", k->id, strerror(-err));
@@ -315,123 +262,17 @@ static void make_run_dir(struct client *k)
 	make_dir(k, &exp, name, &run_dir, false);
 }
 
-static bool read_counters(struct untar_counters *u)
-{
-	char addr[160];
-	int err;
-	if (o.jnfsd_stats) {
-		snprintf(addr, sizeof(addr), "%s:%u", o.addr, o.port);
-		err = untar_counters_jnfsd(addr, u);
-	} else if (o.xfs_dev) {
-		err = untar_counters_xfs(o.xfs_dev, u);
-	} else {
-		memset(u, 0, sizeof(*u));
-		return false;
-	}
-	if (err)
-		fprintf(stderr, "nfs4-untar: cannot read the server's counters: %s\n",
-			strerror(-err));
-	return !err;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: nfs4-untar --port P [--addr A] [--export PATH] [--files N]\n"
-		   "                  [--clients C] [--mode filesync|unstable] [--per-dir F]\n"
-		   "                  [--fanout B] [--wsize W] [--seed S] [--label L]\n"
-		   "                  [--jnfsd-stats] [--xfs-dev DEV] [--disk DEV] [--csv]\n");
-}
+static const char usage[] =
+	"usage: nfs4-untar --port P [--addr A] [--export PATH] [--files N]\n"
+	"                  [--clients C] [--mode filesync|unstable] [--per-dir F]\n"
+	"                  [--fanout B] [--wsize W] [--seed S] [--label L]\n"
+	"                  [--jnfsd-stats] [--xfs-dev DEV] [--disk DEV] [--csv]\n";
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {{"addr", required_argument, NULL, 'a'},
-					   {"port", required_argument, NULL, 'p'},
-					   {"export", required_argument, NULL, 'e'},
-					   {"files", required_argument, NULL, 'n'},
-					   {"clients", required_argument, NULL, 'c'},
-					   {"mode", required_argument, NULL, 'm'},
-					   {"per-dir", required_argument, NULL, 'F'},
-					   {"fanout", required_argument, NULL, 'B'},
-					   {"wsize", required_argument, NULL, 'w'},
-					   {"seed", required_argument, NULL, 's'},
-					   {"label", required_argument, NULL, 'l'},
-					   {"jnfsd-stats", no_argument, NULL, 'J'},
-					   {"xfs-dev", required_argument, NULL, 'X'},
-					   {"disk", required_argument, NULL, 'D'},
-					   {"csv", no_argument, NULL, 'C'},
-					   {"help", no_argument, NULL, 'h'},
-					   {NULL, 0, NULL, 0}};
-	int opt;
-	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'a':
-			o.addr = optarg;
-			break;
-		case 'p':
-			o.port = (unsigned)atoi(optarg);
-			break;
-		case 'e':
-			o.export = optarg;
-			break;
-		case 'n':
-			o.files = strtoull(optarg, NULL, 0);
-			break;
-		case 'c':
-			o.clients = (unsigned)atoi(optarg);
-			break;
-		case 'm':
-			if (!strcmp(optarg, "filesync"))
-				o.unstable = false;
-			else if (!strcmp(optarg, "unstable"))
-				o.unstable = true;
-			else
-				die("--mode is filesync or unstable, not '%s'", optarg);
-			break;
-		case 'F':
-			o.per_dir = (unsigned)atoi(optarg);
-			break;
-		case 'B':
-			o.fanout = (unsigned)atoi(optarg);
-			break;
-		case 'w':
-			o.wsize = (unsigned)atoi(optarg);
-			break;
-		case 's':
-			o.seed = strtoull(optarg, NULL, 0);
-			break;
-		case 'l':
-			o.label = optarg;
-			break;
-		case 'J':
-			o.jnfsd_stats = true;
-			break;
-		case 'X':
-			o.xfs_dev = optarg;
-			break;
-		case 'D':
-			o.disk = optarg;
-			break;
-		case 'C':
-			o.csv = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc || !o.port) {
-		usage(stderr);
-		return 2;
-	}
 	/* a file is at most 64 KiB: at most 64 KiB / wsize WRITEs in flight */
-	if (!o.clients || o.clients > MAX_CLIENTS || o.files < o.clients || o.files > UINT32_MAX ||
-	    !o.per_dir || !o.fanout || o.wsize < 2048 || o.wsize > MAX_WSIZE / 2)
-		die("bad --clients, --files, --per-dir, --fanout or --wsize");
-	for (size_t i = 0; i < sizeof(data); i++)
-		data[i] = (char)(' ' + mix64(i) % 95); /* text, like source */
+	untar_parse_opts(argc, argv, &o, false, 2048, usage);
+	untar_fill(data, sizeof(data));
 
 	struct client *cl = calloc(o.clients, sizeof(*cl));
 	if (!cl)
@@ -439,7 +280,7 @@ int main(int argc, char **argv)
 	for (unsigned k = 0; k < o.clients; k++) {
 		struct client *c = &cl[k];
 		c->id = k;
-		c->nfiles = (uint32_t)(o.files / o.clients + (k < o.files % o.clients));
+		c->nfiles = untar_client_files(&o, k);
 		c->dirs = calloc((c->nfiles + o.per_dir - 1) / o.per_dir, sizeof(*c->dirs));
 		if (!c->dirs)
 			die("out of memory");
@@ -447,10 +288,8 @@ int main(int argc, char **argv)
 	}
 	make_run_dir(&cl[0]);
 
-	struct untar_counters u0, u1;
-	bool have = read_counters(&u0);
-	uint64_t df0 = 0, dm0 = 0, df1 = 0, dm1 = 0;
-	bool have_disk = o.disk && !untar_disk_flushes(o.disk, &df0, &dm0);
+	struct untar_sample s0, s1;
+	untar_sample(&o, &s0);
 
 	/* every client connected and mounted: the timed phase */
 	pthread_barrier_init(&start_barrier, NULL, o.clients + 1);
@@ -463,8 +302,7 @@ int main(int argc, char **argv)
 		pthread_join(cl[k].thread, NULL);
 	uint64_t t1 = now_ns();
 
-	have = read_counters(&u1) && have;
-	have_disk = have_disk && !untar_disk_flushes(o.disk, &df1, &dm1);
+	untar_sample(&o, &s1);
 	uint64_t step_count[ST_N] = {0}, step_ns[ST_N] = {0}, bytes = 0, dirs = 0;
 	for (unsigned k = 0; k < o.clients; k++) {
 		for (int i = 0; i < ST_N; i++) {
@@ -479,46 +317,14 @@ int main(int argc, char **argv)
 	}
 	free(cl);
 
-	double secs = (double)(t1 - t0) / 1e9, nf = (double)o.files;
-	double rate = nf / secs;
-	const char *mode = o.unstable ? "unstable" : "filesync";
-	printf("untar.label %s\nuntar.protocol nfs4.1\nuntar.mode %s\nuntar.clients %u\n"
-	       "untar.files %" PRIu64 "\n",
-	       o.label, mode, o.clients, o.files);
-	printf("untar.dirs %" PRIu64 "\nuntar.bytes %" PRIu64 "\nuntar.seconds %.3f\n", dirs, bytes,
-	       secs);
-	printf("untar.files_per_sec %.1f\n", rate);
-	for (int i = 0; i < ST_N; i++)
-		if (step_count[i])
-			printf("untar.lat_us.%s %.1f\n", step_name[i],
-			       (double)step_ns[i] / (double)step_count[i] / 1e3);
-
-	char lw[32] = "n/a", lwf[32] = "n/a", fl[32] = "n/a", flf[32] = "n/a";
-	if (have && u1.have_log) {
-		uint64_t w = u1.log_writes - u0.log_writes, f = u1.log_forces - u0.log_forces;
-		snprintf(lw, sizeof(lw), "%" PRIu64, w);
-		snprintf(lwf, sizeof(lwf), "%.3f", (double)w / nf);
-		printf("untar.log_writes %s\nuntar.log_writes_per_file %s\n", lw, lwf);
-		printf("untar.%s %" PRIu64 "\nuntar.%s_per_file %.3f\n", u1.forces_name, f,
-		       u1.forces_name, (double)f / nf);
-	}
-	if (have && u1.have_flush) {
-		uint64_t f = u1.flushes - u0.flushes;
-		snprintf(fl, sizeof(fl), "%" PRIu64, f);
-		snprintf(flf, sizeof(flf), "%.3f", (double)f / nf);
-		printf("untar.flushes %s\nuntar.flushes_per_file %s\n", fl, flf);
-	}
-	if (have_disk) {
-		printf("untar.disk_flushes %" PRIu64 "\n", df1 - df0);
-		printf("untar.disk_flush_us_avg %.0f\n",
-		       df1 > df0 ? (double)(dm1 - dm0) * 1e3 / (double)(df1 - df0) : 0.0);
-	}
-	if (o.csv) {
-		printf("label,mode,clients,files,dirs,bytes,seconds,files_per_sec,log_writes,"
-		       "log_writes_per_file,flushes,flushes_per_file\n");
-		printf("%s,%s,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%.1f,%s,%s,%s,%s\n",
-		       o.label, mode, o.clients, o.files, dirs, bytes, secs, rate, lw, lwf, fl,
-		       flf);
-	}
+	struct untar_result r = {.protocol = "nfs4.1",
+				 .seconds = (double)(t1 - t0) / 1e9,
+				 .dirs = dirs,
+				 .bytes = bytes,
+				 .nsteps = ST_N,
+				 .step_name = step_name,
+				 .step_count = step_count,
+				 .step_ns = step_ns};
+	untar_report(&o, &r, &s0, &s1);
 	return 0;
 }
