@@ -324,6 +324,49 @@ static bool retried(struct worker *w, unsigned delays)
 	return w->c.lc_sends > 1 || delays > 0;
 }
 
+/* GETATTR, READ and SETATTR of o, each sent again after a delay as the
+ * server asks, and counted. The status of the last answer. */
+static enum load_st timed_getattr(struct worker *w, struct mobj *o, struct load_attr *a)
+{
+	uint64_t t0 = now_ns();
+	unsigned nd = 0;
+	enum load_st st;
+	do
+		st = w->p->getattr(&w->c, &o->fh, a);
+	while (delay_again(w, st, &nd));
+	account(w, OP_GETATTR, st, retried(w, nd), t0);
+	return st;
+}
+
+static enum load_st timed_read(struct worker *w, struct mobj *o, uint64_t off, uint32_t len,
+			       uint32_t *n, bool *eof)
+{
+	uint64_t t0 = now_ns();
+	unsigned nd = 0;
+	enum load_st st;
+	do
+		st = w->p->read(&w->c, &o->fh, off, len, w->rbuf, n, eof);
+	while (delay_again(w, st, &nd));
+	account(w, OP_READ, st, retried(w, nd), t0);
+	return st;
+}
+
+/* o is unsure while the SETATTR is out: its outcome may be unknown. */
+static enum load_st timed_setattr(struct worker *w, struct mobj *o, const struct load_sattr *sa,
+				  struct load_attr *post)
+{
+	o->unsure = true;
+	uint64_t t0 = now_ns();
+	unsigned nd = 0;
+	enum load_st st;
+	do
+		st = w->p->setattr(&w->c, &o->fh, sa, post);
+	while (delay_again(w, st, &nd));
+	account(w, OP_SETATTR, st, retried(w, nd), t0);
+	o->unsure = false;
+	return st;
+}
+
 /* An unexpected status on a call whose outcome the model cannot know. */
 static void unexpected(struct worker *w, const char *what, enum load_st st)
 {
@@ -410,13 +453,7 @@ static void check_data(struct worker *w, struct mobj *o, uint64_t off, uint32_t 
 static int verify_obj(struct worker *w, struct mobj *o, enum vmode m, const char *why)
 {
 	struct load_attr a;
-	uint64_t t0 = now_ns();
-	unsigned nd = 0;
-	enum load_st st;
-	do
-		st = w->p->getattr(&w->c, &o->fh, &a);
-	while (delay_again(w, st, &nd));
-	account(w, OP_GETATTR, st, retried(w, nd), t0);
+	enum load_st st = timed_getattr(w, o, &a);
 	if (st == LOAD_ERR_CONN)
 		return -ECONNRESET;
 	if (st != LOAD_OK) {
@@ -428,12 +465,7 @@ static int verify_obj(struct worker *w, struct mobj *o, enum vmode m, const char
 	for (uint64_t off = 0; off < size;) {
 		uint32_t len = (uint32_t)(size - off < w->o->wsize ? size - off : w->o->wsize), n;
 		bool eof;
-		t0 = now_ns();
-		nd = 0;
-		do
-			st = w->p->read(&w->c, &o->fh, off, len, w->rbuf, &n, &eof);
-		while (delay_again(w, st, &nd));
-		account(w, OP_READ, st, retried(w, nd), t0);
+		st = timed_read(w, o, off, len, &n, &eof);
 		if (st == LOAD_ERR_CONN)
 			return -ECONNRESET;
 		if (st != LOAD_OK) {
@@ -857,14 +889,7 @@ static int op_create(struct worker *w)
 	/* EXCLUSIVE sends no attributes: set the mode now, as clients do */
 	struct load_sattr sa = {.set_mode = true, .mode = mode};
 	struct load_attr post = {0};
-	o->unsure = true;
-	t0 = now_ns();
-	nd = 0;
-	do
-		st = w->p->setattr(&w->c, &o->fh, &sa, &post);
-	while (delay_again(w, st, &nd));
-	account(w, OP_SETATTR, st, retried(w, nd), t0);
-	o->unsure = false;
+	st = timed_setattr(w, o, &sa, &post);
 	if (st == LOAD_ERR_CONN)
 		return -ECONNRESET;
 	if (st != LOAD_OK) {
@@ -876,11 +901,12 @@ static int op_create(struct worker *w)
 	return 0;
 }
 
-static int op_remove(struct worker *w)
+/* REMOVE the name in slot s (a name of s->obj), sent again after a delay
+ * as the server asks. Returns 1 once the name is gone (the slot empty, the
+ * object's reference dropped), 0 when the server's answer was wrong
+ * (reported; slot and object tainted), or -ECONNRESET. */
+static int remove_slot(struct worker *w, struct mslot *s)
 {
-	struct mslot *s = pick_file_slot(w, S_FILE);
-	if (!s || s->obj->unsure)
-		return 0;
 	struct mobj *o = s->obj;
 	s->unsure = o->unsure = true;
 	uint64_t t0 = now_ns();
@@ -898,13 +924,22 @@ static int op_remove(struct worker *w)
 		s->st = S_ABSENT;
 		s->obj = NULL;
 		obj_put(w, o);
-		return 0;
+		return 1;
 	}
 	report(w, false, "REMOVE '%s%s' (%s): %s", dname(s), s->name,
 	       again ? "sent again" : "sent once", load_st_name(st));
 	s->tainted = o->tainted = true;
 	w->st.tainted++;
 	return 0;
+}
+
+static int op_remove(struct worker *w)
+{
+	struct mslot *s = pick_file_slot(w, S_FILE);
+	if (!s || s->obj->unsure)
+		return 0;
+	int r = remove_slot(w, s);
+	return r < 0 ? r : 0;
 }
 
 /* Remove every name of o (to free space). */
@@ -914,31 +949,12 @@ static int remove_obj(struct worker *w, struct mobj *o)
 		struct mslot *s = &w->slots[i];
 		if (s->st != S_FILE || s->obj != o || !slot_usable(s))
 			continue;
-		bool last = o->nlink == 1;
-		s->unsure = o->unsure = true;
-		uint64_t t0 = now_ns();
-		unsigned nd = 0;
-		enum load_st st;
-		do
-			st = w->p->remove(&w->c, slot_dir(w, s), s->name);
-		while (delay_again(w, st, &nd));
-		bool again = retried(w, nd);
-		account(w, OP_REMOVE, st, again, t0);
-		s->unsure = o->unsure = false;
-		if (st == LOAD_ERR_CONN)
-			return -ECONNRESET;
-		if (st == LOAD_OK || (st == LOAD_NOENT && again)) {
-			s->st = S_ABSENT;
-			s->obj = NULL;
-			obj_put(w, o);
-			if (last)
-				o = NULL;
-			continue;
-		}
-		report(w, false, "REMOVE '%s%s': %s", dname(s), s->name, load_st_name(st));
-		s->tainted = o->tainted = true;
-		w->st.tainted++;
-		return 0;
+		bool last = o->nlink == 1; /* then remove_slot frees o */
+		int r = remove_slot(w, s);
+		if (r <= 0)
+			return r;
+		if (last)
+			o = NULL;
 	}
 	return 0;
 }
@@ -1118,15 +1134,7 @@ static int op_setattr(struct worker *w)
 		sa.size = rng_below(&w->rng, max + 1) * UNIT;
 	}
 	struct load_attr post = {0};
-	o->unsure = true;
-	uint64_t t0 = now_ns();
-	unsigned nd = 0;
-	enum load_st st;
-	do
-		st = w->p->setattr(&w->c, &o->fh, &sa, &post);
-	while (delay_again(w, st, &nd));
-	account(w, OP_SETATTR, st, retried(w, nd), t0);
-	o->unsure = false;
+	enum load_st st = timed_setattr(w, o, &sa, &post);
 	if (st == LOAD_ERR_CONN)
 		return -ECONNRESET;
 	if (st != LOAD_OK) {
@@ -1234,13 +1242,7 @@ static int op_read(struct worker *w)
 	uint32_t len = (uint32_t)(UNIT * (1 + rng_below(&w->rng, w->o->wsize / UNIT)));
 	uint32_t n = 0;
 	bool eof;
-	uint64_t t0 = now_ns();
-	unsigned nd = 0;
-	enum load_st st;
-	do
-		st = w->p->read(&w->c, &o->fh, u0 * UNIT, len, w->rbuf, &n, &eof);
-	while (delay_again(w, st, &nd));
-	account(w, OP_READ, st, retried(w, nd), t0);
+	enum load_st st = timed_read(w, o, u0 * UNIT, len, &n, &eof);
 	if (st == LOAD_ERR_CONN)
 		return -ECONNRESET;
 	if (st != LOAD_OK) {
@@ -1264,13 +1266,7 @@ static int op_getattr(struct worker *w)
 	if (!o)
 		return 0;
 	struct load_attr a;
-	uint64_t t0 = now_ns();
-	unsigned nd = 0;
-	enum load_st st;
-	do
-		st = w->p->getattr(&w->c, &o->fh, &a);
-	while (delay_again(w, st, &nd));
-	account(w, OP_GETATTR, st, retried(w, nd), t0);
+	enum load_st st = timed_getattr(w, o, &a);
 	if (st == LOAD_ERR_CONN)
 		return -ECONNRESET;
 	if (st != LOAD_OK)
