@@ -78,7 +78,7 @@ void pu_finish(struct pu_server *s)
 	CHECK_EQ(system(cmd), 0);
 }
 
-int pu_run(char *out, const char *const *argv)
+pid_t pu_spawn(const char *const *argv, int *out)
 {
 	int pfd[2];
 	CHECK_OK(pipe(pfd));
@@ -93,11 +93,19 @@ int pu_run(char *out, const char *const *argv)
 		_exit(127);
 	}
 	close(pfd[1]);
+	*out = pfd[0];
+	return pid;
+}
+
+int pu_run(char *out, const char *const *argv)
+{
+	int fd;
+	pid_t pid = pu_spawn(argv, &fd);
 	static char sink[4096];
 	size_t n = 0;
 	for (;;) {
-		ssize_t r = out ? read(pfd[0], out + n, PU_OUT_MAX - 1 - n)
-				: read(pfd[0], sink, sizeof(sink));
+		ssize_t r = out ? read(fd, out + n, PU_OUT_MAX - 1 - n)
+				: read(fd, sink, sizeof(sink));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -107,10 +115,20 @@ int pu_run(char *out, const char *const *argv)
 	}
 	if (out)
 		out[n] = '\0';
-	close(pfd[0]);
+	close(fd);
 	int status;
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int pu_run_echo(char *out, const char *const *argv)
+{
+	int status = pu_run(out, argv);
+	printf("$");
+	for (int i = 0; argv[i]; i++)
+		printf(" %s", argv[i]);
+	printf("\n%s", out);
+	return status;
 }
 
 uint64_t pu_value(const char *text, const char *name)

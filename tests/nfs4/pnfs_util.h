@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "jnfsd_proc.h"
 #include "nfs4c/blk.h"
@@ -41,9 +42,15 @@ void pu_kill(struct pu_server *s);
 /* `jnfs check` of the image: clean. Then the directory is removed. */
 void pu_finish(struct pu_server *s);
 
+/* Start argv (NULL-terminated) with its stdout on a pipe, killed when the
+ * test dies: its pid, *out the pipe's read end (the caller's to close). */
+pid_t pu_spawn(const char *const *argv, int *out);
 /* Run argv (NULL-terminated) with its stdout captured in out (PU_OUT_MAX,
  * NUL-terminated; NULL: discarded); its exit status, -1 for a signal. */
 int pu_run(char *out, const char *const *argv);
+/* pu_run, then "$ argv" and the output (not NULL) echoed to our stdout,
+ * for the test's log. */
+int pu_run_echo(char *out, const char *const *argv);
 /* The value of a "name value" line; UINT64_MAX when absent. */
 uint64_t pu_value(const char *text, const char *name);
 

@@ -39,6 +39,7 @@
 #include "check.h"
 #include "nfs4c/blk.h"
 #include "nfs4c/pnfs.h"
+#include "pnfs_util.h"
 #include "rpc/clnt.h"
 #include "rpc/rpc_msg.h"
 
@@ -1386,59 +1387,10 @@ static void test_client(void)
 
 /* ---- jnfs pnfs against the same server ------------------------------------------ */
 
-#define OUT_MAX (1u << 16)
-
-/* Start argv with its stdout on a pipe; the pid, *out the read end. */
-static pid_t spawn(const char *const *argv, int *out)
-{
-	int pfd[2];
-	CHECK_OK(pipe(pfd));
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		close(pfd[1]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	*out = pfd[0];
-	return pid;
-}
-
-/* Run argv to its end: its exit status, its stdout in out. */
-static int run(char *out, const char *const *argv)
-{
-	int fd, status;
-	pid_t pid = spawn(argv, &fd);
-	size_t n = 0;
-	ssize_t r;
-	while ((r = read(fd, out + n, OUT_MAX - 1 - n)) > 0)
-		n += (size_t)r;
-	out[n] = '\0';
-	close(fd);
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	printf("$");
-	for (int i = 0; argv[i]; i++)
-		printf(" %s", argv[i]);
-	printf("\n%s", out);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static uint64_t value_in(const char *text, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
-		if (!strncmp(l, name, n) && l[n] == ' ')
-			return strtoull(l + n + 1, NULL, 10);
-	return UINT64_MAX;
-}
-
 static void test_cli(const char *jnfs)
 {
 	char dir[] = "/tmp/jnfs-pnfs-cli.XXXXXX", disk[64], decoy[64], local[96], back[96];
-	char url[64], *out = xmalloc(OUT_MAX);
+	char url[64], *out = xmalloc(PU_OUT_MAX);
 	uint8_t *want = xmalloc(200000), *got = xmalloc(200000);
 	int dfd = make_disks(dir, disk, decoy);
 	mds_start();
@@ -1455,16 +1407,16 @@ static void test_cli(const char *jnfs)
 	const char *put[] = {jnfs,	 "pnfs", url,	       "--device",	decoy,
 			     "--device", disk,	 "--no-stats", "put",		local,
 			     "f",	 "--io", "3000",       "--commit-each", NULL};
-	CHECK_EQ(run(out, put), 0);
-	CHECK_EQ(value_in(out, "pnfs.put.bytes"), 200000);
-	CHECK_EQ(value_in(out, "pnfs.put.commits"), 67);
+	CHECK_EQ(pu_run_echo(out, put), 0);
+	CHECK_EQ(pu_value(out, "pnfs.put.bytes"), 200000);
+	CHECK_EQ(pu_value(out, "pnfs.put.commits"), 67);
 	CHECK_EQ(M.size, 200000);
 	disk_file(dfd, got, 200000);
 	CHECK(!memcmp(got, want, 200000));
 	const char *get[] = {jnfs,	   "pnfs", url, "--device", disk,
 			     "--no-stats", "get",  "f", back,	    NULL};
-	CHECK_EQ(run(out, get), 0);
-	CHECK_EQ(value_in(out, "pnfs.get.bytes"), 200000);
+	CHECK_EQ(pu_run_echo(out, get), 0);
+	CHECK_EQ(pu_value(out, "pnfs.get.bytes"), 200000);
 	fd = open(back, O_RDONLY);
 	CHECK(fd >= 0 && read(fd, got, 200000) == 200000);
 	close(fd);
@@ -1472,7 +1424,7 @@ static void test_cli(const char *jnfs)
 
 	/* info: the device, found on the disk and not on the decoy */
 	const char *info[] = {jnfs, "pnfs", url, "--device", decoy, "--device", disk, "info", NULL};
-	CHECK_EQ(run(out, info), 0);
+	CHECK_EQ(pu_run_echo(out, info), 0);
 	CHECK(strstr(out, "volume 0: SIMPLE") && strstr(out, disk));
 
 	/* the workloads */
@@ -1480,16 +1432,16 @@ static void test_cli(const char *jnfs)
 	const char *ow[] = {jnfs,	  "pnfs",      url,	   "--device", disk,
 			    "--no-stats", "overwrite", "fo",	   "--size",   "256K",
 			    "--io",	  "64K",       "--rounds", "2",	       NULL};
-	CHECK_EQ(run(out, ow), 0);
-	CHECK_EQ(value_in(out, "pnfs.overwrite.commits"), 8);
-	CHECK(value_in(out, "pnfs.overwrite.commit_us_p99") != UINT64_MAX);
+	CHECK_EQ(pu_run_echo(out, ow), 0);
+	CHECK_EQ(pu_value(out, "pnfs.overwrite.commits"), 8);
+	CHECK(pu_value(out, "pnfs.overwrite.commit_us_p99") != UINT64_MAX);
 	CHECK_EQ(mds_count('C'), commits + 1 + 8); /* the file's first commit, then 8 */
 	CHECK_EQ(M.commit.n, 0);		   /* an overwrite: nothing to convert */
 	const char *nf[] = {jnfs,	  "pnfs",     url,	 "--device", disk,
 			    "--no-stats", "newfiles", "fn",	 "--size",   "128K",
 			    "--io",	  "32K",      "--count", "2",	     NULL};
-	CHECK_EQ(run(out, nf), 0);
-	CHECK_EQ(value_in(out, "pnfs.newfiles.commits"), 8);
+	CHECK_EQ(pu_run_echo(out, nf), 0);
+	CHECK_EQ(pu_value(out, "pnfs.newfiles.commits"), 8);
 	CHECK(M.commit.n == 1 && M.commit.e[0].bex_file_offset == 96 * 1024 &&
 	      M.commit.e[0].bex_length == 32 * 1024 && M.size == 128 * 1024);
 
@@ -1508,7 +1460,7 @@ static void test_cli(const char *jnfs)
 				      NULL};
 		int pfd, status;
 		char line[256];
-		pid_t pid = spawn(hold, &pfd);
+		pid_t pid = pu_spawn(hold, &pfd);
 		FILE *in = fdopen(pfd, "r");
 		CHECK(fgets(line, sizeof(line), in));
 		printf("%s", line);
@@ -1516,27 +1468,27 @@ static void test_cli(const char *jnfs)
 		unsigned returns = mds_count('R');
 		CHECK_EQ(mds_recall(&FILE_FH, M.lseqid + 1, LAYOUTIOMODE4_ANY), NFS4_OK);
 		size_t n = 0;
-		while (n < OUT_MAX - 1 && fgets(out + n, (int)(OUT_MAX - n), in))
+		while (n < PU_OUT_MAX - 1 && fgets(out + n, (int)(PU_OUT_MAX - n), in))
 			n += strlen(out + n);
 		fclose(in);
 		printf("%s", out);
 		CHECK_EQ(waitpid(pid, &status, 0), pid);
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-		CHECK_EQ(value_in(out, "pnfs.hold.recalls"), 1);
-		CHECK_EQ(value_in(out, "pnfs.hold.recalls_returned"), (uint64_t)returning);
+		CHECK_EQ(pu_value(out, "pnfs.hold.recalls"), 1);
+		CHECK_EQ(pu_value(out, "pnfs.hold.recalls_returned"), (uint64_t)returning);
 		CHECK_EQ(mds_count('R'), returns + returning);
 	}
 
 	/* bad command lines */
 	const char *bad_url[] = {jnfs, "pnfs", "http://x/", "--device", disk, "info", NULL};
-	CHECK_EQ(run(out, bad_url), 2);
+	CHECK_EQ(pu_run_echo(out, bad_url), 2);
 	const char *no_dev[] = {jnfs, "pnfs", url, "info", NULL};
-	CHECK_EQ(run(out, no_dev), 2);
+	CHECK_EQ(pu_run_echo(out, no_dev), 2);
 	const char *bad_args[] = {jnfs, "pnfs", url, "--device", disk, "get", "f", NULL};
-	CHECK_EQ(run(out, bad_args), 2);
+	CHECK_EQ(pu_run_echo(out, bad_args), 2);
 	const char *bad_size[] = {jnfs, "pnfs",	  url,	  "--device", disk,  "overwrite",
 				  "f",	"--size", "100K", "--io",     "64K", NULL};
-	CHECK_EQ(run(out, bad_size), 2);
+	CHECK_EQ(pu_run_echo(out, bad_size), 2);
 
 	mds_stop();
 	close(dfd);

@@ -37,103 +37,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/mem.h"
 #include "base/time.h"
 #include "check.h"
-#include "jnfsd_proc.h"
-#include "nfs4c/nfs4c.h"
+#include "pnfs_util.h"
 
-#define OUT_MAX (1u << 20)
-
-static const char *jnfs;
-static char dir[64], image[96], url[96], addr[64];
-static struct tc_jnfsd jnfsd;
-
-/* Run argv (NULL-terminated) with its stdout in out (NUL-terminated,
- * echoed to ours); its exit status, or -1 for a signal. */
-static int run(char *out, const char *const *argv)
-{
-	int pfd[2];
-	CHECK_OK(pipe(pfd));
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		close(pfd[1]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	size_t n = 0;
-	for (;;) {
-		ssize_t r = read(pfd[0], out + n, OUT_MAX - 1 - n);
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	out[n] = '\0';
-	close(pfd[0]);
-	int status;
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	printf("$");
-	for (int i = 0; argv[i]; i++)
-		printf(" %s", argv[i]);
-	printf("\n%s", out);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* The value of a "name value" line of text; UINT64_MAX when absent. */
-static uint64_t value_in(const char *text, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
-		if (!strncmp(l, name, n) && l[n] == ' ')
-			return strtoull(l + n + 1, NULL, 10);
-	return UINT64_MAX;
-}
+static struct pu_server srv;
 
 /* A counter of the running jnfsd (its administration program): jnfsd
  * lists an operation once it was called, so an absent one is 0. */
 static uint64_t counter(const char *name)
 {
-	static char out[OUT_MAX];
-	const char *argv[] = {jnfs, "stat", "--server", addr, NULL};
-	int pfd[2];
-	/* quietly: the whole dump is long */
-	CHECK_OK(pipe(pfd));
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		close(pfd[1]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	size_t n = 0;
-	ssize_t r;
-	while ((r = read(pfd[0], out + n, OUT_MAX - 1 - n)) > 0)
-		n += (size_t)r;
-	out[n] = '\0';
-	close(pfd[0]);
-	int status;
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	uint64_t v = value_in(out, name);
+	static char out[PU_OUT_MAX];
+	const char *argv[] = {srv.jnfs, "stat", "--server", srv.addr, NULL};
+	CHECK_EQ(pu_run(out, argv), 0); /* quietly: the whole dump is long */
+	uint64_t v = pu_value(out, name);
 	return v == UINT64_MAX ? 0 : v;
 }
 
 static void make_local(const char *name, size_t len, uint32_t seed)
 {
 	char path[160];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", srv.dir, name);
 	uint8_t *b = xmalloc(len);
 	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
 	for (size_t i = 0; i < len; i++) {
@@ -152,7 +80,7 @@ static void make_local(const char *name, size_t len, uint32_t seed)
 static uint8_t *slurp(const char *name, size_t *len)
 {
 	char path[160];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", srv.dir, name);
 	int fd = open(path, O_RDONLY);
 	CHECK(fd >= 0);
 	off_t end = lseek(fd, 0, SEEK_END);
@@ -162,57 +90,6 @@ static uint8_t *slurp(const char *name, size_t *len)
 	close(fd);
 	*len = (size_t)end;
 	return b;
-}
-
-static struct nfs4c_client *mount_client(struct nfs4c_fh *root)
-{
-	struct nfs4c_cfg cfg;
-	struct nfs4c_client *cl;
-	nfs4c_cfg_default(&cfg);
-	cfg.addr = addr;
-	cfg.eia_flags = EXCHGID4_FLAG_USE_PNFS_MDS;
-	cfg.reconnect_ms = 10000; /* a jnfsd that died fails the test soon */
-	CHECK_OK(nfs4c_create(&cfg, &cl));
-	CHECK_OK(nfs4c_mount(cl, root));
-	return cl;
-}
-
-/* OPEN name in the root (create when asked), its handle and stateid. */
-static nfsstat4 open_file(struct nfs4c_client *cl, const struct nfs4c_fh *root, const char *name,
-			  bool create, struct nfs4c_fh *fh, struct stateid4 *sid)
-{
-	struct nfs4c_compound c;
-	nfs4c_compound_init(&c, cl);
-	nfs4c_op_putfh(&c, root);
-	nfs4c_op_open(&c, &(struct nfs4c_open){.owner = "pnfs-e2e",
-					       .owner_len = 8,
-					       .access = OPEN4_SHARE_ACCESS_BOTH,
-					       .claim = CLAIM_NULL,
-					       .name = name,
-					       .create = create,
-					       .how = UNCHECKED4,
-					       .attrs = {.set = NFS4C_SA_MODE, .mode = 0644}});
-	nfs4c_op_getfh(&c);
-	CHECK_OK(nfs4c_send(&c));
-	nfsstat4 st = c.status;
-	if (st == NFS4_OK) {
-		CHECK_OK(nfs4c_res_fh(&c, fh));
-		*sid = nfs4c_res(&c, OP_OPEN, 0)->opopen.resok4.stateid;
-	}
-	nfs4c_compound_destroy(&c);
-	return st;
-}
-
-static void close_file(struct nfs4c_client *cl, const struct nfs4c_fh *fh,
-		       const struct stateid4 *sid)
-{
-	struct nfs4c_compound c;
-	nfs4c_compound_init(&c, cl);
-	nfs4c_op_putfh(&c, fh);
-	nfs4c_op_close(&c, sid);
-	CHECK_OK(nfs4c_send(&c));
-	CHECK_EQ(c.status, NFS4_OK);
-	nfs4c_compound_destroy(&c);
 }
 
 /* 1: the server is a pNFS block metadata server for this export; 0: it
@@ -247,7 +124,7 @@ static int probe(struct nfs4c_client *cl, const struct nfs4c_fh *root)
 	       attr.layout_blksize);
 	nfs4c_compound_destroy(&c);
 
-	CHECK_EQ(open_file(cl, root, "probe", true, &fh, &sid), NFS4_OK);
+	CHECK_EQ(pu_open(cl, root, "probe", true, OPEN4_SHARE_ACCESS_BOTH, &fh, &sid), NFS4_OK);
 	nfs4c_compound_init(&c, cl);
 	nfs4c_op_putfh(&c, &fh);
 	nfs4c_op_layoutget(&c, LAYOUT4_BLOCK_VOLUME, LAYOUTIOMODE4_READ, 0, 4096, 4096, &sid,
@@ -265,7 +142,7 @@ static int probe(struct nfs4c_client *cl, const struct nfs4c_fh *root)
 		CHECK_EQ(c.status, NFS4_OK);
 		nfs4c_compound_destroy(&c);
 	}
-	close_file(cl, &fh, &sid);
+	pu_close(cl, &fh, &sid);
 	return st != NFS4ERR_NOTSUPP;
 }
 
@@ -278,7 +155,7 @@ static void read_through_server(struct nfs4c_client *cl, const struct nfs4c_fh *
 	struct nfs4c_compound c;
 	size_t len;
 	uint8_t *want = slurp(name, &len);
-	CHECK_EQ(open_file(cl, root, name, false, &fh, &sid), NFS4_OK);
+	CHECK_EQ(pu_open(cl, root, name, false, OPEN4_SHARE_ACCESS_BOTH, &fh, &sid), NFS4_OK);
 	for (size_t off = 0;; off += 65536) {
 		nfs4c_compound_init(&c, cl);
 		nfs4c_op_putfh(&c, &fh);
@@ -296,22 +173,22 @@ static void read_through_server(struct nfs4c_client *cl, const struct nfs4c_fh *
 			break;
 		}
 	}
-	close_file(cl, &fh, &sid);
+	pu_close(cl, &fh, &sid);
 	free(want);
 	printf("READ through the server: %s equal (%zu bytes)\n", name, len);
 }
 
 static void put_get(const char *name, size_t len, const char *io, bool commit_each)
 {
-	char *out = xmalloc(OUT_MAX), local[160], back[160];
+	char *out = xmalloc(PU_OUT_MAX), local[160], back[160];
 	make_local(name, len, (uint32_t)len);
-	snprintf(local, sizeof(local), "%s/%s", dir, name);
-	snprintf(back, sizeof(back), "%s/%s.back", dir, name);
-	const char *put[] = {jnfs,
+	snprintf(local, sizeof(local), "%s/%s", srv.dir, name);
+	snprintf(back, sizeof(back), "%s/%s.back", srv.dir, name);
+	const char *put[] = {srv.jnfs,
 			     "pnfs",
-			     url,
+			     srv.url,
 			     "--device",
-			     image,
+			     srv.image,
 			     "put",
 			     local,
 			     name,
@@ -319,12 +196,13 @@ static void put_get(const char *name, size_t len, const char *io, bool commit_ea
 			     io,
 			     commit_each ? "--commit-each" : NULL,
 			     NULL};
-	CHECK_EQ(run(out, put), 0);
-	CHECK_EQ(value_in(out, "pnfs.put.bytes"), len);
-	CHECK(value_in(out, "pnfs.put.client.disk_write_bytes") >= len);
-	const char *get[] = {jnfs, "pnfs", url, "--device", image, "get", name, back, NULL};
-	CHECK_EQ(run(out, get), 0);
-	CHECK_EQ(value_in(out, "pnfs.get.bytes"), len);
+	CHECK_EQ(pu_run_echo(out, put), 0);
+	CHECK_EQ(pu_value(out, "pnfs.put.bytes"), len);
+	CHECK(pu_value(out, "pnfs.put.client.disk_write_bytes") >= len);
+	const char *get[] = {srv.jnfs, "pnfs", srv.url, "--device", srv.image,
+			     "get",    name,   back,	NULL};
+	CHECK_EQ(pu_run_echo(out, get), 0);
+	CHECK_EQ(pu_value(out, "pnfs.get.bytes"), len);
 	size_t n1, n2;
 	uint8_t *a = slurp(name, &n1), *b = slurp(strrchr(back, '/') + 1, &n2);
 	CHECK(n1 == len && n2 == len && !memcmp(a, b, len));
@@ -337,20 +215,20 @@ static void put_get(const char *name, size_t len, const char *io, bool commit_ea
 /* 3: overwrite LAYOUTCOMMITs (rule 6). */
 static void overwrites(void)
 {
-	char *out = xmalloc(OUT_MAX);
-	const char *argv[] = {jnfs, "pnfs",   url,  "--device", image, "overwrite",
-			      "ow", "--size", "1M", "--io",	"64K", NULL};
+	char *out = xmalloc(PU_OUT_MAX);
+	const char *argv[] = {srv.jnfs, "pnfs",	  srv.url, "--device", srv.image, "overwrite",
+			      "ow",	"--size", "1M",	   "--io",     "64K",	  NULL};
 	for (int attempt = 1;; attempt++) {
-		CHECK_EQ(run(out, argv), 0);
-		uint64_t commits = value_in(out, "pnfs.overwrite.commits");
-		uint64_t ckpts = value_in(out, "pnfs.overwrite.server.checkpoints");
-		uint64_t lw = value_in(out, "pnfs.overwrite.server.log_writes");
-		uint64_t fl = value_in(out, "pnfs.overwrite.server.flushes");
-		uint64_t lc = value_in(out, "pnfs.overwrite.server.layoutcommits");
+		CHECK_EQ(pu_run_echo(out, argv), 0);
+		uint64_t commits = pu_value(out, "pnfs.overwrite.commits");
+		uint64_t ckpts = pu_value(out, "pnfs.overwrite.server.checkpoints");
+		uint64_t lw = pu_value(out, "pnfs.overwrite.server.log_writes");
+		uint64_t fl = pu_value(out, "pnfs.overwrite.server.flushes");
+		uint64_t lc = pu_value(out, "pnfs.overwrite.server.layoutcommits");
 		CHECK_EQ(commits, 16);
 		CHECK_EQ(lc, commits);
-		CHECK_EQ(value_in(out, "pnfs.overwrite.server.writes"), 0);
-		CHECK_EQ(value_in(out, "pnfs.overwrite.server.reads"), 0);
+		CHECK_EQ(pu_value(out, "pnfs.overwrite.server.writes"), 0);
+		CHECK_EQ(pu_value(out, "pnfs.overwrite.server.reads"), 0);
 		printf("overwrite, run %d: %llu LAYOUTCOMMITs, %llu log writes, %llu flushes, %llu "
 		       "checkpoints\n",
 		       attempt, (unsigned long long)commits, (unsigned long long)lw,
@@ -371,39 +249,29 @@ static void overwrites(void)
 /* 4: new files: each LAYOUTCOMMIT converts and grows, so it logs. */
 static void newfiles(void)
 {
-	char *out = xmalloc(OUT_MAX);
-	const char *argv[] = {jnfs,	"pnfs", url,	"--device", image,     "newfiles", "nf",
-			      "--size", "256K", "--io", "64K",	    "--count", "2",	   NULL};
-	CHECK_EQ(run(out, argv), 0);
-	uint64_t commits = value_in(out, "pnfs.newfiles.commits");
+	char *out = xmalloc(PU_OUT_MAX);
+	const char *argv[] = {srv.jnfs, "pnfs", srv.url, "--device", srv.image, "newfiles", "nf",
+			      "--size", "256K", "--io",	 "64K",	     "--count", "2",	    NULL};
+	CHECK_EQ(pu_run_echo(out, argv), 0);
+	uint64_t commits = pu_value(out, "pnfs.newfiles.commits");
 	CHECK_EQ(commits, 8);
-	CHECK_EQ(value_in(out, "pnfs.newfiles.server.layoutcommits"), commits);
+	CHECK_EQ(pu_value(out, "pnfs.newfiles.server.layoutcommits"), commits);
 	/* each commit's conversion and new size are logged and forced
 	 * before the next one starts: a log write each at least */
-	CHECK(value_in(out, "pnfs.newfiles.server.log_writes") >= commits);
-	CHECK_EQ(value_in(out, "pnfs.newfiles.server.writes"), 0);
+	CHECK(pu_value(out, "pnfs.newfiles.server.log_writes") >= commits);
+	CHECK_EQ(pu_value(out, "pnfs.newfiles.server.writes"), 0);
 	free(out);
 }
 
 /* 5: a WRITE through the server recalls a layout; the client returns it. */
 static void recall(struct nfs4c_client *cl, const struct nfs4c_fh *root)
 {
-	int pfd[2];
-	const char *argv[] = {jnfs,   "pnfs",	   url,	  "--device",		image, "hold",
-			      "held", "--seconds", "120", "--return-on-recall", NULL};
-	CHECK_OK(pipe(pfd));
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		close(pfd[1]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	FILE *in = fdopen(pfd[0], "r");
+	int fd;
+	const char *argv[] = {srv.jnfs, "pnfs", srv.url,     "--device", srv.image,
+			      "hold",	"held", "--seconds", "120",	 "--return-on-recall",
+			      NULL};
+	pid_t pid = pu_spawn(argv, &fd);
+	FILE *in = fdopen(fd, "r");
 	char line[512];
 	CHECK(fgets(line, sizeof(line), in));
 	printf("%s", line);
@@ -413,7 +281,7 @@ static void recall(struct nfs4c_client *cl, const struct nfs4c_fh *root)
 	struct stateid4 sid;
 	struct nfs4c_compound c;
 	static const char data[] = "written through the server";
-	CHECK_EQ(open_file(cl, root, "held", false, &fh, &sid), NFS4_OK);
+	CHECK_EQ(pu_open(cl, root, "held", false, OPEN4_SHARE_ACCESS_BOTH, &fh, &sid), NFS4_OK);
 	unsigned delays = 0;
 	uint64_t end = now_ns() + 60 * NSEC_PER_SEC; /* a watchdog */
 	for (;;) {
@@ -440,7 +308,7 @@ static void recall(struct nfs4c_client *cl, const struct nfs4c_fh *root)
 	fclose(in);
 	printf("%s", rest);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	CHECK_EQ(value_in(rest, "pnfs.hold.recalls_returned"), 1);
+	CHECK_EQ(pu_value(rest, "pnfs.hold.recalls_returned"), 1);
 
 	nfs4c_compound_init(&c, cl);
 	nfs4c_op_putfh(&c, &fh);
@@ -450,12 +318,11 @@ static void recall(struct nfs4c_client *cl, const struct nfs4c_fh *root)
 	const struct READ4resok *r = &nfs4c_res(&c, OP_READ, 0)->opread.resok4;
 	CHECK(r->data.len == sizeof(data) && !memcmp(r->data.val, data, sizeof(data)));
 	nfs4c_compound_destroy(&c);
-	close_file(cl, &fh, &sid);
+	pu_close(cl, &fh, &sid);
 }
 
 int main(int argc, char **argv)
 {
-	char exports[96];
 	struct nfs4c_fh root;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	alarm(600);
@@ -463,29 +330,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test-pnfs-block JNFSD JNFS\n");
 		return 2;
 	}
-	jnfs = argv[2];
-	strcpy(dir, "/tmp/pnfs-block.XXXXXX");
-	CHECK(mkdtemp(dir));
-	snprintf(image, sizeof(image), "%s/img", dir);
-	snprintf(exports, sizeof(exports), "%s/exports", dir);
-	FILE *f = fopen(exports, "w");
-	CHECK(f);
-	fprintf(f, "/ 127.0.0.1(rw,sync,insecure,no_root_squash,pnfs)\n");
-	fclose(f);
-	const char *args[] = {"--image",  image,	 "--size",    "256M", "--exports", exports,
-			      "--listen", "127.0.0.1:0", "--rpcbind", "off",  NULL};
-	tc_jnfsd_start(&jnfsd, argv[1], args);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", jnfsd.port[0]);
-	snprintf(url, sizeof(url), "nfs://%s/", addr);
+	pu_init(&srv, argv[1], argv[2], NULL);
+	pu_start(&srv, NULL);
 
-	struct nfs4c_client *cl = mount_client(&root);
+	struct nfs4c_client *cl = pu_client(&srv, "pnfs-block", &root);
 	if (!probe(cl, &root)) {
 		printf("SKIP: jnfsd answers LAYOUTGET with NFS4ERR_NOTSUPP\n");
 		nfs4c_unmount(cl);
 		nfs4c_destroy(cl);
-		tc_jnfsd_stop(&jnfsd);
+		pu_stop(&srv);
 		char cmd[160];
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", srv.dir);
 		CHECK_EQ(system(cmd), 0);
 		return 77;
 	}
@@ -520,17 +375,8 @@ int main(int argc, char **argv)
 	recall(cl, &root);
 	TEST_PASS("a WRITE through the server recalls the layout, the client returns it");
 
-	CHECK_EQ(nfs4c_unmount(cl), NFS4_OK);
-	nfs4c_destroy(cl);
-	int status = tc_jnfsd_stop(&jnfsd);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	char *out = xmalloc(OUT_MAX);
-	const char *check[] = {jnfs, "check", image, NULL};
-	CHECK_EQ(run(out, check), 0);
-	free(out);
-	char cmd[160];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK_EQ(system(cmd), 0);
+	pu_client_end(cl);
+	pu_finish(&srv); /* stops jnfsd; `jnfs check` finds the image clean */
 	TEST_PASS("pnfs block layouts end to end");
 	return 0;
 }

@@ -56,7 +56,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -244,22 +243,11 @@ static FILE *a_out;
 
 static void start_holder(void)
 {
-	int pfd[2];
+	int fd;
 	const char *argv[] = {srv.jnfs, "pnfs",	  srv.url, "--device",	  srv.image, "hold",
 			      "held",	"--size", "256K",  "--end-probe", NULL};
-	CHECK_OK(pipe(pfd));
-	a_pid = fork();
-	CHECK(a_pid >= 0);
-	if (a_pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		close(pfd[1]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	a_out = fdopen(pfd[0], "r");
+	a_pid = pu_spawn(argv, &fd);
+	a_out = fdopen(fd, "r");
 	char line[512];
 	CHECK(fgets(line, sizeof(line), a_out));
 	printf("A: %s", line);
