@@ -35,7 +35,6 @@
  * The last line is "crash points: N, violations: V".
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -46,6 +45,7 @@
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/rand.h"
+#include "crash_points.h"
 #include "dev/crash.h"
 #include "fs/fs.h"
 
@@ -685,23 +685,8 @@ static void run_round(uint64_t seed, uint64_t budget, struct totals *tot)
 
 	size_t nev = crashdev_nevents(cd);
 	const struct crash_event *ev = crashdev_events(cd);
-	size_t *pts = xmalloc((nev + 400) * sizeof(*pts));
-	size_t npts = 0;
-	for (size_t i = 0; i < nev; i++)
-		if (ev[i].type == CRASH_EV_FLUSH || ev[i].type == CRASH_EV_FUA)
-			pts[npts++] = i;
-	for (int i = 0; i < 300 && nev > 1; i++)
-		pts[npts++] = (size_t)rng_below(&r, nev);
-	while (npts > budget) {
-		size_t k = (size_t)rng_below(&r, npts);
-		pts[k] = pts[--npts];
-	}
-	for (size_t i = 1; i < npts; i++) /* insertion sort: few hundred */
-		for (size_t j = i; j > 0 && pts[j - 1] > pts[j]; j--) {
-			size_t x = pts[j];
-			pts[j] = pts[j - 1];
-			pts[j - 1] = x;
-		}
+	size_t npts;
+	size_t *pts = crash_points_pick(ev, nev, 300, budget, &r, &npts);
 
 	struct verify_ctx v = {.w = w};
 	for (unsigned t = 0; t < w->nthreads; t++)
@@ -769,22 +754,11 @@ static void run_round(uint64_t seed, uint64_t budget, struct totals *tot)
 
 int main(int argc, char **argv)
 {
-	uint64_t points = 5000, seed = 1;
-	static const struct option opts[] = {{"points", required_argument, NULL, 'n'},
-					     {"seed", required_argument, NULL, 's'},
-					     {"verbose", no_argument, NULL, 'v'},
-					     {NULL, 0, NULL, 0}};
-	int o;
-	while ((o = getopt_long(argc, argv, "n:s:v", opts, NULL)) != -1) {
-		if (o == 'n')
-			points = strtoull(optarg, NULL, 0);
-		else if (o == 's')
-			seed = strtoull(optarg, NULL, 0);
-		else if (o == 'v')
-			verbose = true;
-		else
-			return 2;
-	}
+	struct crash_opts o = {.points = 5000};
+	if (crash_opts_parse(argc, argv, &o))
+		return 2;
+	verbose = o.verbose;
+	uint64_t points = o.points, seed = o.seed;
 	msg_set_level(MSG_ERR);
 	msg_set_prog("fs-crash");
 	struct totals tot = {0};
