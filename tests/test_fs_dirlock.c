@@ -31,7 +31,6 @@
  * check of the image afterwards is clean.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -43,6 +42,7 @@
 #include "base/rand.h"
 #include "base/time.h"
 #include "check.h"
+#include "fs_stress_util.h"
 #include "dev/dev.h"
 #include "fs/fs.h"
 
@@ -318,11 +318,7 @@ static struct fs *make_fs(struct dev **dp)
 static void check_clean(struct fs *fs, struct dev *d)
 {
 	CHECK_OK(fs_unmount(fs));
-	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .readonly_check = true}, &fs));
-	uint64_t problems = 1;
-	CHECK_OK(fs_check(fs, stderr, &problems));
-	CHECK_EQ(problems, 0);
-	CHECK_OK(fs_unmount(fs));
+	fsu_check_clean(d);
 	dev_close(d);
 }
 
@@ -441,21 +437,8 @@ int main(int argc, char **argv)
 {
 	unsigned threads = 8, seconds = 30;
 	uint64_t seed = 1;
-	static const struct option opts[] = {{"threads", required_argument, NULL, 't'},
-					     {"seconds", required_argument, NULL, 'n'},
-					     {"seed", required_argument, NULL, 's'},
-					     {NULL, 0, NULL, 0}};
-	int o;
-	while ((o = getopt_long(argc, argv, "t:n:s:", opts, NULL)) != -1) {
-		if (o == 't')
-			threads = (unsigned)strtoul(optarg, NULL, 0);
-		else if (o == 'n')
-			seconds = (unsigned)strtoul(optarg, NULL, 0);
-		else if (o == 's')
-			seed = strtoull(optarg, NULL, 0);
-		else
-			return 2;
-	}
+	if (fsu_parse_opts(argc, argv, "seconds", &threads, &seconds, &seed))
+		return 2;
 	CHECK(threads >= 1 && threads <= MAX_THREADS);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	msg_set_level(MSG_ERR);

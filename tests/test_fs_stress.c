@@ -22,7 +22,6 @@
  * holds its metadata lock (writing it back) is waited for, not a BUG_ON.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -32,6 +31,7 @@
 #include "base/rand.h"
 #include "base/time.h"
 #include "check.h"
+#include "fs_stress_util.h"
 #include "fs/fs.h"
 #include "fs/fs_priv.h"
 
@@ -393,11 +393,7 @@ static void stress(unsigned nthreads, unsigned ops, uint64_t seed)
 	CHECK_OK(fs_unmount(fs));
 
 	/* clean, and every private file holds what its thread wrote */
-	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .readonly_check = true}, &fs));
-	uint64_t problems = 1;
-	CHECK_OK(fs_check(fs, stderr, &problems));
-	CHECK_EQ(problems, 0);
-	CHECK_OK(fs_unmount(fs));
+	fsu_check_clean(d);
 	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d}, &fs));
 	CHECK_OK(fs_root(fs, &root));
 	uint8_t *buf = malloc(FILE_MAX);
@@ -503,21 +499,8 @@ int main(int argc, char **argv)
 {
 	unsigned threads = 4, ops = 3000;
 	uint64_t seed = 1;
-	static const struct option opts[] = {{"threads", required_argument, NULL, 't'},
-					     {"ops", required_argument, NULL, 'n'},
-					     {"seed", required_argument, NULL, 's'},
-					     {NULL, 0, NULL, 0}};
-	int o;
-	while ((o = getopt_long(argc, argv, "t:n:s:", opts, NULL)) != -1) {
-		if (o == 't')
-			threads = (unsigned)strtoul(optarg, NULL, 0);
-		else if (o == 'n')
-			ops = (unsigned)strtoul(optarg, NULL, 0);
-		else if (o == 's')
-			seed = strtoull(optarg, NULL, 0);
-		else
-			return 2;
-	}
+	if (fsu_parse_opts(argc, argv, "ops", &threads, &ops, &seed))
+		return 2;
 	CHECK(threads >= 1 && threads <= MAX_THREADS);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	msg_set_level(MSG_ERR);
