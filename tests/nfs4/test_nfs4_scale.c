@@ -164,6 +164,37 @@ static nfsstat4 until_not_delay(struct nfs4c_compound *c, int *delays)
 }
 
 /*
+ * A newcomer's first two calls against the state the waves hold: c (empty,
+ * on its client) OPENs f's first file by open owner *o (CLAIM_FH, BOTH,
+ * DENY_NONE), which must succeed, and is then reset to a LOCK of the whole
+ * file by the new lock owner lock_owner, not sent yet. The open stateid.
+ */
+static struct stateid4 open_then_lock_all(struct nfs4c_compound *c, struct nfs4c_open *o,
+					  const char *owner, const char *lock_owner)
+{
+	*o = (struct nfs4c_open){.owner = owner,
+				 .owner_len = (uint32_t)strlen(owner),
+				 .access = OPEN4_SHARE_ACCESS_BOTH,
+				 .deny = OPEN4_SHARE_DENY_NONE,
+				 .claim = CLAIM_FH};
+	nfs4c_op_putfh(c, &ffh[0]);
+	nfs4c_op_open(c, o);
+	CHECK_EQ(nfs4t_send(c), NFS4_OK);
+	struct stateid4 open = nfs4c_res(c, OP_OPEN, 0)->opopen.resok4.stateid;
+	nfs4c_compound_reset(c);
+	nfs4c_op_putfh(c, &ffh[0]);
+	struct nfs4c_lock l = {.type = WRITE_LT,
+			       .off = 0,
+			       .len = UINT64_MAX,
+			       .new_owner = true,
+			       .open_stateid = open,
+			       .owner = lock_owner,
+			       .owner_len = (uint32_t)strlen(lock_owner)};
+	nfs4c_op_lock(c, &l);
+	return open;
+}
+
+/*
  * A live client's conflicts stand: LOCK over the whole of f's first file
  * is DENIED naming one of the locks there, OPEN of g's first file denying
  * everything is SHARE_DENIED, and nobody is expired.
@@ -174,26 +205,9 @@ static void live_conflicts(const struct state_counts *held)
 	struct nfs4c_compound c;
 	struct state_counts now;
 	struct nfs4c_client *y = nfs4t_client(srv.addr, "scale-live", &yr);
+	struct nfs4c_open o;
 	nfs4c_compound_init(&c, y);
-	nfs4c_op_putfh(&c, &ffh[0]);
-	struct nfs4c_open o = {.owner = "y",
-			       .owner_len = 1,
-			       .access = OPEN4_SHARE_ACCESS_BOTH,
-			       .deny = OPEN4_SHARE_DENY_NONE,
-			       .claim = CLAIM_FH};
-	nfs4c_op_open(&c, &o);
-	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
-	struct stateid4 yopen = nfs4c_res(&c, OP_OPEN, 0)->opopen.resok4.stateid;
-	nfs4c_compound_reset(&c);
-	nfs4c_op_putfh(&c, &ffh[0]);
-	struct nfs4c_lock l = {.type = WRITE_LT,
-			       .off = 0,
-			       .len = UINT64_MAX,
-			       .new_owner = true,
-			       .open_stateid = yopen,
-			       .owner = "yl",
-			       .owner_len = 2};
-	nfs4c_op_lock(&c, &l);
+	struct stateid4 yopen = open_then_lock_all(&c, &o, "y", "yl");
 	CHECK_EQ(nfs4t_send(&c), NFS4ERR_DENIED);
 	const struct LOCK4denied *d = &nfs4c_res(&c, OP_LOCK, 0)->oplock.denied;
 	CHECK(d->length == RANGE && d->offset % RANGE == 0 && d->locktype == WRITE_LT);
@@ -288,26 +302,9 @@ static void wave(long *rss_before)
 	struct nfs4c_client *x = nfs4t_client(srv.addr, "scale-conflict", &xr);
 	struct nfs4c_compound c;
 	int delays_lock, delays_open;
+	struct nfs4c_open o;
 	nfs4c_compound_init(&c, x);
-	nfs4c_op_putfh(&c, &ffh[0]);
-	struct nfs4c_open o = {.owner = "x",
-			       .owner_len = 1,
-			       .access = OPEN4_SHARE_ACCESS_BOTH,
-			       .deny = OPEN4_SHARE_DENY_NONE,
-			       .claim = CLAIM_FH};
-	nfs4c_op_open(&c, &o);
-	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
-	struct stateid4 xopen_f = nfs4c_res(&c, OP_OPEN, 0)->opopen.resok4.stateid;
-	nfs4c_compound_reset(&c);
-	nfs4c_op_putfh(&c, &ffh[0]);
-	struct nfs4c_lock l = {.type = WRITE_LT,
-			       .off = 0,
-			       .len = UINT64_MAX,
-			       .new_owner = true,
-			       .open_stateid = xopen_f,
-			       .owner = "xl",
-			       .owner_len = 2};
-	nfs4c_op_lock(&c, &l);
+	struct stateid4 xopen_f = open_then_lock_all(&c, &o, "x", "xl");
 	CHECK_EQ(until_not_delay(&c, &delays_lock), NFS4_OK);
 	struct stateid4 xlock = nfs4c_res(&c, OP_LOCK, 0)->oplock.resok4.lock_stateid;
 	nfs4c_compound_reset(&c);
