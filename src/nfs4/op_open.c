@@ -266,25 +266,9 @@ static uint32_t check_reg(const struct fs_attr *a)
 	return NFS4ERR_INVAL;
 }
 
-/* The exclusive-create verifier lives in atime and mtime, as NFSv3's
- * (suppattr_exclcreat leaves the times out for that reason). */
-static void verf_times(const uint8_t v[NFS4_VERIFIER_SIZE], struct timespec *at,
-		       struct timespec *mt)
-{
-	uint32_t hi, lo;
-	memcpy(&hi, v, 4);
-	memcpy(&lo, v + 4, 4);
-	*at = (struct timespec){.tv_sec = hi};
-	*mt = (struct timespec){.tv_sec = lo};
-}
-
-static bool verf_matches(const struct fs_attr *a, const uint8_t v[NFS4_VERIFIER_SIZE])
-{
-	struct timespec at, mt;
-	verf_times(v, &at, &mt);
-	return S_ISREG(a->mode) && a->atime.tv_sec == at.tv_sec && a->atime.tv_nsec == 0 &&
-	       a->mtime.tv_sec == mt.tv_sec && a->mtime.tv_nsec == 0;
-}
+/* The exclusive-create verifier is the shared layer's (srv_createverf_*),
+ * kept in atime and mtime: suppattr_exclcreat leaves the times out. */
+_Static_assert(NFS4_VERIFIER_SIZE == SRV_CREATEVERF_SIZE, "one verifier size");
 
 struct open_ctx {
 	struct nfs4_compound *c;
@@ -358,7 +342,7 @@ static uint32_t open_create(struct open_ctx *o, const component4 *name)
 	if (o->created && verf) {
 		struct fs_setattr vsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
 		struct fs_result vres = {0};
-		verf_times(verf, &vsa.atime, &vsa.mtime);
+		srv_createverf_times(verf, &vsa.atime, &vsa.mtime);
 		err = fs_setattr(o->ip, &vsa, &vres);
 		if (!err && how->mode == EXCLUSIVE4_1 && req.mask)
 			err = srv_setattr(&c->cfh.exp, o->ip, &req, &vres);
@@ -382,7 +366,7 @@ static uint32_t open_create(struct open_ctx *o, const component4 *name)
 	if (how->mode == GUARDED4)
 		return NFS4ERR_EXIST;
 	if (verf) {
-		if (!verf_matches(&at, verf))
+		if (!srv_createverf_matches(&at, verf))
 			return NFS4ERR_EXIST;
 		return NFS4_OK; /* the retransmission of our own create */
 	}

@@ -8,11 +8,41 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* A refusal by a permission rule, or a conflict with another client's
+ * layout, is counted where it is decided. */
+static int counted(const struct srv_exp *e, int err)
+{
+	if (!err || !e->srv)
+		return err;
+	if (err == -EACCES || err == -EPERM)
+		counter_inc(&e->srv->st.perm_denied);
+	else if (err == -EWOULDBLOCK || err == -EINPROGRESS)
+		counter_inc(&e->srv->st.jukebox);
+	return err;
+}
+
+static int may_attr(const struct srv_exp *e, const struct fs_attr *a, unsigned acc)
+{
+	return counted(e, srv_may(&e->cred, e->opts, a, acc));
+}
+
 static int may(const struct srv_exp *e, struct fs_inode *ip, unsigned acc)
 {
 	struct fs_attr a;
 	int err = fs_getattr(ip, &a);
-	return err ? err : srv_may(&e->cred, e->opts, &a, acc);
+	return err ? err : may_attr(e, &a, acc);
+}
+
+/* Other clients' layouts of ip (and of other, a second file of the call)
+ * are recalled (rule 9). */
+static int break_layouts(const struct srv_exp *e, struct fs_inode *ip, struct fs_inode *other)
+{
+	return counted(e, fs_break_layouts(ip, other, e->holder));
+}
+
+static bool is_dot(const char *name, size_t len)
+{
+	return (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.');
 }
 
 /* The attributes of what name names in dir now. */
@@ -36,6 +66,16 @@ int srv_lookup(const struct srv_exp *e, struct fs_inode *dir, const char *name, 
 	return err ? err : export_lookup(e->ex, dir, name, len, ip);
 }
 
+int srv_create_lookup(const struct srv_exp *e, struct fs_inode *dir, const char *name, size_t len,
+		      struct fs_inode **ip)
+{
+	*ip = NULL;
+	int err = may(e, dir, SRV_MAY_EXEC);
+	if (err)
+		return err;
+	return is_dot(name, len) ? -EEXIST : fs_lookup(dir, name, len, ip);
+}
+
 int srv_create(const struct srv_exp *e, struct fs_inode *dir, const char *name, size_t len,
 	       struct fs_create_args *ca, const struct fs_setattr *req, struct fs_inode **ip,
 	       struct fs_result *res)
@@ -43,12 +83,17 @@ int srv_create(const struct srv_exp *e, struct fs_inode *dir, const char *name, 
 	struct fs_attr dat, at;
 	int err;
 	*ip = NULL;
-	if ((err = fs_getattr(dir, &dat)) ||
-	    (err = srv_may(&e->cred, e->opts, &dat, SRV_MAY_CREATE)))
+	/* the name is looked up first (rule 2): search permission decides
+	 * before the directory's write permission or a read-only export */
+	if ((err = fs_getattr(dir, &dat)) || (err = may_attr(e, &dat, SRV_MAY_EXEC)))
+		return err;
+	if (is_dot(name, len))
+		return -EEXIST;
+	if ((err = may_attr(e, &dat, SRV_MAY_CREATE)))
 		return err;
 	if (req && (req->mask & FS_SET_MODE))
 		ca->mode = (ca->mode & S_IFMT) | (req->mode & 07777);
-	if ((err = srv_new_object(&e->cred, &dat, req, &ca->mode, &ca->uid, &ca->gid)))
+	if ((err = counted(e, srv_new_object(&e->cred, &dat, req, &ca->mode, &ca->uid, &ca->gid))))
 		return err;
 	if ((err = fs_create(dir, name, len, ca, ip, res)))
 		return err;
@@ -62,7 +107,7 @@ int srv_create(const struct srv_exp *e, struct fs_inode *dir, const char *name, 
 		return 0;
 	struct fs_result sres = {0};
 	if (!(err = fs_getattr(*ip, &at)) &&
-	    !(err = srv_setattr_prepare(&e->cred, e->opts, &at, &sa)))
+	    !(err = counted(e, srv_setattr_prepare(&e->cred, e->opts, &at, &sa))))
 		err = fs_setattr(*ip, &sa, &sres);
 	if (res && sres.csn > res->csn)
 		res->csn = sres.csn;
@@ -79,18 +124,17 @@ int srv_remove(const struct srv_exp *e, struct fs_inode *dir, const char *name, 
 	struct fs_attr dat, at;
 	int err;
 	/* the directory's permission before the name's existence, as knfsd */
-	if ((err = fs_getattr(dir, &dat)) ||
-	    (err = srv_may(&e->cred, e->opts, &dat, SRV_MAY_REMOVE)))
+	if ((err = fs_getattr(dir, &dat)) || (err = may_attr(e, &dat, SRV_MAY_REMOVE)))
 		return err;
 	if ((err = entry_attr(dir, name, len, &at)) ||
-	    (err = srv_may_delete(&e->cred, e->opts, &dat, &at)))
+	    (err = counted(e, srv_may_delete(&e->cred, e->opts, &dat, &at))))
 		return err;
 	bool isdir = what == SRV_RM_DIR || (what == SRV_RM_ANY && S_ISDIR(at.mode));
 	if (!isdir && S_ISREG(at.mode) && at.nlink == 1) {
 		/* the last link: a client writing it through a layout must stop */
 		struct fs_inode *ip;
 		if (!fs_lookup(dir, name, len, &ip)) {
-			err = fs_break_layouts(ip, NULL, e->holder);
+			err = break_layouts(e, ip, NULL);
 			fs_iput(ip);
 			if (err)
 				return err;
@@ -114,14 +158,15 @@ int srv_rename(const struct srv_exp *e, struct fs_inode *sdir, const char *sname
 	int terr = entry_attr(ddir, dname, dlen, &tgt);
 	if (terr && terr != -ENOENT)
 		return terr;
-	if ((err = srv_may_rename(&e->cred, e->opts, &sdat, &src, &ddat, terr ? NULL : &tgt)))
+	if ((err = counted(
+		     e, srv_may_rename(&e->cred, e->opts, &sdat, &src, &ddat, terr ? NULL : &tgt))))
 		return err;
 	if (!terr && S_ISREG(tgt.mode) && tgt.nlink == 1) {
 		/* the target's last link goes: a client writing it through a
 		 * layout must stop first (rule 9) */
 		struct fs_inode *tp;
 		if (!fs_lookup(ddir, dname, dlen, &tp)) {
-			err = fs_break_layouts(tp, NULL, e->holder);
+			err = break_layouts(e, tp, NULL);
 			fs_iput(tp);
 			if (err)
 				return err;
@@ -142,9 +187,10 @@ int srv_setattr(const struct srv_exp *e, struct fs_inode *ip, struct fs_setattr 
 {
 	struct fs_attr at;
 	int err;
-	if ((err = fs_getattr(ip, &at)) || (err = srv_setattr_prepare(&e->cred, e->opts, &at, sa)))
+	if ((err = fs_getattr(ip, &at)) ||
+	    (err = counted(e, srv_setattr_prepare(&e->cred, e->opts, &at, sa))))
 		return err;
-	if ((sa->mask & FS_SET_SIZE) && (err = fs_break_layouts(ip, NULL, e->holder)))
+	if ((sa->mask & FS_SET_SIZE) && (err = break_layouts(e, ip, NULL)))
 		return err;
 	return fs_setattr(ip, sa, res);
 }
@@ -169,8 +215,8 @@ static int prepare_write(const struct srv_exp *e, struct fs_inode *ip, struct fs
 	struct fs_attr at;
 	int err;
 	if ((err = fs_getattr(ip, &at)) ||
-	    (err = srv_may(&e->cred, e->opts, &at, SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE)) ||
-	    (err = fs_break_layouts(ip, other, e->holder)))
+	    (err = may_attr(e, &at, SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE)) ||
+	    (err = break_layouts(e, ip, other)))
 		return err;
 	struct fs_setattr kill = {.mask = srv_write_kill(&e->cred, &at)};
 	return kill.mask ? fs_setattr(ip, &kill, NULL) : 0;
@@ -194,18 +240,42 @@ int srv_copy(const struct srv_exp *e, struct fs_inode *src, uint64_t soff, struc
 
 int srv_may_read(const struct srv_exp *e, struct fs_inode *ip)
 {
+	/* srv_may lets execute permission read a regular file (rule 3) */
+	return may(e, ip, SRV_MAY_READ | SRV_MAY_OWNER_OVERRIDE);
+}
+
+int srv_may_readdir(const struct srv_exp *e, struct fs_inode *dir, bool *lookups)
+{
 	struct fs_attr a;
-	int err = fs_getattr(ip, &a);
-	if (err)
+	int err = fs_getattr(dir, &a);
+	if (err || (err = may_attr(e, &a, SRV_MAY_READ)))
 		return err;
-	err = srv_may(&e->cred, e->opts, &a, SRV_MAY_READ | SRV_MAY_OWNER_OVERRIDE);
-	/* execute permission lets a client read a program it runs */
-	if (err && !srv_may(&e->cred, e->opts, &a, SRV_MAY_EXEC))
-		err = 0;
-	return err;
+	/* not a refusal: the listing goes without attributes */
+	*lookups = !srv_may(&e->cred, e->opts, &a, SRV_MAY_EXEC);
+	return 0;
 }
 
 int srv_may_commit(const struct srv_exp *e, struct fs_inode *ip)
 {
 	return may(e, ip, SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE);
+}
+
+/* ---- exclusive create ---- */
+
+void srv_createverf_times(const uint8_t v[SRV_CREATEVERF_SIZE], struct timespec *atime,
+			  struct timespec *mtime)
+{
+	uint32_t hi, lo;
+	memcpy(&hi, v, 4);
+	memcpy(&lo, v + 4, 4);
+	*atime = (struct timespec){.tv_sec = hi};
+	*mtime = (struct timespec){.tv_sec = lo};
+}
+
+bool srv_createverf_matches(const struct fs_attr *a, const uint8_t v[SRV_CREATEVERF_SIZE])
+{
+	struct timespec at, mt;
+	srv_createverf_times(v, &at, &mt);
+	return S_ISREG(a->mode) && a->atime.tv_sec == at.tv_sec && a->atime.tv_nsec == 0 &&
+	       a->mtime.tv_sec == mt.tv_sec && a->mtime.tv_nsec == 0;
 }

@@ -11,7 +11,8 @@
  * sequence, and with FS_RES_ATTRS the attributes before and after, atomic
  * with the change). A change that conflicts with another client's pNFS
  * layout answers -EINPROGRESS or -EWOULDBLOCK (fs_break_layouts: rule 9),
- * having changed nothing.
+ * having changed nothing. Refusals by a permission rule and layout
+ * conflicts are counted (srv.perm_denied, srv.jukebox).
  */
 #ifndef JNFS_SRV_OPS_H
 #define JNFS_SRV_OPS_H
@@ -25,11 +26,23 @@ int srv_lookup(const struct srv_exp *e, struct fs_inode *dir, const char *name, 
 	       struct fs_inode **ip);
 
 /*
- * Create name in dir: ca gives the type (and a symlink's target, a
- * device's number); req the attributes the client sent, which decide the
- * mode and, for root, the owner (perm.h rule 10); the size and times left
- * in req are set on the new object as a SETATTR would. -EEXIST when the
- * name is taken. A reference to the new object in *ip.
+ * The lookup a create starts with when an existing name is not an error
+ * (perm.h rules 2 and 11): search permission on dir, then the name. 0 and
+ * a reference in *ip when it exists, -ENOENT when it is free; "." and ".."
+ * are -EEXIST without a lookup (neither is ever created, and a lookup of
+ * ".." could leave the export).
+ */
+int srv_create_lookup(const struct srv_exp *e, struct fs_inode *dir, const char *name, size_t len,
+		      struct fs_inode **ip);
+
+/*
+ * Create name in dir: search permission on dir first (rule 2; "." and ".."
+ * are -EEXIST there, as for srv_create_lookup), then write permission. ca
+ * gives the type (and a symlink's target, a device's number); req the
+ * attributes the client sent, which decide the mode and, for root, the
+ * owner (perm.h rule 10); the size and times left in req are set on the
+ * new object as a SETATTR would. -EEXIST when the name is taken. A
+ * reference to the new object in *ip.
  */
 int srv_create(const struct srv_exp *e, struct fs_inode *dir, const char *name, size_t len,
 	       struct fs_create_args *ca, const struct fs_setattr *req, struct fs_inode **ip,
@@ -67,10 +80,30 @@ int srv_copy(const struct srv_exp *e, struct fs_inode *src, uint64_t soff, struc
 	     uint64_t doff, uint64_t len, uint64_t *copied, struct fs_result *res);
 
 /* May the caller READ ip (read permission with the owner override, or
- * execute: a client runs a program it may not read)? */
+ * execute for a regular file: a client runs a program it may not read;
+ * rule 3)? */
 int srv_may_read(const struct srv_exp *e, struct fs_inode *ip);
+/* May the caller list the directory dir (read permission)? If so,
+ * *lookups says whether it may also look its entries up for their handles
+ * and attributes (search permission), as a listing with attributes does
+ * (knfsd gives READDIRPLUS entries neither without it). */
+int srv_may_readdir(const struct srv_exp *e, struct fs_inode *dir, bool *lookups);
 /* May the caller COMMIT ip (write permission with the owner override; not
  * on a read-only export)? */
 int srv_may_commit(const struct srv_exp *e, struct fs_inode *ip);
+
+/*
+ * The verifier of an exclusive create lives in the new file's atime and
+ * mtime (seconds, nanoseconds 0), as in knfsd: it survives a restart with
+ * the inode, and a retransmission of the create finds it. Both protocols
+ * leave the times out of what an exclusive create may set for that reason.
+ */
+#define SRV_CREATEVERF_SIZE 8
+/* The times that hold v. */
+void srv_createverf_times(const uint8_t v[SRV_CREATEVERF_SIZE], struct timespec *atime,
+			  struct timespec *mtime);
+/* Is a (the existing object of an exclusive create) the file that create
+ * made, a regular file holding v? */
+bool srv_createverf_matches(const struct fs_attr *a, const uint8_t v[SRV_CREATEVERF_SIZE]);
 
 #endif

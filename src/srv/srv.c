@@ -92,6 +92,7 @@ int srv_admit(struct srv *s, const struct export *ex, struct svc_req *rq, const 
 	out->ex = ex;
 	out->opts = o;
 	out->holder = 0;
+	out->srv = s;
 	export_squash(o, rc->flavor == RPC_AUTH_SYS, rc->uid, rc->gid, rc->gids, rc->ngids,
 		      &out->cred);
 	return 0;
@@ -148,6 +149,7 @@ struct srv_wait {
 	struct srv *s;
 	srv_failed_fn failed;
 	void *failed_arg;
+	uint8_t *verf;	 /* COMMIT: the write verifier, read once the data is durable */
 	bool need_flush; /* a data sync: flush the device if the force did not */
 };
 _Static_assert(sizeof(struct srv_wait) <= SVC_REQ_SCRATCH, "the waiter fits the request");
@@ -157,10 +159,17 @@ static struct srv_wait *wait_of(struct svc_req *rq)
 	return svc_req_scratch(rq);
 }
 
-static void wait_fail(struct srv_wait *sw, int err)
+/* The wait is over and the reply is about to be encoded: a failure goes
+ * into it through failed(); otherwise a COMMIT's verifier is read now that
+ * its data is durable. */
+static void wait_end(struct srv_wait *sw, int err)
 {
-	if (sw->failed)
-		sw->failed(sw->failed_arg, err);
+	if (err) {
+		if (sw->failed)
+			sw->failed(sw->failed_arg, err);
+	} else if (sw->verf) {
+		srv_write_verf(sw->s, sw->verf);
+	}
 }
 
 /* The data flush is done: on the thread that ran it (this request's own
@@ -170,8 +179,7 @@ static void flush_done(struct fs_flush_waiter *fw, int err)
 {
 	struct srv_wait *sw = container_of(fw, struct srv_wait, fw);
 	struct svc_req *rq = sw->rq;
-	if (err)
-		wait_fail(sw, err);
+	wait_end(sw, err);
 	svc_complete(rq, SVC_OK);
 	svc_req_put(rq);
 }
@@ -185,30 +193,30 @@ static void flush_then_complete(struct srv_wait *sw, bool may_lead)
 	sw->fw.fn = flush_done;
 	if (fs_flush_data_async(sw->s->fs, &sw->fw, may_lead) == 0) {
 		/* nothing written since a flush that covered it all */
+		wait_end(sw, 0);
 		svc_complete(sw->rq, SVC_OK);
 		svc_req_put(sw->rq);
 	}
 }
 
 /* The force is done: on the journal's push thread, or on this request's own
- * worker when it wrote the checkpoint itself before srv_reply_stable
- * returned (fs_force_async on an idle journal). Never blocks. */
+ * worker when it wrote the checkpoint itself before reply_stable returned
+ * (fs_force_async on an idle journal). Never blocks. */
 static void sync_done(struct fs_sync_waiter *w, int err, bool log_flushed)
 {
 	struct srv_wait *sw = container_of(w, struct srv_wait, w);
 	struct svc_req *rq = sw->rq;
-	if (err)
-		wait_fail(sw, err);
 	if (!err && sw->need_flush && !log_flushed) {
 		flush_then_complete(sw, false); /* the journal is done with w */
 		return;
 	}
+	wait_end(sw, err);
 	svc_complete(rq, SVC_OK);
 	svc_req_put(rq);
 }
 
-enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
-			       srv_failed_fn failed, void *failed_arg)
+static enum svc_stat reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
+				  uint8_t *verf, srv_failed_fn failed, void *failed_arg)
 {
 	struct srv_wait *sw = wait_of(rq);
 	memset(sw, 0, sizeof(*sw));
@@ -216,6 +224,7 @@ enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, 
 	sw->s = s;
 	sw->failed = failed;
 	sw->failed_arg = failed_arg;
+	sw->verf = verf;
 	if (!csn && !data)
 		return SVC_OK;
 	svc_req_get(rq);
@@ -234,15 +243,26 @@ enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, 
 	if (rc == 1)
 		return SVC_DEFERRED;
 	/* durable already (or failed): nobody else will finish it */
-	if (rc < 0) {
-		wait_fail(sw, rc);
-	} else if (data) {
+	if (rc == 0 && data) {
 		flush_then_complete(sw, true);
 		return SVC_DEFERRED;
 	}
+	wait_end(sw, rc);
 	svc_complete(rq, SVC_OK);
 	svc_req_put(rq);
 	return SVC_DEFERRED;
+}
+
+enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
+			       srv_failed_fn failed, void *failed_arg)
+{
+	return reply_stable(s, rq, csn, data, NULL, failed, failed_arg);
+}
+
+enum svc_stat srv_reply_committed(struct srv *s, struct svc_req *rq, uint64_t csn, uint8_t verf[8],
+				  srv_failed_fn failed, void *failed_arg)
+{
+	return reply_stable(s, rq, csn, true, verf, failed, failed_arg);
 }
 
 enum svc_stat srv_stable_resume(struct srv *s, struct svc_req *rq)

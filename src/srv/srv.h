@@ -74,8 +74,9 @@ void srv_write_verf(struct srv *s, uint8_t out[8]);
 
 /* ---- admission ---- */
 
-/* A caller admitted to an export: its options for this client, and the
- * credential after squashing. */
+/* A caller admitted to an export: its options for this client, the
+ * credential after squashing, and the server that admitted it (whose
+ * counters the operations of ops.h count refusals in). */
 struct srv_exp {
 	const struct export *ex;
 	const struct export_opts *opts;
@@ -84,6 +85,7 @@ struct srv_exp {
 	 * NFSv3): a change that conflicts with its own layout answers "delay"
 	 * at once, one that conflicts with another's may wait (rule 9). */
 	uint64_t holder;
+	struct srv *srv; /* that admitted it (srv_admit) */
 };
 
 /*
@@ -128,12 +130,23 @@ typedef void (*srv_failed_fn)(void *arg, int err);
  *
  * The waiter lives in the request (svc_req_scratch), so a handler that
  * calls this must begin with srv_stable_resume() when it runs again
- * (svc_req_wake(rq) != SVC_WAKE_NONE).
+ * (svc_req_wake(rq) != SVC_WAKE_NONE). failed() runs at most once, before
+ * the reply is encoded, on whichever thread ends the wait.
  */
 enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
 			       srv_failed_fn failed, void *failed_arg);
-/* The rerun of a request parked by srv_reply_stable (at server shutdown):
- * says what to answer. */
+/*
+ * COMMIT's reply: as srv_reply_stable(csn, data = true), and once the data
+ * is durable the write verifier is read into verf (part of the result: it
+ * must live until the reply is encoded), so that a flush of the data device
+ * that failed anywhere before that moment - for this request or another -
+ * shows in it (rule 8) and the client sends its unstable data again. Not
+ * read when failed() is called instead.
+ */
+enum svc_stat srv_reply_committed(struct srv *s, struct svc_req *rq, uint64_t csn, uint8_t verf[8],
+				  srv_failed_fn failed, void *failed_arg);
+/* The rerun of a request parked by srv_reply_stable or srv_reply_committed
+ * (at server shutdown): says what to answer. */
 enum svc_stat srv_stable_resume(struct srv *s, struct svc_req *rq);
 
 #endif
