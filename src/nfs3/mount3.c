@@ -1,22 +1,18 @@
 /*
- * mount3.c - MOUNT v3 (RFC 1813 appendix I), and the server's set-up.
+ * mount3.c - MOUNT v3 (RFC 1813 appendix I), and the NFSv3 server's set-up.
  *
- * MNT hands out the root handle of an export the client is admitted to;
- * the list DUMP shows is advisory (as everywhere: a client that never
- * calls UMNT stays in it until UMNTALL or a restart). Nothing depends on
- * it: every NFS call checks access again.
+ * MNT hands out the root handle of an export the client is admitted to
+ * (srv_admit, as for every NFS call); the list DUMP shows is advisory (as
+ * everywhere: a client that never calls UMNT stays in it until UMNTALL or
+ * a restart). Nothing depends on it: every NFS call checks access again.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/mem.h"
-#include "base/rand.h"
-#include "base/time.h"
-#include "export/fh.h"
 #include "nfs3/nfs3.h"
 #include "nfs3/nfs3_xdr.h"
 
@@ -150,25 +146,20 @@ static enum svc_stat mnt_mnt(struct svc_req *rq, const struct rpc_cred *rc, void
 		a->path[--len] = '\0';
 	if (len == 0)
 		strcpy(a->path, "/"); /* libnfs asks for "" when the URL names the root */
-	const struct export *ex = exports_by_path(nfs3_exports(s), a->path);
+	const struct export *ex = exports_by_path(srv_exports(s->srv), a->path);
 	if (!ex) {
 		r->status = MNT3ERR_NOENT;
 		return SVC_OK;
 	}
-	const struct sockaddr_storage *peer = svc_conn_peer(svc_req_conn(rq));
-	const struct export_opts *o = export_client_opts(ex, peer);
-	if (!o) {
-		counter_inc(&s->st.perm_denied);
-		r->status = MNT3ERR_ACCES;
+	/* admitted as any NFS call is; the handle is the export's root's */
+	struct srv_exp e;
+	int err = srv_admit(s->srv, ex, rq, rc, &e);
+	if (err) {
+		r->status = err == -EPERM ? MNT3ERR_PERM : MNT3ERR_ACCES;
 		return SVC_OK;
 	}
-	if (o->secure && !export_peer_secure(peer)) {
-		counter_inc(&s->st.perm_denied);
-		r->status = MNT3ERR_PERM;
-		return SVC_OK;
-	}
-	struct fh fh = {.fsid = ex->fsid, .ino = ex->root_ino, .gen = ex->root_gen};
-	fh_encode(s->fh_key, &fh, r->fh.data);
+	struct fs_attr root = {.ino = ex->root_ino, .gen = ex->root_gen};
+	srv_fh_make(s->srv, ex, &root, r->fh.data);
 	r->fh.len = FH_SIZE;
 	r->status = MNT3_OK;
 
@@ -264,7 +255,7 @@ static enum svc_stat mnt_export(struct svc_req *rq, const struct rpc_cred *rc, v
 {
 	struct nfs3_server *s = svc_req_ctx(rq);
 	struct strlist_res *r = res;
-	const struct exports *e = nfs3_exports(s);
+	const struct exports *e = srv_exports(s->srv);
 	uint32_t ng = 0;
 	for (unsigned i = 0; i < e->n; i++)
 		ng += e->v[i].nclients;
@@ -304,32 +295,11 @@ const struct svc_version mount3_version = {.vers = 3, .nprocs = 6, .procs = moun
 
 /* ---- the server ---- */
 
-void nfs3_server_init(struct nfs3_server *s, struct fs *fs, const struct exports *e)
+void nfs3_server_init(struct nfs3_server *s, struct srv *srv)
 {
 	memset(s, 0, sizeof(*s));
-	s->fs = fs;
-	atomic_init(&s->exports, e);
-	const uint8_t *secret = fs_handle_secret(fs);
-	memcpy(s->fh_key, secret, sizeof(s->fh_key));
-	memcpy(s->verf_key, secret + 16, sizeof(s->verf_key));
-	/* a new verifier at every start (rule 8): clients resend unstable data */
-	uint64_t seed = wall_ns() ^ ((uint64_t)getpid() << 32);
-	uint64_t v = splitmix64(&seed);
-	memcpy(s->write_verf, &v, sizeof(v));
+	s->srv = srv;
 	mutex_init(&s->mnt_lock, &mnt_lock_class);
-}
-
-const struct exports *nfs3_swap_exports(struct nfs3_server *s, const struct exports *e)
-{
-	return atomic_exchange_explicit(&s->exports, e, memory_order_acq_rel);
-}
-
-void nfs3_write_verf(const struct nfs3_server *s, uint8_t out[8])
-{
-	uint64_t v;
-	memcpy(&v, s->write_verf, sizeof(v));
-	v += fs_data_epoch(s->fs);
-	memcpy(out, &v, sizeof(v));
 }
 
 void nfs3_server_destroy(struct nfs3_server *s)
@@ -342,16 +312,4 @@ void nfs3_server_destroy(struct nfs3_server *s)
 		free(m);
 	}
 	mutex_destroy(&s->mnt_lock);
-}
-
-void nfs3_stats(struct nfs3_server *s, const struct stat_sink *sink)
-{
-#define C(name) stat_emitf(sink, "nfs3", #name, counter_get(&s->st.name))
-	C(sync_waits);
-	C(sync_flushes);
-	C(stale);
-	C(badhandle);
-	C(perm_denied);
-	C(jukebox);
-#undef C
 }

@@ -1,30 +1,31 @@
 /*
- * nfs3_proc.c - the NFSv3 procedures (RFC 1813 §3.3) on the engine.
+ * nfs3_proc.c - the NFSv3 procedures (RFC 1813 §3.3): wire arguments to
+ * the calls of the shared server layer, its answers back to wire results.
  *
- * Every handler follows the same steps: resolve the file handle (fh_get:
- * the MAC, the export, the client's options, the source port, squashing,
- * then the inode), check permission, call the engine, fill in attributes,
- * and, for a procedure that changed something, decide when the reply may
- * leave (reply_stable). Access is checked on every call, never only at MNT,
- * by the rules of src/srv/perm.h (docs/permissions.md): this file only
- * says which rule each procedure needs and applies what the rules decide.
+ * Nothing is decided here that another protocol would decide the same
+ * way: admission, squashing and the export a handle names are
+ * srv_fh_resolve's (the first handle of a call fixes the export, a second
+ * one must be of the same export: XDEV); who may do what, and the
+ * operations themselves, are srv/ops.h's (src/srv/perm.h has the rules,
+ * docs/permissions.md the table); the write verifier is srv_write_verf's;
+ * waiting for stability is srv_reply_stable's. What stays is NFSv3's own:
+ * which procedure needs which call, the checks RFC 1813 and knfsd make of
+ * the wire arguments before anything else (a name with '/', a directory
+ * operation on a file), and the shape of the results.
  *
- * Stability. A procedure that changed metadata learns the commit sequence
- * of its transaction (csn). On a sync export, or for WRITE/COMMIT that
- * asked for stability, the request is parked (svc_defer) and the journal
- * is forced asynchronously to that sequence; the push thread that makes it
- * durable sends the reply (svc_complete). When data must be durable as
- * well and no flush of the device that started after the call covered it
- * (rule 5), the request waits, still parked, for the next flush (shared
- * with every other caller, dev.h), and the thread that ran it sends the
- * reply. No worker waits for the log or for a flush someone else runs. A
- * rerun handler (server shutdown) sees svc_req_wake() != SVC_WAKE_NONE
- * and only finishes what is left (resume).
+ * Stability. A procedure that changed something runs through changing():
+ * it leaves in its struct call the sequence its reply waits for (its own
+ * transaction's on a sync export, rule 7; the file's sync sequence for a
+ * stable WRITE and for COMMIT, rule 8, with the data device too) and
+ * changing() hands that to srv_reply_stable. A parked request that runs
+ * again comes back through changing() as well, which only ends the wait
+ * (srv_stable_resume): the procedure itself runs once. A wait that fails
+ * (the journal shut down) turns the reply into NFS3ERR_IO (fail_io).
  *
- * The write verifier (nfs3_write_verf) moves when a write or flush of the
- * data device fails: a WRITE reads it before its data goes to the engine,
- * a COMMIT once its data is durable (sync_verf), so a failure in between
- * makes them differ and the client sends its unstable data again.
+ * The write verifier moves when a write or flush of the data device fails:
+ * a WRITE reads it before its data goes to the engine, a COMMIT once its
+ * data is durable (srv_reply_committed), so a failure in between makes
+ * them differ and the client sends its unstable data again.
  *
  * Weak cache consistency: the engine takes "pre" and "post" under the lock
  * that orders the change (struct fs_result in fs.h), so no other client's
@@ -41,31 +42,34 @@
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/siphash.h"
-#include "export/fh.h"
 #include "nfs3/nfs3.h"
 #include "nfs3/nfs3_xdr.h"
-#include "srv/perm.h"
+#include "srv/ops.h"
 
 #define NFS3_NAME_MAX   255
 #define NFS3_DIRMAX     (256u << 10) /* largest READDIR reply we build */
 #define READDIR_RES_HDR (4 + 4 + NFS3_FATTR_SIZE + NFS3_VERFSIZE + 4 + 4)
 
-/* One call's resolved context. */
+_Static_assert(NFS3_VERFSIZE == SRV_CREATEVERF_SIZE, "one exclusive-create verifier");
+
+/* One call: its caller, the export its first handle named, and when its
+ * reply may go. */
 struct call {
-	struct nfs3_server *s;
+	struct srv *srv;
 	struct svc_req *rq;
 	const struct rpc_cred *rc;
-	const struct export *ex;
-	const struct export_opts *opts;
-	struct export_cred cred;
+	struct srv_exp e;     /* e.ex is NULL until the first handle names the export */
+	uint64_t csn;         /* the reply waits until this sequence is durable */
+	bool data;            /* ... and the data device holds what was written */
+	uint8_t *verf;        /* COMMIT: the write verifier, read once it is */
+	srv_failed_fn failed; /* makes the result NFS3ERR_IO when the wait fails */
+	void *failed_arg;
 };
 
 static void call_init(struct call *c, struct svc_req *rq, const struct rpc_cred *rc)
 {
-	memset(c, 0, sizeof(*c));
-	c->s = svc_req_ctx(rq);
-	c->rq = rq;
-	c->rc = rc;
+	const struct nfs3_server *s = svc_req_ctx(rq);
+	*c = (struct call){.srv = s->srv, .rq = rq, .rc = rc};
 }
 
 uint32_t nfs3_status(int err)
@@ -114,6 +118,8 @@ uint32_t nfs3_status(int err)
 		return NFS3ERR_DQUOT;
 	case -ESTALE:
 		return NFS3ERR_STALE;
+	case -SRV_EBADHANDLE:
+		return NFS3ERR_BADHANDLE;
 	case -EOPNOTSUPP:
 		return NFS3ERR_NOTSUPP;
 	case -ECANCELED:
@@ -127,78 +133,18 @@ uint32_t nfs3_status(int err)
 	return NFS3ERR_SERVERFAULT;
 }
 
-/* ---- handles and permissions ---- */
+/* ---- handles and names ---- */
+
+/* The inode a wire handle names, for this caller (see the header). */
+static uint32_t fh_get(struct call *c, const struct nfs3_fh *fh, struct fs_inode **ip)
+{
+	return nfs3_status(srv_fh_resolve(c->srv, c->rq, c->rc, fh->data, fh->len, &c->e, ip));
+}
 
 static void fh_make(const struct call *c, const struct fs_attr *a, struct nfs3_fh *out)
 {
-	struct fh fh = {.fsid = c->ex->fsid, .ino = a->ino, .gen = a->gen};
-	fh_encode(c->s->fh_key, &fh, out->data);
+	srv_fh_make(c->srv, c->e.ex, a, out->data);
 	out->len = FH_SIZE;
-}
-
-/*
- * The inode a handle names, for this caller. The first handle of a call
- * fixes the export (and with it the options and the credential); a second
- * one (LINK, RENAME) must come from the same export, else XDEV.
- */
-static uint32_t fh_get(struct call *c, const struct nfs3_fh *wfh, struct fs_inode **ipp)
-{
-	struct nfs3_server *s = c->s;
-	struct fh fh;
-	*ipp = NULL;
-	if (fh_decode(s->fh_key, wfh->data, wfh->len, &fh)) {
-		counter_inc(&s->st.badhandle);
-		return NFS3ERR_BADHANDLE;
-	}
-	if (c->ex) {
-		if (fh.fsid != c->ex->fsid)
-			return NFS3ERR_XDEV;
-	} else {
-		const struct export *ex = exports_by_fsid(nfs3_exports(s), fh.fsid);
-		if (!ex) {
-			counter_inc(&s->st.stale);
-			return NFS3ERR_STALE;
-		}
-		const struct sockaddr_storage *peer = svc_conn_peer(svc_req_conn(c->rq));
-		const struct export_opts *o = export_client_opts(ex, peer);
-		if (!o) {
-			counter_inc(&s->st.perm_denied);
-			return NFS3ERR_ACCES;
-		}
-		if (o->secure && !export_peer_secure(peer)) {
-			counter_inc(&s->st.perm_denied);
-			return NFS3ERR_PERM;
-		}
-		c->ex = ex;
-		c->opts = o;
-		export_squash(o, c->rc->flavor == RPC_AUTH_SYS, c->rc->uid, c->rc->gid, c->rc->gids,
-			      c->rc->ngids, &c->cred);
-	}
-	int err = fs_iget(s->fs, fh.ino, fh.gen, ipp);
-	if (err) {
-		if (err == -ESTALE)
-			counter_inc(&s->st.stale);
-		return nfs3_status(err);
-	}
-	return NFS3_OK;
-}
-
-/* A permission rule's answer as a status; refusals are counted. */
-static uint32_t perm_status(struct call *c, int err)
-{
-	if (err == -EACCES || err == -EPERM)
-		counter_inc(&c->s->st.perm_denied);
-	return nfs3_status(err);
-}
-
-/* May the caller make an access of kind acc (SRV_MAY_*) to ip? */
-static uint32_t may(struct call *c, struct fs_inode *ip, unsigned acc)
-{
-	struct fs_attr a;
-	int err = fs_getattr(ip, &a);
-	if (!err)
-		err = srv_may(&c->cred, c->opts, &a, acc);
-	return perm_status(c, err);
 }
 
 /* As knfsd's check_filename: empty or with '/' or NUL is ACCES. */
@@ -220,11 +166,6 @@ static uint32_t is_dir(struct fs_inode *ip)
 	if (err)
 		return nfs3_status(err);
 	return S_ISDIR(a.mode) ? NFS3_OK : NFS3ERR_NOTDIR;
-}
-
-static bool is_dotdot(const struct nfs3_name *n)
-{
-	return n->len == 2 && n->s[0] == '.' && n->s[1] == '.';
 }
 
 /* ---- attributes ---- */
@@ -253,7 +194,7 @@ static void fattr3(const struct call *c, const struct fs_attr *a, struct nfs3_fa
 	f->used = a->used;
 	f->rdev_major = major(a->rdev);
 	f->rdev_minor = minor(a->rdev);
-	f->fsid = c->ex->fsid;
+	f->fsid = c->e.ex->fsid;
 	f->fileid = a->ino;
 	f->atime = ts3(a->atime);
 	f->mtime = ts3(a->mtime);
@@ -301,150 +242,6 @@ static void wcc_set(const struct call *c, struct fs_inode *ip, const struct fs_r
 		fattr3(c, post, &w->post.a);
 }
 
-/* ---- stability ---- */
-
-/* The data a COMMIT waited for is durable, unless status says otherwise:
- * its verifier is read now, after the flush (see the header). */
-static void sync_verf(const struct nfs3_server *s, const struct nfs3_sync *sy, uint32_t status)
-{
-	if (sy->verf && status == NFS3_OK)
-		nfs3_write_verf(s, sy->verf);
-}
-
-/* The data flush is done: on the thread that ran the flush (this
- * request's own worker when no flush was under way, else whichever thread
- * led it: shared flushes, dev.h). Never blocks. */
-static void flush_done(struct fs_flush_waiter *fw, int err)
-{
-	struct nfs3_sync *sy = container_of(fw, struct nfs3_sync, fw);
-	struct svc_req *rq = sy->rq;
-	if (err)
-		*sy->status = NFS3ERR_IO;
-	sync_verf(svc_req_ctx(rq), sy, *sy->status);
-	svc_complete(rq, SVC_OK);
-	svc_req_put(rq);
-}
-
-/*
- * Complete the parked request once a flush of the data device that started
- * now has completed (rule 5). Consumes the caller's reference to the
- * request. With may_lead, a flush with none under way runs on this thread;
- * the push thread never leads one (it would hold up the checkpoints).
- */
-static void flush_then_complete(struct nfs3_server *s, struct nfs3_sync *sy, bool may_lead)
-{
-	counter_inc(&s->st.sync_flushes);
-	sy->fw.fn = flush_done;
-	if (fs_flush_data_async(s->fs, &sy->fw, may_lead) == 0) {
-		/* nothing written since a flush that covered it all */
-		sync_verf(s, sy, *sy->status);
-		svc_complete(sy->rq, SVC_OK);
-		svc_req_put(sy->rq);
-	}
-}
-
-/* The force is done: on the journal's push thread, or on this request's own
- * worker when it wrote the checkpoint itself (an idle journal, see
- * fs_force_async) before reply_stable returned. Never blocks. */
-static void sync_done(struct fs_sync_waiter *w, int err, bool log_flushed)
-{
-	struct nfs3_sync *sy = container_of(w, struct nfs3_sync, w);
-	struct svc_req *rq = sy->rq;
-	if (err)
-		*sy->status = NFS3ERR_IO;
-	if (!err && sy->need_flush && !log_flushed) {
-		flush_then_complete(svc_req_ctx(rq), sy, false);
-		return;
-	}
-	sync_verf(svc_req_ctx(rq), sy, *sy->status);
-	svc_complete(rq, SVC_OK);
-	svc_req_put(rq);
-}
-
-/*
- * Reply once csn is durable (and, with data, once the data device holds
- * what was written: rule 5). force says whether csn matters for this
- * reply at all (a sync export's metadata, or a data sync on any export).
- * The request is parked while it waits, holding no worker: a flush under
- * way, or one its caller did not lead, completes it from another thread.
- */
-static enum svc_stat reply_stable(struct call *c, struct nfs3_sync *sy, uint32_t *status,
-				  uint64_t csn, bool force, bool data)
-{
-	struct fs *fs = c->s->fs;
-	if (!force || (!csn && !data))
-		return SVC_OK;
-	sy->rq = c->rq;
-	sy->status = status;
-	sy->need_flush = data;
-	svc_req_get(c->rq);
-	svc_defer(c->rq, 0);
-	if (!csn) {
-		/* nothing logged: only the device cache stands between the data
-		 * and stable storage; with no flush under way, the flush runs
-		 * on this worker, cheaper than a trip through another thread */
-		flush_then_complete(c->s, sy, true);
-		return SVC_DEFERRED;
-	}
-	sy->w.fn = sync_done;
-	counter_inc(&c->s->st.sync_waits);
-	int rc = fs_force_async(fs, csn, &sy->w);
-	if (rc == 1)
-		return SVC_DEFERRED;
-	/* durable already (or failed): nobody else will finish it */
-	if (rc < 0) {
-		*status = NFS3ERR_IO;
-	} else if (data) {
-		flush_then_complete(c->s, sy, true);
-		return SVC_DEFERRED;
-	}
-	sync_verf(c->s, sy, *status);
-	svc_complete(c->rq, SVC_OK);
-	svc_req_put(c->rq);
-	return SVC_DEFERRED;
-}
-
-/* A parked request runs again (server shutdown): finish what reply_stable
- * left. */
-static enum svc_stat resume(struct svc_req *rq, void *res)
-{
-	(void)res;
-	if (svc_req_wake(rq) == SVC_WAKE_SHUTDOWN)
-		return SVC_DROP; /* not stable yet: the client will retransmit */
-	return SVC_OK;
-}
-
-static bool sync_export(const struct call *c)
-{
-	return c->opts && c->opts->sync;
-}
-
-/* ---- procedures ---- */
-
-static enum svc_stat nfs3_null(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			       void *res)
-{
-	return SVC_OK;
-}
-
-static enum svc_stat nfs3_getattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				  void *res)
-{
-	struct nfs3_fh_args *a = args;
-	struct nfs3_getattr_res *r = res;
-	struct call c;
-	struct fs_inode *ip;
-	struct fs_attr at;
-	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
-		return SVC_OK;
-	int err = fs_getattr(ip, &at);
-	if (!(r->status = nfs3_status(err)))
-		fattr3(&c, &at, &r->attr);
-	fs_iput(ip);
-	return SVC_OK;
-}
-
 static void sattr_to_fs(const struct nfs3_sattr *sa, struct fs_setattr *fsa)
 {
 	memset(fsa, 0, sizeof(*fsa));
@@ -478,49 +275,96 @@ static void sattr_to_fs(const struct nfs3_sattr *sa, struct fs_setattr *fsa)
 	}
 }
 
-/* Rule 9: a change of data through the server breaks other clients'
- * layouts first; v3 answers JUKEBOX while a recall runs. */
-static uint32_t break_layouts(struct call *c, struct fs_inode *ip)
+/* ---- stability ---- */
+
+/* The wait for stability failed: the reply says NFS3ERR_IO (arg: the
+ * result's status). */
+static void fail_io(void *arg, int err)
 {
-	if (!fs_break_layouts(ip, NULL, 0))
-		return NFS3_OK;
-	counter_inc(&c->s->st.jukebox);
-	return NFS3ERR_JUKEBOX;
+	uint32_t *status = arg;
+	*status = NFS3ERR_IO;
 }
 
-static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+/* A metadata change (rule 7): on a sync export its reply waits for the
+ * change's own sequence, on an async one it goes at once. */
+static void reply_when_durable(struct call *c, uint64_t csn, uint32_t *status)
+{
+	if (c->e.opts && c->e.opts->sync)
+		c->csn = csn;
+	c->failed = fail_io;
+	c->failed_arg = status;
+}
+
+typedef void (*changing_fn)(struct call *c, void *args, void *res);
+
+/*
+ * The procedures that change something run here (see the header). fn runs
+ * once; a rerun of the request is the end of its reply's wait.
+ */
+static enum svc_stat changing(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+			      void *res, changing_fn fn)
+{
+	struct call c;
+	call_init(&c, rq, rc);
+	if (svc_req_wake(rq) != SVC_WAKE_NONE)
+		return srv_stable_resume(c.srv, rq);
+	fn(&c, args, res);
+	if (c.verf)
+		return srv_reply_committed(c.srv, rq, c.csn, c.verf, c.failed, c.failed_arg);
+	return srv_reply_stable(c.srv, rq, c.csn, c.data, c.failed, c.failed_arg);
+}
+
+/* ---- procedures ---- */
+
+static enum svc_stat nfs3_null(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+			       void *res)
+{
+	return SVC_OK;
+}
+
+static enum svc_stat nfs3_getattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				  void *res)
 {
-	struct nfs3_setattr_args *a = args;
-	struct nfs3_wcc_res *r = res;
+	struct nfs3_fh_args *a = args;
+	struct nfs3_getattr_res *r = res;
 	struct call c;
 	struct fs_inode *ip;
 	struct fs_attr at;
-	struct fs_setattr fsa;
-	struct fs_result fr = {.want = FS_RES_ATTRS};
-	if (svc_req_wake(rq) != SVC_WAKE_NONE)
-		return resume(rq, res);
 	call_init(&c, rq, rc);
 	if ((r->status = fh_get(&c, &a->fh, &ip)))
 		return SVC_OK;
 	int err = fs_getattr(ip, &at);
-	if ((r->status = nfs3_status(err)))
-		goto out;
+	if (!(r->status = nfs3_status(err)))
+		fattr3(&c, &at, &r->attr);
+	fs_iput(ip);
+	return SVC_OK;
+}
+
+static void do_setattr(struct call *c, void *args, void *res)
+{
+	struct nfs3_setattr_args *a = args;
+	struct nfs3_wcc_res *r = res;
+	struct fs_inode *ip;
+	struct fs_setattr fsa;
+	struct fs_result fr = {.want = FS_RES_ATTRS};
+	if ((r->status = fh_get(c, &a->fh, &ip)))
+		return;
 	sattr_to_fs(&a->sattr, &fsa);
-	if ((r->status = perm_status(&c, srv_setattr_prepare(&c.cred, c.opts, &at, &fsa))))
-		goto out;
-	if ((fsa.mask & FS_SET_SIZE) && (r->status = break_layouts(&c, ip)))
-		goto out;
 	if (a->guard) {
 		/* compared by the engine under the lock that orders the change */
 		fsa.mask |= FS_SET_GUARD;
 		fsa.guard_ctime = (struct timespec){a->guard_ctime.sec, a->guard_ctime.nsec};
 	}
-	r->status = nfs3_status(fs_setattr(ip, &fsa, &fr));
-out:
-	wcc_set(&c, ip, &fr, 0, &r->wcc);
+	r->status = nfs3_status(srv_setattr(&c->e, ip, &fsa, &fr));
+	wcc_set(c, ip, &fr, 0, &r->wcc);
 	fs_iput(ip);
-	return reply_stable(&c, &r->sync, &r->status, fr.csn, sync_export(&c), false);
+	reply_when_durable(c, fr.csn, &r->status);
+}
+
+static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				  void *res)
+{
+	return changing(rq, rc, args, res, do_setattr);
 }
 
 static enum svc_stat nfs3_lookup(struct svc_req *rq, const struct rpc_cred *rc, void *args,
@@ -534,11 +378,10 @@ static enum svc_stat nfs3_lookup(struct svc_req *rq, const struct rpc_cred *rc, 
 	call_init(&c, rq, rc);
 	if ((r->status = fh_get(&c, &a->what.dir, &dp)))
 		return SVC_OK;
-	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->what.name)) ||
-	    (r->status = may(&c, dp, SRV_MAY_EXEC)))
+	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->what.name)))
 		goto out;
 	/* ".." never climbs out of the export */
-	int err = export_lookup(c.ex, dp, a->what.name.s, a->what.name.len, &ip);
+	int err = srv_lookup(&c.e, dp, a->what.name.s, a->what.name.len, &ip);
 	if (!err)
 		err = fs_getattr(ip, &at);
 	if (!(r->status = nfs3_status(err))) {
@@ -567,7 +410,7 @@ static enum svc_stat nfs3_access(struct svc_req *rq, const struct rpc_cred *rc, 
 		return SVC_OK;
 	if ((r->status = nfs3_status(fs_getattr(ip, &at))))
 		goto out;
-	r->access = srv_access(&c.cred, c.opts, &at, a->access);
+	r->access = srv_access(&c.e.cred, c.e.opts, &at, a->access);
 out:
 	post_attr(&c, ip, &r->obj);
 	fs_iput(ip);
@@ -608,7 +451,7 @@ static enum svc_stat nfs3_read(struct svc_req *rq, const struct rpc_cred *rc, vo
 	call_init(&c, rq, rc);
 	if ((r->status = fh_get(&c, &a->fh, &ip)))
 		return SVC_OK;
-	if ((r->status = may(&c, ip, SRV_MAY_READ | SRV_MAY_OWNER_OVERRIDE)))
+	if ((r->status = nfs3_status(srv_may_read(&c.e, ip))))
 		goto out;
 	uint32_t count = a->count < NFS3_MAXDATA ? a->count : NFS3_MAXDATA;
 	size_t n = 0;
@@ -626,75 +469,47 @@ static void nfs3_release_read(void *args, void *res)
 	free(((struct nfs3_read_res *)res)->data);
 }
 
-static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				void *res)
+static void do_write(struct call *c, void *args, void *res)
 {
 	struct nfs3_write_args *a = args;
 	struct nfs3_write_res *r = res;
-	struct call c;
 	struct fs_inode *ip;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	uint64_t seq = 0;
-	bool logged = false;
-	if (svc_req_wake(rq) != SVC_WAKE_NONE)
-		return resume(rq, res);
-	call_init(&c, rq, rc);
-	nfs3_write_verf(c.s, r->verf); /* before the data goes to the engine */
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
-		return SVC_OK;
+	srv_write_verf(c->srv, r->verf); /* before the data goes to the engine */
+	if ((r->status = fh_get(c, &a->fh, &ip)))
+		return;
 	if (a->count != a->data.iov_len) {
 		r->status = NFS3ERR_INVAL; /* the count disagrees with the data */
 		goto out;
 	}
-	struct fs_attr at;
-	if ((r->status = nfs3_status(fs_getattr(ip, &at))) ||
-	    (r->status = perm_status(&c, srv_may(&c.cred, c.opts, &at,
-						 SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE))) ||
-	    (r->status = break_layouts(&c, ip)))
-		goto out;
-	/* set-id bits go before the data does; their change is covered by
-	 * the sync below like the write's own */
-	struct fs_setattr kill = {.mask = srv_write_kill(&c.cred, &at)};
-	if (kill.mask && (r->status = nfs3_status(fs_setattr(ip, &kill, NULL))))
-		goto out;
 	/* a stable write may go through the journal (docs/logged-data.md):
 	 * then forcing its sequence makes the data durable, with no flush */
-	r->status = nfs3_status(a->stable == UNSTABLE
-					? fs_write(ip, a->offset, a->data.iov_base, a->count, &fr)
-					: fs_write_sync(ip, a->offset, a->data.iov_base, a->count,
-							&fr, &logged));
+	bool logged;
+	r->status = nfs3_status(srv_write(&c->e, ip, a->offset, a->data.iov_base, a->count,
+					  a->stable != UNSTABLE, &fr, &logged));
 	if (r->status)
 		goto out;
 	r->count = a->count;
 	r->committed = a->stable;
-	if (a->stable != UNSTABLE)
-		seq = fs_sync_seq(ip, a->stable == DATA_SYNC);
+	if (a->stable != UNSTABLE) {
+		/* rule 8: DATA_SYNC is an fdatasync, FILE_SYNC an fsync */
+		c->csn = fs_sync_seq(ip, a->stable == DATA_SYNC);
+		c->data = !logged;
+		c->failed = fail_io;
+		c->failed_arg = &r->status;
+	}
 out:
-	wcc_set(&c, ip, &fr, 0, &r->wcc);
+	wcc_set(c, ip, &fr, 0, &r->wcc);
 	fs_iput(ip);
-	if (r->status)
-		return SVC_OK;
-	return reply_stable(&c, &r->sync, &r->status, seq, a->stable != UNSTABLE, !logged);
 }
 
-/* The exclusive-create verifier lives in atime and mtime (as in knfsd):
- * it survives restarts with the inode, and a retransmission finds it. */
-static void verf_times(const uint8_t v[NFS3_VERFSIZE], struct timespec *at, struct timespec *mt)
+static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				void *res)
 {
-	uint32_t hi, lo;
-	memcpy(&hi, v, 4);
-	memcpy(&lo, v + 4, 4);
-	*at = (struct timespec){.tv_sec = hi, .tv_nsec = 0};
-	*mt = (struct timespec){.tv_sec = lo, .tv_nsec = 0};
+	return changing(rq, rc, args, res, do_write);
 }
 
-static bool verf_matches(const struct fs_attr *at, const uint8_t v[NFS3_VERFSIZE])
-{
-	struct timespec a, m;
-	verf_times(v, &a, &m);
-	return S_ISREG(at->mode) && at->atime.tv_sec == a.tv_sec && at->atime.tv_nsec == 0 &&
-	       at->mtime.tv_sec == m.tv_sec && at->mtime.tv_nsec == 0;
-}
+/* ---- CREATE, MKDIR, SYMLINK, MKNOD ---- */
 
 enum create_kind { CR_FILE, CR_DIR, CR_SYMLINK, CR_NODE };
 
@@ -734,297 +549,256 @@ static uint32_t create_type(const struct nfs3_create_args *a, enum create_kind k
 }
 
 /*
- * An exclusive or unchecked CREATE that finds name taken: the exclusive
- * one succeeds only as its own retransmission (the verifier matches), the
- * unchecked one opens a regular file and applies only the size it was
- * sent (src/srv/perm.h rule 11).
+ * A CREATE that finds its name taken: a guarded one fails; an exclusive
+ * one succeeds only as its own retransmission (the verifier matches) and
+ * then waits for the original's durability; an unchecked one opens a
+ * regular file and applies only the size it was sent (src/srv/perm.h
+ * rule 11).
  */
 static int create_existing(struct call *c, const struct nfs3_create_args *a,
-			   const struct fs_setattr *req, struct fs_inode *ip, uint64_t *csn)
+			   struct fs_setattr *req, struct fs_inode *ip, uint64_t *csn)
 {
 	struct fs_attr at;
-	int err = fs_getattr(ip, &at);
-	if (err)
+	int err;
+	if (a->how == GUARDED)
+		return -EEXIST;
+	if ((err = fs_getattr(ip, &at)))
 		return err;
 	if (a->how == EXCLUSIVE) {
-		if (!verf_matches(&at, a->verf))
+		if (!srv_createverf_matches(&at, a->verf))
 			return -EEXIST;
 		*csn = fs_sync_seq(ip, false);
 		return 0;
 	}
 	if (!S_ISREG(at.mode))
 		return -EEXIST;
-	struct fs_setattr sa = *req;
-	srv_existing_sattr(&sa);
-	if (!sa.mask)
+	srv_existing_sattr(req);
+	if (!req->mask)
 		return 0;
-	if ((err = srv_setattr_prepare(&c->cred, c->opts, &at, &sa)))
-		return err;
-	if (fs_break_layouts(ip, NULL, 0)) {
-		counter_inc(&c->s->st.jukebox);
-		return -EWOULDBLOCK;
-	}
 	struct fs_result fr = {0};
-	err = fs_setattr(ip, &sa, &fr);
+	err = srv_setattr(&c->e, ip, req, &fr);
 	*csn = fr.csn;
 	return err;
 }
 
-/*
- * CREATE, MKDIR, SYMLINK and MKNOD. Search permission on the directory
- * comes first; a CREATE that finds its name taken needs no more (rule 11).
- * Otherwise creating needs write permission too, and src/srv/perm.h decides
- * the new object's mode, owner and group (rule 10) and which of the
- * attributes sent apply after the creation.
- */
-static enum svc_stat do_create(struct svc_req *rq, const struct rpc_cred *rc,
-			       struct nfs3_create_args *a, struct nfs3_create_res *r,
-			       enum create_kind kind)
+/* CREATE of a regular file: the name is looked up first, so that an
+ * existing one needs search permission only (rule 11). */
+static int create_file(struct call *c, const struct nfs3_create_args *a, struct fs_inode *dp,
+		       struct fs_create_args *ca, struct fs_inode **ip, struct fs_result *dres,
+		       uint64_t *csn)
 {
-	struct call c;
+	const struct nfs3_name *nm = &a->where.name;
+	bool excl = a->how == EXCLUSIVE;
+	struct fs_setattr req;
+	sattr_to_fs(&a->sattr, &req);
+	int err = srv_create_lookup(&c->e, dp, nm->s, nm->len, ip);
+	if (err == -ENOENT) {
+		/* an exclusive create sends no attributes */
+		err = srv_create(&c->e, dp, nm->s, nm->len, ca, excl ? NULL : &req, ip, dres);
+		*csn = dres->csn;
+		if (!err && excl) {
+			struct fs_setattr vsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
+			struct fs_result vres = {0};
+			srv_createverf_times(a->verf, &vsa.atime, &vsa.mtime);
+			err = fs_setattr(*ip, &vsa, &vres);
+			*csn = vres.csn ? vres.csn : *csn;
+		}
+		if (err != -EEXIST)
+			return err;
+		/* made meanwhile */
+		err = srv_create_lookup(&c->e, dp, nm->s, nm->len, ip);
+	}
+	return err ? err : create_existing(c, a, &req, *ip, csn);
+}
+
+/*
+ * CREATE, MKDIR, SYMLINK and MKNOD: srv_create decides the new object's
+ * mode, owner and group (rule 10) and which of the attributes sent apply
+ * after the creation.
+ */
+static void do_create(struct call *c, struct nfs3_create_args *a, struct nfs3_create_res *r,
+		   enum create_kind kind)
+{
 	struct fs_inode *dp, *ip = NULL;
-	struct fs_attr dat, at;
+	struct fs_attr at;
 	struct fs_create_args ca = {0};
-	struct fs_setattr req, sa;
-	struct fs_result dres = {.want = FS_RES_ATTRS}, fres = {0};
+	struct fs_result dres = {.want = FS_RES_ATTRS};
 	uint64_t csn = 0;
 	int err;
-	if (svc_req_wake(rq) != SVC_WAKE_NONE)
-		return resume(rq, r);
-	call_init(&c, rq, rc);
 	if ((r->status = create_type(a, kind, &ca)))
-		return SVC_OK;
-	if ((r->status = fh_get(&c, &a->where.dir, &dp)))
-		return SVC_OK;
+		return;
+	if ((r->status = fh_get(c, &a->where.dir, &dp)))
+		return;
 	const struct nfs3_name *nm = &a->where.name;
-	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)) ||
-	    (r->status = nfs3_status(fs_getattr(dp, &dat))) ||
-	    (r->status = perm_status(&c, srv_may(&c.cred, c.opts, &dat, SRV_MAY_EXEC))))
+	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)))
 		goto out;
-	sattr_to_fs(&a->sattr, &req);
-	if (kind == CR_FILE && a->how == EXCLUSIVE)
-		memset(&req, 0, sizeof(req)); /* no attributes come with it */
-
-	bool file = kind == CR_FILE;
-	if (is_dotdot(nm) || (nm->len == 1 && nm->s[0] == '.')) {
-		err = -EEXIST; /* never a lookup that could leave the export */
-		goto done;
+	if (kind == CR_FILE) {
+		err = create_file(c, a, dp, &ca, &ip, &dres, &csn);
+	} else {
+		struct fs_setattr req;
+		sattr_to_fs(&a->sattr, &req);
+		err = srv_create(&c->e, dp, nm->s, nm->len, &ca, &req, &ip, &dres);
+		csn = dres.csn;
 	}
-	if (file) {
-		err = fs_lookup(dp, nm->s, nm->len, &ip);
-		if (!err)
-			goto existing;
-		if (err != -ENOENT)
-			goto done;
-	}
-	if ((r->status = perm_status(&c, srv_may(&c.cred, c.opts, &dat, SRV_MAY_CREATE))))
-		goto out;
-	if (req.mask & FS_SET_MODE)
-		ca.mode = (ca.mode & S_IFMT) | (req.mode & 07777);
-	if ((r->status = perm_status(&c, srv_new_object(&c.cred, &dat, &req, &ca.mode, &ca.uid,
-							  &ca.gid))))
-		goto out;
-	err = fs_create(dp, nm->s, nm->len, &ca, &ip, &dres);
-	csn = dres.csn;
-	if (err == -EEXIST && file) {
-		/* created meanwhile */
-		if ((err = fs_lookup(dp, nm->s, nm->len, &ip)))
-			goto done;
-		goto existing;
-	}
-	if (err)
-		goto done;
-	if (file && a->how == EXCLUSIVE) {
-		struct fs_setattr vsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
-		verf_times(a->verf, &vsa.atime, &vsa.mtime);
-		err = fs_setattr(ip, &vsa, &fres);
-		csn = fres.csn ? fres.csn : csn;
-		goto done;
-	}
-	sa = req;
-	srv_create_sattr(&sa); /* the size and times are left, as a SETATTR of the new object */
-	if (sa.mask && !(err = fs_getattr(ip, &at)) &&
-	    !(err = srv_setattr_prepare(&c.cred, c.opts, &at, &sa))) {
-		err = fs_setattr(ip, &sa, &fres);
-		csn = fres.csn ? fres.csn : csn;
-	}
-	goto done;
-existing:
-	err = a->how == GUARDED ? -EEXIST : create_existing(&c, a, &req, ip, &csn);
-done:
-	r->status = perm_status(&c, err);
+	r->status = nfs3_status(err);
 	if (ip && !fs_getattr(ip, &at)) {
 		r->fh_present = r->status == NFS3_OK;
 		if (r->fh_present)
-			fh_make(&c, &at, &r->fh);
-		fattr3(&c, &at, &r->obj.a);
+			fh_make(c, &at, &r->fh);
+		fattr3(c, &at, &r->obj.a);
 		r->obj.present = true;
 	}
 	if (ip)
 		fs_iput(ip);
 out:
-	wcc_set(&c, dp, &dres, 0, &r->dir);
+	wcc_set(c, dp, &dres, 0, &r->dir);
 	fs_iput(dp);
-	return reply_stable(&c, &r->sync, &r->status, csn, sync_export(&c), false);
+	reply_when_durable(c, csn, &r->status);
+}
+
+static void create_reg(struct call *c, void *args, void *res)
+{
+	do_create(c, args, res, CR_FILE);
+}
+
+static void create_dir(struct call *c, void *args, void *res)
+{
+	do_create(c, args, res, CR_DIR);
+}
+
+static void create_symlink(struct call *c, void *args, void *res)
+{
+	do_create(c, args, res, CR_SYMLINK);
+}
+
+static void create_node(struct call *c, void *args, void *res)
+{
+	do_create(c, args, res, CR_NODE);
 }
 
 static enum svc_stat nfs3_create(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				 void *res)
 {
-	return do_create(rq, rc, args, res, CR_FILE);
+	return changing(rq, rc, args, res, create_reg);
 }
 
 static enum svc_stat nfs3_mkdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				void *res)
 {
-	return do_create(rq, rc, args, res, CR_DIR);
+	return changing(rq, rc, args, res, create_dir);
 }
 
 static enum svc_stat nfs3_symlink(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				  void *res)
 {
-	return do_create(rq, rc, args, res, CR_SYMLINK);
+	return changing(rq, rc, args, res, create_symlink);
 }
 
 static enum svc_stat nfs3_mknod(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				void *res)
 {
-	return do_create(rq, rc, args, res, CR_NODE);
+	return changing(rq, rc, args, res, create_node);
 }
 
-/* The attributes of the entry name in dp. */
-static int entry_attr(struct fs_inode *dp, const struct nfs3_name *nm, struct fs_attr *at)
-{
-	struct fs_inode *ip;
-	int err = fs_lookup(dp, nm->s, nm->len, &ip);
-	if (err)
-		return err;
-	err = fs_getattr(ip, at);
-	fs_iput(ip);
-	return err;
-}
+/* ---- REMOVE, RMDIR, RENAME, LINK ---- */
 
-static enum svc_stat do_remove(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			       void *res, bool dir)
+static void remove_entry(struct call *c, struct nfs3_dirop_args *a, struct nfs3_wcc_res *r,
+			 enum srv_rm what)
 {
-	struct nfs3_dirop_args *a = args;
-	struct nfs3_wcc_res *r = res;
-	struct call c;
 	struct fs_inode *dp;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	if (svc_req_wake(rq) != SVC_WAKE_NONE)
-		return resume(rq, res);
-	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->what.dir, &dp)))
-		return SVC_OK;
 	const struct nfs3_name *nm = &a->what.name;
-	struct fs_attr dat, at;
-	/* the directory's permission before the name's existence, as knfsd */
-	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)) ||
-	    (r->status = may(&c, dp, SRV_MAY_REMOVE)))
-		goto out;
-	int err = fs_getattr(dp, &dat);
-	if (!err)
-		err = entry_attr(dp, nm, &at);
-	if (!err)
-		err = srv_may_delete(&c.cred, c.opts, &dat, &at);
-	if (!err)
-		err = dir ? fs_rmdir(dp, nm->s, nm->len, &fr) : fs_unlink(dp, nm->s, nm->len, &fr);
-	r->status = perm_status(&c, err);
-out:
-	wcc_set(&c, dp, &fr, 0, &r->wcc);
+	if ((r->status = fh_get(c, &a->what.dir, &dp)))
+		return;
+	if (!(r->status = is_dir(dp)) && !(r->status = name_check(nm)))
+		r->status = nfs3_status(srv_remove(&c->e, dp, nm->s, nm->len, what, &fr));
+	wcc_set(c, dp, &fr, 0, &r->wcc);
 	fs_iput(dp);
-	return reply_stable(&c, &r->sync, &r->status, fr.csn, sync_export(&c), false);
+	reply_when_durable(c, fr.csn, &r->status);
+}
+
+static void remove_file(struct call *c, void *args, void *res)
+{
+	remove_entry(c, args, res, SRV_RM_FILE);
+}
+
+static void remove_dir(struct call *c, void *args, void *res)
+{
+	remove_entry(c, args, res, SRV_RM_DIR);
 }
 
 static enum svc_stat nfs3_remove(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				 void *res)
 {
-	return do_remove(rq, rc, args, res, false);
+	return changing(rq, rc, args, res, remove_file);
 }
 
 static enum svc_stat nfs3_rmdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				void *res)
 {
-	return do_remove(rq, rc, args, res, true);
+	return changing(rq, rc, args, res, remove_dir);
+}
+
+static void do_rename(struct call *c, void *args, void *res)
+{
+	struct nfs3_rename_args *a = args;
+	struct nfs3_rename_res *r = res;
+	struct fs_inode *sdp, *ddp = NULL;
+	struct fs_result fr = {.want = FS_RES_ATTRS};
+	if ((r->status = fh_get(c, &a->from.dir, &sdp)))
+		return;
+	if ((r->status = fh_get(c, &a->to.dir, &ddp)) || (r->status = is_dir(sdp)) ||
+	    (r->status = is_dir(ddp)) || (r->status = name_check(&a->from.name)) ||
+	    (r->status = name_check(&a->to.name)))
+		goto out;
+	r->status = nfs3_status(srv_rename(&c->e, sdp, a->from.name.s, a->from.name.len, ddp,
+					   a->to.name.s, a->to.name.len, &fr));
+out:
+	wcc_set(c, sdp, &fr, 0, &r->from);
+	wcc_set(c, ddp, &fr, 1, &r->to);
+	fs_iput(sdp);
+	if (ddp)
+		fs_iput(ddp);
+	reply_when_durable(c, fr.csn, &r->status);
 }
 
 static enum svc_stat nfs3_rename(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				 void *res)
 {
-	struct nfs3_rename_args *a = args;
-	struct nfs3_rename_res *r = res;
-	struct call c;
-	struct fs_inode *sdp, *ddp = NULL;
+	return changing(rq, rc, args, res, do_rename);
+}
+
+static void do_link(struct call *c, void *args, void *res)
+{
+	struct nfs3_link_args *a = args;
+	struct nfs3_link_res *r = res;
+	struct fs_inode *ip, *dp = NULL;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	if (svc_req_wake(rq) != SVC_WAKE_NONE)
-		return resume(rq, res);
-	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->from.dir, &sdp)))
-		return SVC_OK;
-	if ((r->status = fh_get(&c, &a->to.dir, &ddp)))
+	const struct nfs3_name *nm = &a->link.name;
+	if ((r->status = fh_get(c, &a->fh, &ip)))
+		return;
+	if ((r->status = fh_get(c, &a->link.dir, &dp)) || (r->status = is_dir(dp)) ||
+	    (r->status = name_check(nm)))
 		goto out;
-	if ((r->status = is_dir(sdp)) || (r->status = is_dir(ddp)) ||
-	    (r->status = name_check(&a->from.name)) || (r->status = name_check(&a->to.name)) ||
-	    (r->status = may(&c, sdp, SRV_MAY_REMOVE)) || (r->status = may(&c, ddp, SRV_MAY_CREATE)))
-		goto out;
-	/* the sticky rule for the source and an existing target, and a moved
-	 * directory's "..", judged on the entries as they are now */
-	struct fs_attr sdat, ddat, src, tgt;
-	int err = fs_getattr(sdp, &sdat);
-	if (!err)
-		err = fs_getattr(ddp, &ddat);
-	if (!err)
-		err = entry_attr(sdp, &a->from.name, &src);
-	int terr = err ? 0 : entry_attr(ddp, &a->to.name, &tgt);
-	if (!err && terr && terr != -ENOENT)
-		err = terr;
-	if (!err)
-		err = srv_may_rename(&c.cred, c.opts, &sdat, &src, &ddat, !terr ? &tgt : NULL);
-	if (!err)
-		err = fs_rename(sdp, a->from.name.s, a->from.name.len, ddp, a->to.name.s,
-				a->to.name.len, &fr);
-	r->status = perm_status(&c, err);
+	r->status = nfs3_status(srv_link(&c->e, ip, dp, nm->s, nm->len, &fr));
 out:
-	wcc_set(&c, sdp, &fr, 0, &r->from);
-	wcc_set(&c, ddp, &fr, 1, &r->to);
-	fs_iput(sdp);
-	if (ddp)
-		fs_iput(ddp);
-	return reply_stable(&c, &r->sync, &r->status, fr.csn, sync_export(&c), false);
+	if (fr.ino[1].has_post) {
+		r->obj.present = true;
+		fattr3(c, &fr.ino[1].post, &r->obj.a);
+	} else {
+		post_attr(c, ip, &r->obj);
+	}
+	wcc_set(c, dp, &fr, 0, &r->dir);
+	fs_iput(ip);
+	if (dp)
+		fs_iput(dp);
+	reply_when_durable(c, fr.csn, &r->status);
 }
 
 static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 			       void *res)
 {
-	struct nfs3_link_args *a = args;
-	struct nfs3_link_res *r = res;
-	struct call c;
-	struct fs_inode *ip, *dp = NULL;
-	struct fs_result fr = {.want = FS_RES_ATTRS};
-	if (svc_req_wake(rq) != SVC_WAKE_NONE)
-		return resume(rq, res);
-	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
-		return SVC_OK;
-	if ((r->status = fh_get(&c, &a->link.dir, &dp)))
-		goto out;
-	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->link.name)) ||
-	    (r->status = may(&c, dp, SRV_MAY_CREATE)))
-		goto out;
-	r->status = nfs3_status(fs_link(ip, dp, a->link.name.s, a->link.name.len, &fr));
-out:
-	if (fr.ino[1].has_post) {
-		r->obj.present = true;
-		fattr3(&c, &fr.ino[1].post, &r->obj.a);
-	} else {
-		post_attr(&c, ip, &r->obj);
-	}
-	wcc_set(&c, dp, &fr, 0, &r->dir);
-	fs_iput(ip);
-	if (dp)
-		fs_iput(dp);
-	return reply_stable(&c, &r->sync, &r->status, fr.csn, sync_export(&c), false);
+	return changing(rq, rc, args, res, do_link);
 }
 
 /* ---- READDIR, READDIRPLUS ---- */
@@ -1034,8 +808,7 @@ out:
  * verifier only has to tie a cookie to its directory: a keyed hash of the
  * inode number and generation. Cookies 3..65535 are never handed out.
  */
-static void cookie_verf(const struct nfs3_server *s, const struct fs_attr *dat,
-			uint8_t out[NFS3_VERFSIZE])
+static void cookie_verf(const struct srv *s, const struct fs_attr *dat, uint8_t out[NFS3_VERFSIZE])
 {
 	uint64_t in[2] = {dat->ino, dat->gen};
 	uint64_t h = siphash24(s->verf_key, in, sizeof(in));
@@ -1093,6 +866,7 @@ static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, v
 	struct call c;
 	struct fs_inode *dp;
 	struct fs_attr dat;
+	bool lookups;
 	static const uint8_t zero[NFS3_VERFSIZE];
 	call_init(&c, rq, rc);
 	r->plus = plus;
@@ -1104,12 +878,12 @@ static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, v
 		r->status = NFS3ERR_NOTDIR;
 		goto out;
 	}
-	if ((r->status = may(&c, dp, SRV_MAY_READ)))
-		goto out;
 	/* READDIRPLUS looks the names up: without search permission the
 	 * entries come without handles and attributes, as knfsd's */
-	bool lookups = plus && !srv_may(&c.cred, c.opts, &dat, SRV_MAY_EXEC);
-	cookie_verf(c.s, &dat, r->verf);
+	if ((r->status = nfs3_status(srv_may_readdir(&c.e, dp, &lookups))))
+		goto out;
+	lookups = lookups && plus;
+	cookie_verf(c.srv, &dat, r->verf);
 	if (a->cookie && ((memcmp(a->verf, zero, NFS3_VERFSIZE) &&
 			   memcmp(a->verf, r->verf, NFS3_VERFSIZE)) ||
 			  (a->cookie > 2 && a->cookie < 65536))) {
@@ -1124,7 +898,7 @@ static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, v
 	}
 	struct rd_fill f = {
 		.r = r, .count = count - READDIR_RES_HDR, .dircount = dircount, .plus = plus,
-		.dotdot_ino = export_is_root(c.ex, dp) ? dat.ino : 0,
+		.dotdot_ino = export_is_root(c.e.ex, dp) ? dat.ino : 0,
 	};
 	int err = fs_readdir(dp, a->cookie, rd_fill, &f);
 	if ((r->status = nfs3_status(err)))
@@ -1145,7 +919,7 @@ static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, v
 			/* by name, as LOOKUP: no attributes and no handle for a name
 			 * removed or replaced since the directory was read, nor for a
 			 * ".." outside the export */
-			if (export_lookup_entry(c.ex, dp, e->name, e->namelen, e->fileid, &ip))
+			if (export_lookup_entry(c.e.ex, dp, e->name, e->namelen, e->fileid, &ip))
 				continue;
 			if (!fs_getattr(ip, &at)) {
 				fattr3(&c, &at, &e->attr.a);
@@ -1194,7 +968,7 @@ static enum svc_stat nfs3_fsstat(struct svc_req *rq, const struct rpc_cred *rc, 
 	call_init(&c, rq, rc);
 	if ((r->status = fh_get(&c, &a->fh, &ip)))
 		return SVC_OK;
-	if (!(r->status = nfs3_status(fs_statfs(c.s->fs, &st)))) {
+	if (!(r->status = nfs3_status(fs_statfs(c.srv->fs, &st)))) {
 		r->tbytes = st.blocks * st.bsize;
 		r->fbytes = r->abytes = st.bfree * st.bsize;
 		r->tfiles = st.files;
@@ -1243,7 +1017,7 @@ static enum svc_stat nfs3_pathconf(struct svc_req *rq, const struct rpc_cred *rc
 	call_init(&c, rq, rc);
 	if ((r->status = fh_get(&c, &a->fh, &ip)))
 		return SVC_OK;
-	r->status = nfs3_status(fs_statfs(c.s->fs, &st));
+	r->status = nfs3_status(fs_statfs(c.srv->fs, &st));
 	r->linkmax = UINT32_MAX;
 	r->name_max = st.namemax < NFS3_NAME_MAX ? st.namemax : NFS3_NAME_MAX;
 	r->no_trunc = true;
@@ -1257,29 +1031,30 @@ static enum svc_stat nfs3_pathconf(struct svc_req *rq, const struct rpc_cred *rc
 
 /* COMMIT is an fsync of the whole file (rule 8): the range is not used,
  * since the engine tracks durability per inode, not per range. */
-static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				 void *res)
+static void do_commit(struct call *c, void *args, void *res)
 {
 	struct nfs3_commit_args *a = args;
 	struct nfs3_commit_res *r = res;
-	struct call c;
 	struct fs_inode *ip;
-	if (svc_req_wake(rq) != SVC_WAKE_NONE)
-		return resume(rq, res);
-	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
-		return SVC_OK;
-	wcc_set(&c, ip, NULL, 0, &r->wcc); /* COMMIT changes no attribute */
+	if ((r->status = fh_get(c, &a->fh, &ip)))
+		return;
+	wcc_set(c, ip, NULL, 0, &r->wcc); /* COMMIT changes no attribute */
 	/* a force and a device flush on demand: as knfsd, only for a caller
 	 * who may write the file, and never on a read-only export */
-	if ((r->status = may(&c, ip, SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE))) {
-		fs_iput(ip);
-		return SVC_OK;
+	if (!(r->status = nfs3_status(srv_may_commit(&c->e, ip)))) {
+		c->csn = fs_sync_seq(ip, false);
+		c->data = true;
+		c->verf = r->verf; /* read once the data is durable */
+		c->failed = fail_io;
+		c->failed_arg = &r->status;
 	}
-	uint64_t seq = fs_sync_seq(ip, false);
 	fs_iput(ip);
-	r->sync.verf = r->verf; /* read once the data is durable (sync_verf) */
-	return reply_stable(&c, &r->sync, &r->status, seq, true, true);
+}
+
+static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	return changing(rq, rc, args, res, do_commit);
 }
 
 /*

@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "fs/fs.h"
 #include "rpc/xdr.h"
 
 #define NFS_PROGRAM   100003
@@ -122,16 +121,6 @@ struct nfs3_dirop {
 	struct nfs3_name name;
 };
 
-/* What every result that may be deferred starts with (see nfs3_proc.c). */
-struct nfs3_sync {
-	struct fs_sync_waiter w;
-	struct svc_req *rq;
-	uint32_t *status;     /* the result's status, set to IO on failure */
-	bool need_flush;      /* a data sync: flush the device if the force did not */
-	struct fs_flush_waiter fw; /* that flush, when it is needed */
-	uint8_t *verf;        /* COMMIT: its verifier, filled in once the data is durable */
-};
-
 /* ---- arguments and results ---- */
 
 struct nfs3_fh_args {
@@ -151,7 +140,6 @@ struct nfs3_setattr_args {
 };
 
 struct nfs3_wcc_res {
-	struct nfs3_sync sync;
 	uint32_t status;
 	struct nfs3_wcc wcc;
 };
@@ -206,7 +194,6 @@ struct nfs3_write_args {
 };
 
 struct nfs3_write_res {
-	struct nfs3_sync sync;
 	uint32_t status;
 	struct nfs3_wcc wcc;
 	uint32_t count, committed;
@@ -223,7 +210,6 @@ struct nfs3_create_args {
 };
 
 struct nfs3_create_res {
-	struct nfs3_sync sync;
 	uint32_t status;
 	bool fh_present;
 	struct nfs3_fh fh;
@@ -236,7 +222,6 @@ struct nfs3_rename_args {
 };
 
 struct nfs3_rename_res {
-	struct nfs3_sync sync;
 	uint32_t status;
 	struct nfs3_wcc from, to;
 };
@@ -247,7 +232,6 @@ struct nfs3_link_args {
 };
 
 struct nfs3_link_res {
-	struct nfs3_sync sync;
 	uint32_t status;
 	struct nfs3_post_attr obj;
 	struct nfs3_wcc dir;
@@ -310,7 +294,6 @@ struct nfs3_commit_args {
 };
 
 struct nfs3_commit_res {
-	struct nfs3_sync sync;
 	uint32_t status;
 	struct nfs3_wcc wcc;
 	uint8_t verf[NFS3_VERFSIZE];

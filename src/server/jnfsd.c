@@ -98,7 +98,6 @@ static void server_stats(struct server *srv, const struct stat_sink *sink)
 {
 	svc_stats(srv->svc, sink);
 	srv_stats(&srv->srv, sink);
-	nfs3_stats(&srv->nfs3, sink);
 	nfs4_stats(srv->nfs4, sink);
 	stat_emit(sink, "exports.reloads", counter_get(&srv->reloads));
 	stat_emit(sink, "exports.reload_failures", counter_get(&srv->reload_failures));
@@ -433,7 +432,6 @@ static void reload_exports(struct server *srv, const char *file)
 	unsigned removed = 0;
 	for (unsigned i = 0; i < old->n; i++)
 		removed += !exports_by_path(next, old->v[i].path);
-	nfs3_swap_exports(&srv->nfs3, next);
 	srv_swap_exports(&srv->srv, next);
 	struct nfs4_pseudo *old_pseudo = nfs4_exports_changed(srv->nfs4);
 	srv->exports = next;
@@ -727,8 +725,8 @@ int main(int argc, char **argv)
 		free(exports);
 		return 1;
 	}
-	nfs3_server_init(&srv.nfs3, srv.fs, exports);
 	srv_init(&srv.srv, srv.fs, exports);
+	nfs3_server_init(&srv.nfs3, &srv.srv);
 	srv.nfs4 = nfs4_server_create(&srv.srv, &nfs4cfg);
 	if (!srv.nfs4) {
 		nfs3_server_destroy(&srv.nfs3);

@@ -541,8 +541,8 @@ if [ -n "$skip" ]; then
 	exit 77
 fi
 if [ "$VERS" = 3 ]; then
-	echo "server counters (non-zero, rpc.nfs.* and rpc.mount.*, nfs3.*):"
-	grep -E "^(rpc\.(nfs|mount)\.v3\.[a-z]+(\.p50_us|\.p99_us)?|nfs3\.[a-z_]+|rpc\.replies\.[a-z_]+) [1-9]" \
+	echo "server counters (non-zero, rpc.nfs.* and rpc.mount.*, srv.*):"
+	grep -E "^(rpc\.(nfs|mount)\.v3\.[a-z]+(\.p50_us|\.p99_us)?|srv\.[a-z_]+|rpc\.replies\.[a-z_]+) [1-9]" \
 		"$RUN/counters" | sed 's/^/  /'
 else
 	echo "server counters (non-zero, NFSv4):"

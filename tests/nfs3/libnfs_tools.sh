@@ -54,7 +54,7 @@ for c in rpc.nfs.v3.write rpc.nfs.v3.create rpc.mount.v3.mnt; do
 	[ -n "$v" ] && [ "$v" -gt 0 ] || fail "jnfs stat: $c is '$v'"
 done
 for c in rpc.nfs.v3.write.p50_us rpc.nfs.v3.write.p99_us log.buffer_writes dev.flushes \
-	nfs3.sync_waits fs.inode_writebacks; do
+	srv.sync_waits fs.inode_writebacks; do
 	grep -q "^$c [0-9]*$" "$TMP/stat" || fail "jnfs stat does not print $c"
 done
 

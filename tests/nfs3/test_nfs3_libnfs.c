@@ -672,8 +672,8 @@ int main(int argc, char **argv)
 	test_raw();
 
 	CHECK(tc_jnfsd_stat(&jnfsd, "rpc.nfs.v3.readdirplus") > 0);
-	CHECK(tc_jnfsd_stat(&jnfsd, "nfs3.badhandle") >= 4);
-	CHECK(tc_jnfsd_stat(&jnfsd, "nfs3.stale") >= 2);
+	CHECK(tc_jnfsd_stat(&jnfsd, "srv.badhandle") >= 4);
+	CHECK(tc_jnfsd_stat(&jnfsd, "srv.stale") >= 2);
 	int status = tc_jnfsd_stop(&jnfsd);
 	jnfsd.pid = 0;
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);

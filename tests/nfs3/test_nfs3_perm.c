@@ -171,6 +171,7 @@ struct scen {
 #define R_RO     "rule 2 (nfsd_permission)"
 #define R_OVR    "rule 3 (nfsd_permission)"
 #define R_DIR    "rule 4 (may_create, may_delete)"
+#define R_LOOKUP "rule 2 (filename_create: may_lookup first)"
 #define R_STICKY "rule 4 (may_delete, __check_sticky)"
 #define R_DOTDOT "rule 5 (vfs_rename)"
 #define R_WHO    "rule 6 (setattr_prepare, chown_ok, chgrp_ok)"
@@ -290,6 +291,8 @@ static const struct scen scens[] = {
 	 {D("d", 0777, OWNER, GOWN)}},
 	{O_MKDIR, "in a 0555 directory", R_DIR, "d/n", NULL, 0755, 0, 0, "d/n",
 	 {D("d", 0555, OWNER, GOWN)}},
+	{O_MKDIR, "in a 0666 directory", R_LOOKUP, "d/n", NULL, 0755, 0, 0, "d/n",
+	 {D("d", 0666, OWNER, GOWN)}},
 	{O_SYMLINK, "in a 02777 directory of group GOWN", R_NEW, "d/n", NULL, 0, 0, 0, "d/n",
 	 {D("d", 02777, 0, GOWN)}},
 	{O_SYMLINK, "in a 0755 directory", R_DIR, "d/n", NULL, 0, 0, 0, "d/n",

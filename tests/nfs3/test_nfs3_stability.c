@@ -43,7 +43,7 @@ static void read_counters(struct counters *c)
 {
 	c->log_writes = tc_jnfsd_stat(&jnfsd, "log.buffer_writes");
 	c->inode_writebacks = tc_jnfsd_stat(&jnfsd, "fs.inode_writebacks");
-	c->sync_waits = tc_jnfsd_stat(&jnfsd, "nfs3.sync_waits");
+	c->sync_waits = tc_jnfsd_stat(&jnfsd, "srv.sync_waits");
 	c->creates = tc_jnfsd_stat(&jnfsd, "rpc.nfs.v3.create");
 	c->inline_pushes = tc_jnfsd_stat(&jnfsd, "log.inline_pushes");
 }
