@@ -5,30 +5,29 @@
  * (srv_admit, as for every NFS call); the list DUMP shows is advisory (as
  * everywhere: a client that never calls UMNT stays in it until UMNTALL or
  * a restart). Nothing depends on it: every NFS call checks access again.
+ *
+ * Arguments and results are the types generated from src/xdr/mount3.x
+ * (docs/xdr.md). DUMP's and EXPORT's lists are built in memory of their
+ * own (a node array and one block of text), freed by the release hook:
+ * the exports table a reply names may be replaced before the reply is
+ * encoded, and the mount list may change, so nothing points into either.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/mem.h"
 #include "nfs3/nfs3.h"
-#include "nfs3/nfs3_xdr.h"
-
-#define MNTPATHLEN 1024
-
-enum mountstat3 {
-	MNT3_OK = 0,
-	MNT3ERR_PERM = 1,
-	MNT3ERR_NOENT = 2,
-	MNT3ERR_ACCES = 13,
-	MNT3ERR_NOTDIR = 20,
-	MNT3ERR_NAMETOOLONG = 63,
-	MNT3ERR_SERVERFAULT = 10006,
-};
+#include "xdr/mount3.h"
 
 #define AUTH_SYS_FLAVOR 1
+/* An EXPORT group: "*", an address, or an address and a prefix. */
+#define GROUP_NAME_MAX (INET6_ADDRSTRLEN + 8)
+
+_Static_assert(FH_SIZE <= FHSIZE3, "our handles fit MOUNT's");
 
 /* One DUMP entry. */
 struct nfs3_mount {
@@ -38,85 +37,38 @@ struct nfs3_mount {
 
 static struct lock_class mnt_lock_class = LOCK_CLASS(NFS3_MNT);
 
-struct mnt_args {
-	char path[MNTPATHLEN + 1];
+/* DUMP's result, and the memory it is in (freed by release). */
+struct dump_res {
+	mountlist3 list; /* first: what the encoder sees */
+	struct mountbody *nodes;
+	char *text;
 };
 
-struct mnt_res {
-	uint32_t status;
-	struct nfs3_fh fh;
+/* EXPORT's result, and the memory it is in (freed by release). */
+struct export_res {
+	exports3 list; /* first: what the encoder sees */
+	struct exportnode *nodes;
+	struct groupnode *groups;
+	char *text;
 };
 
-/* DUMP and EXPORT replies are built as text-free lists of strings. */
-struct strlist_res {
-	char **a, **b; /* DUMP: hosts and dirs; EXPORT: dirs and group lists */
-	uint32_t *nb;  /* EXPORT: groups per export */
-	uint32_t n;
-};
-
-static int dec_path(struct xdr_dec *x, void *args)
+/* A path of the wire as a C string, within MNTPATHLEN (the decoder's
+ * bound). */
+static void path_of(const dirpath3 *p, char out[MNTPATHLEN + 1])
 {
-	struct mnt_args *a = args;
-	return xdr_dec_string(x, a->path, MNTPATHLEN);
+	memcpy(out, p->val, p->len);
+	out[p->len] = '\0';
 }
 
-static int enc_mnt(struct xdr_enc *x, const void *res)
+/* Copy s to *cursor in the text block; the wire string that names it. */
+static const char *text_put(char **cursor, const char *s, uint32_t *len)
 {
-	const struct mnt_res *r = res;
-	int err;
-	if ((err = xdr_enc_u32(x, r->status)) || r->status != MNT3_OK)
-		return err;
-	if ((err = xdr_enc_opaque(x, r->fh.data, r->fh.len)))
-		return err;
-	if ((err = xdr_enc_u32(x, 1)))
-		return err;
-	return xdr_enc_u32(x, AUTH_SYS_FLAVOR);
-}
-
-static int enc_dump(struct xdr_enc *x, const void *res)
-{
-	const struct strlist_res *r = res;
-	int err;
-	for (uint32_t i = 0; i < r->n; i++) {
-		if ((err = xdr_enc_bool(x, true)) || (err = xdr_enc_string(x, r->a[i])) ||
-		    (err = xdr_enc_string(x, r->b[i])))
-			return err;
-	}
-	return xdr_enc_bool(x, false);
-}
-
-static int enc_export(struct xdr_enc *x, const void *res)
-{
-	const struct strlist_res *r = res;
-	int err;
-	for (uint32_t i = 0, g = 0; i < r->n; i++) {
-		if ((err = xdr_enc_bool(x, true)) || (err = xdr_enc_string(x, r->a[i])))
-			return err;
-		for (uint32_t j = 0; j < r->nb[i]; j++, g++)
-			if ((err = xdr_enc_bool(x, true)) || (err = xdr_enc_string(x, r->b[g])))
-				return err;
-		if ((err = xdr_enc_bool(x, false)))
-			return err;
-	}
-	return xdr_enc_bool(x, false);
-}
-
-static void release_strlist(void *args, void *res)
-{
-	struct strlist_res *r = res;
-	uint32_t nb = r->n;
-	if (r->nb) {
-		nb = 0;
-		for (uint32_t i = 0; i < r->n; i++)
-			nb += r->nb[i];
-	}
-	for (uint32_t i = 0; i < r->n; i++)
-		free(r->a[i]);
-	for (uint32_t i = 0; i < nb; i++)
-		free(r->b[i]);
-	free(r->a);
-	free(r->b);
-	free(r->nb);
+	char *at = *cursor;
+	size_t n = strlen(s);
+	memcpy(at, s, n);
+	*cursor += n;
+	*len = (uint32_t)n;
+	return at;
 }
 
 static void peer_name(struct svc_req *rq, char *buf, size_t len)
@@ -139,29 +91,33 @@ static enum svc_stat mnt_mnt(struct svc_req *rq, const struct rpc_cred *rc, void
 			     void *res)
 {
 	struct nfs3_server *s = svc_req_ctx(rq);
-	struct mnt_args *a = args;
-	struct mnt_res *r = res;
-	size_t len = strlen(a->path);
-	while (len > 1 && a->path[len - 1] == '/')
-		a->path[--len] = '\0';
+	struct mountres3 *r = res;
+	char path[MNTPATHLEN + 1];
+	path_of(args, path);
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = '\0';
 	if (len == 0)
-		strcpy(a->path, "/"); /* libnfs asks for "" when the URL names the root */
-	const struct export *ex = exports_by_path(srv_exports(s->srv), a->path);
+		strcpy(path, "/"); /* libnfs asks for "" when the URL names the root */
+	const struct export *ex = exports_by_path(srv_exports(s->srv), path);
 	if (!ex) {
-		r->status = MNT3ERR_NOENT;
+		r->fhs_status = MNT3ERR_NOENT;
 		return SVC_OK;
 	}
 	/* admitted as any NFS call is; the handle is the export's root's */
 	struct srv_exp e;
 	int err = srv_admit(s->srv, ex, rq, rc, &e);
 	if (err) {
-		r->status = err == -EPERM ? MNT3ERR_PERM : MNT3ERR_ACCES;
+		r->fhs_status = err == -EPERM ? MNT3ERR_PERM : MNT3ERR_ACCES;
 		return SVC_OK;
 	}
 	struct fs_attr root = {.ino = ex->root_ino, .gen = ex->root_gen};
-	srv_fh_make(s->srv, ex, &root, r->fh.data);
-	r->fh.len = FH_SIZE;
-	r->status = MNT3_OK;
+	struct mountres3_ok *ok = &r->mountinfo;
+	srv_fh_make(s->srv, ex, &root, ok->fhandle.val);
+	ok->fhandle.len = FH_SIZE;
+	ok->auth_flavors.len = 1;
+	ok->auth_flavors.val[0] = AUTH_SYS_FLAVOR;
+	r->fhs_status = MNT3_OK;
 
 	char host[INET6_ADDRSTRLEN];
 	peer_name(rq, host, sizeof(host));
@@ -185,19 +141,31 @@ static enum svc_stat mnt_dump(struct svc_req *rq, const struct rpc_cred *rc, voi
 			      void *res)
 {
 	struct nfs3_server *s = svc_req_ctx(rq);
-	struct strlist_res *r = res;
+	struct dump_res *r = res;
+	uint32_t n = 0;
+	size_t text = 0;
 	mutex_lock(&s->mnt_lock);
-	for (struct nfs3_mount *m = s->mounts; m; m = m->next)
-		r->n++;
-	r->a = xcalloc(r->n + 1, sizeof(char *));
-	r->b = xcalloc(r->n + 1, sizeof(char *));
-	uint32_t i = 0;
-	for (struct nfs3_mount *m = s->mounts; m; m = m->next, i++) {
-		r->a[i] = xstrdup(m->host);
-		r->b[i] = xstrdup(m->dir);
+	for (struct nfs3_mount *m = s->mounts; m; m = m->next, n++)
+		text += strlen(m->host) + strlen(m->dir);
+	r->nodes = xcalloc(n + 1, sizeof(*r->nodes));
+	r->text = xmalloc(text + 1);
+	char *cursor = r->text;
+	struct mountbody *b = r->nodes;
+	for (struct nfs3_mount *m = s->mounts; m; m = m->next, b++) {
+		b->ml_hostname.val = text_put(&cursor, m->host, &b->ml_hostname.len);
+		b->ml_directory.val = text_put(&cursor, m->dir, &b->ml_directory.len);
+		b->ml_next = m->next ? b + 1 : NULL;
 	}
 	mutex_unlock(&s->mnt_lock);
+	r->list = n ? r->nodes : NULL;
 	return SVC_OK;
+}
+
+static void mnt_release_dump(void *args, void *res)
+{
+	struct dump_res *r = res;
+	free(r->nodes);
+	free(r->text);
 }
 
 /* Forget host's entries (all of them, or those for dir). */
@@ -221,10 +189,10 @@ static void mounts_forget(struct nfs3_server *s, const char *host, const char *d
 static enum svc_stat mnt_umnt(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 			      void *res)
 {
-	struct mnt_args *a = args;
-	char host[INET6_ADDRSTRLEN];
+	char host[INET6_ADDRSTRLEN], path[MNTPATHLEN + 1];
+	path_of(args, path);
 	peer_name(rq, host, sizeof(host));
-	mounts_forget(svc_req_ctx(rq), host, a->path);
+	mounts_forget(svc_req_ctx(rq), host, path);
 	return SVC_OK;
 }
 
@@ -237,61 +205,94 @@ static enum svc_stat mnt_umntall(struct svc_req *rq, const struct rpc_cred *rc, 
 	return SVC_OK;
 }
 
-static char *client_name(const struct export_client *cl)
+static void client_name(const struct export_client *cl, char out[GROUP_NAME_MAX])
 {
-	char addr[INET6_ADDRSTRLEN], buf[INET6_ADDRSTRLEN + 8];
-	if (!cl->family)
-		return xstrdup("*");
+	char addr[INET6_ADDRSTRLEN];
+	if (!cl->family) {
+		snprintf(out, GROUP_NAME_MAX, "*");
+		return;
+	}
 	inet_ntop(cl->family, cl->addr, addr, sizeof(addr));
 	unsigned full = cl->family == AF_INET ? 32 : 128;
 	if (cl->prefix == full)
-		return xstrdup(addr);
-	snprintf(buf, sizeof(buf), "%s/%u", addr, cl->prefix);
-	return xstrdup(buf);
+		snprintf(out, GROUP_NAME_MAX, "%s", addr);
+	else
+		snprintf(out, GROUP_NAME_MAX, "%s/%u", addr, cl->prefix);
 }
 
 static enum svc_stat mnt_export(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				void *res)
 {
 	struct nfs3_server *s = svc_req_ctx(rq);
-	struct strlist_res *r = res;
+	struct export_res *r = res;
 	const struct exports *e = srv_exports(s->srv);
 	uint32_t ng = 0;
-	for (unsigned i = 0; i < e->n; i++)
+	size_t text = 0;
+	for (unsigned i = 0; i < e->n; i++) {
 		ng += e->v[i].nclients;
-	r->n = e->n;
-	r->a = xcalloc(e->n + 1, sizeof(char *));
-	r->b = xcalloc(ng + 1, sizeof(char *));
-	r->nb = xcalloc(e->n + 1, sizeof(uint32_t));
-	for (unsigned i = 0, g = 0; i < e->n; i++) {
-		r->a[i] = xstrdup(e->v[i].path);
-		r->nb[i] = e->v[i].nclients;
-		for (unsigned j = 0; j < e->v[i].nclients; j++)
-			r->b[g++] = client_name(&e->v[i].clients[j]);
+		text += strlen(e->v[i].path) + e->v[i].nclients * GROUP_NAME_MAX;
 	}
+	r->nodes = xcalloc(e->n + 1, sizeof(*r->nodes));
+	r->groups = xcalloc(ng + 1, sizeof(*r->groups));
+	r->text = xmalloc(text + 1);
+	char *cursor = r->text;
+	struct exportnode *x = r->nodes, *prev = NULL;
+	struct groupnode *g = r->groups;
+	for (unsigned i = 0; i < e->n; i++) {
+		const struct export *ex = &e->v[i];
+		if (strlen(ex->path) > MNTPATHLEN)
+			continue; /* not a dirpath3: MNT could not name it either */
+		x->ex_dir.val = text_put(&cursor, ex->path, &x->ex_dir.len);
+		x->ex_groups = ex->nclients ? g : NULL;
+		for (unsigned j = 0; j < ex->nclients; j++, g++) {
+			char name[GROUP_NAME_MAX];
+			client_name(&ex->clients[j], name);
+			g->gr_name.val = text_put(&cursor, name, &g->gr_name.len);
+			g->gr_next = j + 1 < ex->nclients ? g + 1 : NULL;
+		}
+		if (prev)
+			prev->ex_next = x;
+		prev = x++;
+	}
+	r->list = prev ? r->nodes : NULL;
 	return SVC_OK;
+}
+
+static void mnt_release_export(void *args, void *res)
+{
+	struct export_res *r = res;
+	free(r->nodes);
+	free(r->groups);
+	free(r->text);
 }
 
 /* Reply bounds (svc.h): MNT's status, handle and one flavour; DUMP and
  * EXPORT list every export and client, so they take the server's
  * max_reply (0). */
 static const struct svc_proc mount3_procs[] = {
-	[0] = {.name = "null", .decode = svc_dec_void, .handler = mnt_null, .encode = svc_enc_void,
-	       .flags = SVC_PROC_INLINE, .reply_max = SVC_REPLY_HDR},
-	[1] = {.name = "mnt", .decode = dec_path, .handler = mnt_mnt, .encode = enc_mnt,
-	       .args_size = sizeof(struct mnt_args), .res_size = sizeof(struct mnt_res),
-	       .reply_max = SVC_REPLY_HDR + 4 + 4 + NFS3_FHSIZE + 4 + 4},
-	[2] = {.name = "dump", .decode = svc_dec_void, .handler = mnt_dump, .encode = enc_dump,
-	       .release = release_strlist, .res_size = sizeof(struct strlist_res)},
-	[3] = {.name = "umnt", .decode = dec_path, .handler = mnt_umnt, .encode = svc_enc_void,
-	       .args_size = sizeof(struct mnt_args), .reply_max = SVC_REPLY_HDR},
-	[4] = {.name = "umntall", .decode = svc_dec_void, .handler = mnt_umntall,
-	       .encode = svc_enc_void, .reply_max = SVC_REPLY_HDR},
-	[5] = {.name = "export", .decode = svc_dec_void, .handler = mnt_export, .encode = enc_export,
-	       .release = release_strlist, .res_size = sizeof(struct strlist_res)},
+	[MOUNTPROC3_NULL] = {.name = "null", .decode = svc_dec_void, .handler = mnt_null,
+			     .encode = svc_enc_void, .flags = SVC_PROC_INLINE,
+			     .reply_max = SVC_REPLY_HDR},
+	[MOUNTPROC3_MNT] = {.name = "mnt", .decode = mount3_rpc_dec_dirpath3, .handler = mnt_mnt,
+			    .encode = mount3_rpc_enc_mountres3, .args_size = sizeof(dirpath3),
+			    .res_size = sizeof(struct mountres3),
+			    .reply_max = SVC_REPLY_HDR + 4 + 4 + FHSIZE3 + 4 + 4},
+	[MOUNTPROC3_DUMP] = {.name = "dump", .decode = svc_dec_void, .handler = mnt_dump,
+			     .encode = mount3_rpc_enc_mountlist3, .release = mnt_release_dump,
+			     .res_size = sizeof(struct dump_res)},
+	[MOUNTPROC3_UMNT] = {.name = "umnt", .decode = mount3_rpc_dec_dirpath3,
+			     .handler = mnt_umnt, .encode = svc_enc_void,
+			     .args_size = sizeof(dirpath3), .reply_max = SVC_REPLY_HDR},
+	[MOUNTPROC3_UMNTALL] = {.name = "umntall", .decode = svc_dec_void, .handler = mnt_umntall,
+				.encode = svc_enc_void, .reply_max = SVC_REPLY_HDR},
+	[MOUNTPROC3_EXPORT] = {.name = "export", .decode = svc_dec_void, .handler = mnt_export,
+			       .encode = mount3_rpc_enc_exports3, .release = mnt_release_export,
+			       .res_size = sizeof(struct export_res)},
 };
 
-const struct svc_version mount3_version = {.vers = 3, .nprocs = 6, .procs = mount3_procs};
+const struct svc_version mount3_version = {
+	.vers = MOUNT_V3, .nprocs = sizeof(mount3_procs) / sizeof(mount3_procs[0]),
+	.procs = mount3_procs};
 
 /* ---- the server ---- */
 

@@ -13,6 +13,8 @@
 #ifndef JNFS_NFS3_NFS3_H
 #define JNFS_NFS3_NFS3_H
 
+#include <stdint.h>
+
 #include "base/lock.h"
 #include "rpc/svc.h"
 #include "srv/srv.h"
@@ -37,7 +39,8 @@ void nfs3_server_destroy(struct nfs3_server *s);
 extern const struct svc_version nfs3_version;
 extern const struct svc_version mount3_version;
 
-/* Engine and server errors become NFS3 status codes here, and only here. */
-uint32_t nfs3_status(int err);
+/* Engine and server errors (-errno, SRV_EBADHANDLE) become NFS3 status
+ * codes (an nfsstat3) here, and only here. */
+int32_t nfs3_status(int err);
 
 #endif

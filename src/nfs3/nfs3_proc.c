@@ -13,6 +13,17 @@
  * the wire arguments before anything else (a name with '/', a directory
  * operation on a file), and the shape of the results.
  *
+ * Arguments and results are the types generated from src/xdr/nfs3.x
+ * (docs/xdr.md), decoded and encoded by the generated codecs the
+ * procedure table names. A result is a union on its status: the success
+ * arm (resok) or the failure arm (resfail). Where the failure arm is the
+ * first member(s) of the success arm - every result but LOOKUP's and the
+ * four creates' - a handler fills resok and the encoder sends the common
+ * part for a failure (a union's structures with a common initial
+ * sequence, C11 6.5.2.3); the others fill the arm their status names.
+ * Names and WRITE data point into the request's record, READ data is
+ * spliced into the reply: nothing is copied.
+ *
  * Stability. A procedure that changed something runs through changing():
  * it leaves in its struct call the sequence its reply waits for (its own
  * transaction's on a sync export, rule 7; the file's sync sequence for a
@@ -20,7 +31,8 @@
  * changing() hands that to srv_reply_stable. A parked request that runs
  * again comes back through changing() as well, which only ends the wait
  * (srv_stable_resume): the procedure itself runs once. A wait that fails
- * (the journal shut down) turns the reply into NFS3ERR_IO (fail_io).
+ * (the journal shut down) turns the reply into NFS3ERR_IO (the failed
+ * callbacks).
  *
  * The write verifier moves when a write or flush of the data device fails:
  * a WRITE reads it before its data goes to the engine, a COMMIT once its
@@ -43,14 +55,22 @@
 #include "base/msg.h"
 #include "base/siphash.h"
 #include "nfs3/nfs3.h"
-#include "nfs3/nfs3_xdr.h"
 #include "srv/ops.h"
+#include "xdr/nfs3.h"
 
 #define NFS3_NAME_MAX   255
+#define NFS3_MAXDATA    (1u << 20) /* READ and WRITE, as FSINFO says */
+#define NFS3_MAXPATH    NFS3_LIMIT_nfspath3
 #define NFS3_DIRMAX     (256u << 10) /* largest READDIR reply we build */
-#define READDIR_RES_HDR (4 + 4 + NFS3_FATTR_SIZE + NFS3_VERFSIZE + 4 + 4)
+#define NFS3_FATTR_SIZE 84           /* an encoded fattr3 */
+#define READDIR_RES_HDR (4 + 4 + NFS3_FATTR_SIZE + NFS3_COOKIEVERFSIZE + 4 + 4)
 
-_Static_assert(NFS3_VERFSIZE == SRV_CREATEVERF_SIZE, "one exclusive-create verifier");
+_Static_assert(NFS3_MAXDATA == NFS3_LIMIT_WRITE3args_data &&
+		       NFS3_MAXDATA == NFS3_LIMIT_READ3resok_data,
+	       "the transfer size FSINFO offers is what the codecs take");
+_Static_assert(NFS3_CREATEVERFSIZE == SRV_CREATEVERF_SIZE, "one exclusive-create verifier");
+_Static_assert(NFS3_WRITEVERFSIZE == 8, "srv_write_verf's size");
+_Static_assert(FH_SIZE <= NFS3_FHSIZE, "our handles fit NFSv3's");
 
 /* One call: its caller, the export its first handle named, and when its
  * reply may go. */
@@ -72,7 +92,7 @@ static void call_init(struct call *c, struct svc_req *rq, const struct rpc_cred 
 	*c = (struct call){.srv = s->srv, .rq = rq, .rc = rc};
 }
 
-uint32_t nfs3_status(int err)
+nfsstat3 nfs3_status(int err)
 {
 	switch (err) {
 	case 0:
@@ -136,21 +156,22 @@ uint32_t nfs3_status(int err)
 /* ---- handles and names ---- */
 
 /* The inode a wire handle names, for this caller (see the header). */
-static uint32_t fh_get(struct call *c, const struct nfs3_fh *fh, struct fs_inode **ip)
+static nfsstat3 fh_get(struct call *c, const struct nfs_fh3 *fh, struct fs_inode **ip)
 {
-	return nfs3_status(srv_fh_resolve(c->srv, c->rq, c->rc, fh->data, fh->len, &c->e, ip));
+	return nfs3_status(
+		srv_fh_resolve(c->srv, c->rq, c->rc, fh->data.val, fh->data.len, &c->e, ip));
 }
 
-static void fh_make(const struct call *c, const struct fs_attr *a, struct nfs3_fh *out)
+static void fh_make(const struct call *c, const struct fs_attr *a, struct nfs_fh3 *out)
 {
-	srv_fh_make(c->srv, c->e.ex, a, out->data);
-	out->len = FH_SIZE;
+	srv_fh_make(c->srv, c->e.ex, a, out->data.val);
+	out->data.len = FH_SIZE;
 }
 
 /* As knfsd's check_filename: empty or with '/' or NUL is ACCES. */
-static uint32_t name_check(const struct nfs3_name *n)
+static nfsstat3 name_check(const filename3 *n)
 {
-	if (n->len == 0 || memchr(n->s, '/', n->len) || memchr(n->s, '\0', n->len))
+	if (n->len == 0 || memchr(n->val, '/', n->len) || memchr(n->val, '\0', n->len))
 		return NFS3ERR_ACCES;
 	if (n->len > NFS3_NAME_MAX)
 		return NFS3ERR_NAMETOOLONG;
@@ -159,7 +180,7 @@ static uint32_t name_check(const struct nfs3_name *n)
 
 /* A directory operation on something else is NOTDIR, before any
  * permission check (as knfsd's fh_verify(S_IFDIR)). */
-static uint32_t is_dir(struct fs_inode *ip)
+static nfsstat3 is_dir(struct fs_inode *ip)
 {
 	struct fs_attr a;
 	int err = fs_getattr(ip, &a);
@@ -170,12 +191,12 @@ static uint32_t is_dir(struct fs_inode *ip)
 
 /* ---- attributes ---- */
 
-static struct nfs3_time ts3(struct timespec t)
+static struct nfstime3 ts3(struct timespec t)
 {
-	return (struct nfs3_time){.sec = (uint32_t)t.tv_sec, .nsec = (uint32_t)t.tv_nsec};
+	return (struct nfstime3){.seconds = (uint32_t)t.tv_sec, .nseconds = (uint32_t)t.tv_nsec};
 }
 
-static void fattr3(const struct call *c, const struct fs_attr *a, struct nfs3_fattr *f)
+static void fattr3_of(const struct call *c, const struct fs_attr *a, struct fattr3 *f)
 {
 	switch (a->mode & S_IFMT) {
 	case S_IFDIR: f->type = NF3DIR; break;
@@ -192,8 +213,8 @@ static void fattr3(const struct call *c, const struct fs_attr *a, struct nfs3_fa
 	f->gid = a->gid;
 	f->size = a->size;
 	f->used = a->used;
-	f->rdev_major = major(a->rdev);
-	f->rdev_minor = minor(a->rdev);
+	f->rdev.specdata1 = major(a->rdev);
+	f->rdev.specdata2 = minor(a->rdev);
 	f->fsid = c->e.ex->fsid;
 	f->fileid = a->ino;
 	f->atime = ts3(a->atime);
@@ -201,12 +222,17 @@ static void fattr3(const struct call *c, const struct fs_attr *a, struct nfs3_fa
 	f->ctime = ts3(a->ctime);
 }
 
-static void post_attr(const struct call *c, struct fs_inode *ip, struct nfs3_post_attr *p)
+static void post_attr_of(const struct call *c, const struct fs_attr *a, struct post_op_attr *p)
+{
+	p->attributes_follow = true;
+	fattr3_of(c, a, &p->attributes);
+}
+
+static void post_attr(const struct call *c, struct fs_inode *ip, struct post_op_attr *p)
 {
 	struct fs_attr a;
-	p->present = ip && !fs_getattr(ip, &a);
-	if (p->present)
-		fattr3(c, &a, &p->a);
+	if (ip && !fs_getattr(ip, &a))
+		post_attr_of(c, &a, p);
 }
 
 /*
@@ -216,83 +242,81 @@ static void post_attr(const struct call *c, struct fs_inode *ip, struct nfs3_pos
  * NULL, an error before the change, nothing to do), one snapshot as both.
  */
 static void wcc_set(const struct call *c, struct fs_inode *ip, const struct fs_result *res,
-		    unsigned slot, struct nfs3_wcc *w)
+		    unsigned slot, struct wcc_data *w)
 {
 	const struct fs_res_ino *ri = res ? &res->ino[slot] : NULL;
 	struct fs_attr snap;
 	const struct fs_attr *post = NULL;
 	struct fs_wcc pre = {0};
-	w->pre_present = false;
+	bool has_pre = false;
 	if (ri && ri->has_post) {
 		post = &ri->post;
-		w->pre_present = ri->has_pre;
+		has_pre = ri->has_pre;
 		pre = ri->pre;
 	} else if (ip && !fs_getattr(ip, &snap)) {
 		post = &snap;
-		w->pre_present = true;
+		has_pre = true;
 		pre = (struct fs_wcc){.size = snap.size, .mtime = snap.mtime, .ctime = snap.ctime};
 	}
-	if (w->pre_present) {
-		w->pre_size = pre.size;
-		w->pre_mtime = ts3(pre.mtime);
-		w->pre_ctime = ts3(pre.ctime);
-	}
-	w->post.present = post != NULL;
+	w->before.attributes_follow = has_pre;
+	if (has_pre)
+		w->before.attributes = (struct wcc_attr){
+			.size = pre.size, .mtime = ts3(pre.mtime), .ctime = ts3(pre.ctime)};
 	if (post)
-		fattr3(c, post, &w->post.a);
+		post_attr_of(c, post, &w->after);
 }
 
-static void sattr_to_fs(const struct nfs3_sattr *sa, struct fs_setattr *fsa)
+static void sattr_to_fs(const struct sattr3 *sa, struct fs_setattr *fsa)
 {
 	memset(fsa, 0, sizeof(*fsa));
-	if (sa->set_mode) {
+	if (sa->mode.set_it) {
 		fsa->mask |= FS_SET_MODE;
-		fsa->mode = sa->mode & 07777;
+		fsa->mode = sa->mode.mode & 07777;
 	}
-	if (sa->set_uid) {
+	if (sa->uid.set_it) {
 		fsa->mask |= FS_SET_UID;
-		fsa->uid = sa->uid;
+		fsa->uid = sa->uid.uid;
 	}
-	if (sa->set_gid) {
+	if (sa->gid.set_it) {
 		fsa->mask |= FS_SET_GID;
-		fsa->gid = sa->gid;
+		fsa->gid = sa->gid.gid;
 	}
-	if (sa->set_size) {
+	if (sa->size.set_it) {
 		fsa->mask |= FS_SET_SIZE;
-		fsa->size = sa->size;
+		fsa->size = sa->size.size;
 	}
-	if (sa->atime_how == SET_TO_SERVER_TIME)
+	if (sa->atime.set_it == SET_TO_SERVER_TIME)
 		fsa->mask |= FS_SET_ATIME_NOW;
-	if (sa->atime_how == SET_TO_CLIENT_TIME) {
+	if (sa->atime.set_it == SET_TO_CLIENT_TIME) {
 		fsa->mask |= FS_SET_ATIME;
-		fsa->atime = (struct timespec){sa->atime.sec, sa->atime.nsec};
+		fsa->atime = (struct timespec){sa->atime.atime.seconds, sa->atime.atime.nseconds};
 	}
-	if (sa->mtime_how == SET_TO_SERVER_TIME)
+	if (sa->mtime.set_it == SET_TO_SERVER_TIME)
 		fsa->mask |= FS_SET_MTIME_NOW;
-	if (sa->mtime_how == SET_TO_CLIENT_TIME) {
+	if (sa->mtime.set_it == SET_TO_CLIENT_TIME) {
 		fsa->mask |= FS_SET_MTIME;
-		fsa->mtime = (struct timespec){sa->mtime.sec, sa->mtime.nsec};
+		fsa->mtime = (struct timespec){sa->mtime.mtime.seconds, sa->mtime.mtime.nseconds};
 	}
 }
 
 /* ---- stability ---- */
 
 /* The wait for stability failed: the reply says NFS3ERR_IO (arg: the
- * result's status). */
+ * status of a result whose failure arm is a prefix of its success arm). */
 static void fail_io(void *arg, int err)
 {
-	uint32_t *status = arg;
+	nfsstat3 *status = arg;
 	*status = NFS3ERR_IO;
 }
 
 /* A metadata change (rule 7): on a sync export its reply waits for the
  * change's own sequence, on an async one it goes at once. */
-static void reply_when_durable(struct call *c, uint64_t csn, uint32_t *status)
+static void reply_when_durable(struct call *c, uint64_t csn, srv_failed_fn failed, void *arg)
 {
 	if (c->e.opts && c->e.opts->sync)
 		c->csn = csn;
-	c->failed = fail_io;
-	c->failed_arg = status;
+	c->failed = failed;
+	c->failed_arg = arg;
 }
 
 typedef void (*changing_fn)(struct call *c, void *args, void *res);
@@ -314,7 +338,7 @@ static enum svc_stat changing(struct svc_req *rq, const struct rpc_cred *rc, voi
 	return srv_reply_stable(c.srv, rq, c.csn, c.data, c.failed, c.failed_arg);
 }
 
-/* ---- procedures ---- */
+/* ---- GETATTR, SETATTR, LOOKUP, ACCESS, READLINK ---- */
 
 static enum svc_stat nfs3_null(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 			       void *res)
@@ -325,40 +349,40 @@ static enum svc_stat nfs3_null(struct svc_req *rq, const struct rpc_cred *rc, vo
 static enum svc_stat nfs3_getattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				  void *res)
 {
-	struct nfs3_fh_args *a = args;
-	struct nfs3_getattr_res *r = res;
+	struct GETATTR3args *a = args;
+	struct GETATTR3res *r = res;
 	struct call c;
 	struct fs_inode *ip;
 	struct fs_attr at;
 	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
+	if ((r->status = fh_get(&c, &a->object, &ip)))
 		return SVC_OK;
-	int err = fs_getattr(ip, &at);
-	if (!(r->status = nfs3_status(err)))
-		fattr3(&c, &at, &r->attr);
+	if (!(r->status = nfs3_status(fs_getattr(ip, &at))))
+		fattr3_of(&c, &at, &r->resok.obj_attributes);
 	fs_iput(ip);
 	return SVC_OK;
 }
 
 static void do_setattr(struct call *c, void *args, void *res)
 {
-	struct nfs3_setattr_args *a = args;
-	struct nfs3_wcc_res *r = res;
+	struct SETATTR3args *a = args;
+	struct SETATTR3res *r = res;
 	struct fs_inode *ip;
 	struct fs_setattr fsa;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	if ((r->status = fh_get(c, &a->fh, &ip)))
+	if ((r->status = fh_get(c, &a->object, &ip)))
 		return;
-	sattr_to_fs(&a->sattr, &fsa);
-	if (a->guard) {
+	sattr_to_fs(&a->new_attributes, &fsa);
+	if (a->guard.check) {
 		/* compared by the engine under the lock that orders the change */
 		fsa.mask |= FS_SET_GUARD;
-		fsa.guard_ctime = (struct timespec){a->guard_ctime.sec, a->guard_ctime.nsec};
+		fsa.guard_ctime = (struct timespec){a->guard.obj_ctime.seconds,
+						    a->guard.obj_ctime.nseconds};
 	}
 	r->status = nfs3_status(srv_setattr(&c->e, ip, &fsa, &fr));
-	wcc_set(c, ip, &fr, 0, &r->wcc);
+	wcc_set(c, ip, &fr, 0, &r->resok.obj_wcc);
 	fs_iput(ip);
-	reply_when_durable(c, fr.csn, &r->status);
+	reply_when_durable(c, fr.csn, fail_io, &r->status);
 }
 
 static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
@@ -370,29 +394,29 @@ static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc,
 static enum svc_stat nfs3_lookup(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				 void *res)
 {
-	struct nfs3_dirop_args *a = args;
-	struct nfs3_lookup_res *r = res;
+	struct LOOKUP3args *a = args;
+	struct LOOKUP3res *r = res;
+	const filename3 *nm = &a->what.name;
 	struct call c;
 	struct fs_inode *dp, *ip = NULL;
 	struct fs_attr at;
 	call_init(&c, rq, rc);
 	if ((r->status = fh_get(&c, &a->what.dir, &dp)))
 		return SVC_OK;
-	if ((r->status = is_dir(dp)) || (r->status = name_check(&a->what.name)))
+	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)))
 		goto out;
 	/* ".." never climbs out of the export */
-	int err = srv_lookup(&c.e, dp, a->what.name.s, a->what.name.len, &ip);
+	int err = srv_lookup(&c.e, dp, nm->val, nm->len, &ip);
 	if (!err)
 		err = fs_getattr(ip, &at);
 	if (!(r->status = nfs3_status(err))) {
-		fh_make(&c, &at, &r->fh);
-		fattr3(&c, &at, &r->obj.a);
-		r->obj.present = true;
+		fh_make(&c, &at, &r->resok.object);
+		post_attr_of(&c, &at, &r->resok.obj_attributes);
 	}
 	if (ip)
 		fs_iput(ip);
 out:
-	post_attr(&c, dp, &r->dir);
+	post_attr(&c, dp, r->status ? &r->resfail.dir_attributes : &r->resok.dir_attributes);
 	fs_iput(dp);
 	return SVC_OK;
 }
@@ -400,97 +424,117 @@ out:
 static enum svc_stat nfs3_access(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				 void *res)
 {
-	struct nfs3_access_args *a = args;
-	struct nfs3_access_res *r = res;
+	struct ACCESS3args *a = args;
+	struct ACCESS3res *r = res;
 	struct call c;
 	struct fs_inode *ip;
 	struct fs_attr at;
 	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
+	if ((r->status = fh_get(&c, &a->object, &ip)))
 		return SVC_OK;
-	if ((r->status = nfs3_status(fs_getattr(ip, &at))))
-		goto out;
-	r->access = srv_access(&c.e.cred, c.e.opts, &at, a->access);
-out:
-	post_attr(&c, ip, &r->obj);
+	if (!(r->status = nfs3_status(fs_getattr(ip, &at)))) {
+		r->resok.access = srv_access(&c.e.cred, c.e.opts, &at, a->access);
+		post_attr_of(&c, &at, &r->resok.obj_attributes);
+	}
 	fs_iput(ip);
 	return SVC_OK;
 }
 
+/* READLINK's result and the buffer its path is in (freed by release). */
+struct readlink_res {
+	struct READLINK3res r; /* first: what the encoder sees */
+	char *buf;
+};
+
 static enum svc_stat nfs3_readlink(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				   void *res)
 {
-	struct nfs3_fh_args *a = args;
-	struct nfs3_readlink_res *r = res;
+	struct READLINK3args *a = args;
+	struct readlink_res *rr = res;
+	struct READLINK3res *r = &rr->r;
 	struct call c;
 	struct fs_inode *ip;
 	size_t len = 0;
 	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
+	if ((r->status = fh_get(&c, &a->symlink, &ip)))
 		return SVC_OK;
-	r->path = xmalloc(NFS3_MAXPATH);
-	r->status = nfs3_status(fs_readlink(ip, r->path, NFS3_MAXPATH, &len));
-	r->len = (uint32_t)len;
-	post_attr(&c, ip, &r->obj);
+	rr->buf = xmalloc(NFS3_MAXPATH);
+	r->status = nfs3_status(fs_readlink(ip, rr->buf, NFS3_MAXPATH, &len));
+	r->resok.data = (nfspath3){.len = (uint32_t)len, .val = rr->buf};
+	post_attr(&c, ip, &r->resok.symlink_attributes);
 	fs_iput(ip);
 	return SVC_OK;
 }
 
 static void nfs3_release_readlink(void *args, void *res)
 {
-	free(((struct nfs3_readlink_res *)res)->path);
+	free(((struct readlink_res *)res)->buf);
 }
+
+/* ---- READ, WRITE, COMMIT ---- */
+
+/* READ's result and the buffer its data is in (spliced into the reply,
+ * freed by release). */
+struct read_res {
+	struct READ3res r; /* first: what the encoder sees */
+	uint8_t *buf;
+};
 
 static enum svc_stat nfs3_read(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 			       void *res)
 {
-	struct nfs3_read_args *a = args;
-	struct nfs3_read_res *r = res;
+	struct READ3args *a = args;
+	struct read_res *rr = res;
+	struct READ3res *r = &rr->r;
 	struct call c;
 	struct fs_inode *ip;
 	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
+	if ((r->status = fh_get(&c, &a->file, &ip)))
 		return SVC_OK;
 	if ((r->status = nfs3_status(srv_may_read(&c.e, ip))))
 		goto out;
 	uint32_t count = a->count < NFS3_MAXDATA ? a->count : NFS3_MAXDATA;
 	size_t n = 0;
-	r->data = xmalloc(count ? count : 1);
-	r->status = nfs3_status(fs_read(ip, a->offset, r->data, count, &n, &r->eof));
-	r->count = (uint32_t)n;
+	bool eof = false;
+	rr->buf = xmalloc(count ? count : 1);
+	r->status = nfs3_status(fs_read(ip, a->offset, rr->buf, count, &n, &eof));
+	r->resok.count = (uint32_t)n;
+	r->resok.eof = eof;
+	r->resok.data.len = (uint32_t)n;
+	r->resok.data.val = rr->buf;
 out:
-	post_attr(&c, ip, &r->obj);
+	post_attr(&c, ip, &r->resok.file_attributes);
 	fs_iput(ip);
 	return SVC_OK;
 }
 
 static void nfs3_release_read(void *args, void *res)
 {
-	free(((struct nfs3_read_res *)res)->data);
+	free(((struct read_res *)res)->buf);
 }
 
 static void do_write(struct call *c, void *args, void *res)
 {
-	struct nfs3_write_args *a = args;
-	struct nfs3_write_res *r = res;
+	struct WRITE3args *a = args;
+	struct WRITE3res *r = res;
 	struct fs_inode *ip;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	srv_write_verf(c->srv, r->verf); /* before the data goes to the engine */
-	if ((r->status = fh_get(c, &a->fh, &ip)))
+	srv_write_verf(c->srv, r->resok.verf); /* before the data goes to the engine */
+	if ((r->status = fh_get(c, &a->file, &ip)))
 		return;
-	if (a->count != a->data.iov_len) {
+	if (a->count != a->data.len) {
 		r->status = NFS3ERR_INVAL; /* the count disagrees with the data */
 		goto out;
 	}
 	/* a stable write may go through the journal (docs/logged-data.md):
 	 * then forcing its sequence makes the data durable, with no flush */
 	bool logged;
-	r->status = nfs3_status(srv_write(&c->e, ip, a->offset, a->data.iov_base, a->count,
+	r->status = nfs3_status(srv_write(&c->e, ip, a->offset, a->data.val, a->count,
 					  a->stable != UNSTABLE, &fr, &logged));
 	if (r->status)
 		goto out;
-	r->count = a->count;
-	r->committed = a->stable;
+	r->resok.count = a->count;
+	r->resok.committed = a->stable;
 	if (a->stable != UNSTABLE) {
 		/* rule 8: DATA_SYNC is an fdatasync, FILE_SYNC an fsync */
 		c->csn = fs_sync_seq(ip, a->stable == DATA_SYNC);
@@ -499,7 +543,7 @@ static void do_write(struct call *c, void *args, void *res)
 		c->failed_arg = &r->status;
 	}
 out:
-	wcc_set(c, ip, &fr, 0, &r->wcc);
+	wcc_set(c, ip, &fr, 0, &r->resok.file_wcc);
 	fs_iput(ip);
 }
 
@@ -509,43 +553,90 @@ static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, v
 	return changing(rq, rc, args, res, do_write);
 }
 
+/* COMMIT is an fsync of the whole file (rule 8): the range is not used,
+ * since the engine tracks durability per inode, not per range. */
+static void do_commit(struct call *c, void *args, void *res)
+{
+	struct COMMIT3args *a = args;
+	struct COMMIT3res *r = res;
+	struct fs_inode *ip;
+	if ((r->status = fh_get(c, &a->file, &ip)))
+		return;
+	wcc_set(c, ip, NULL, 0, &r->resok.file_wcc); /* COMMIT changes no attribute */
+	/* a force and a device flush on demand: as knfsd, only for a caller
+	 * who may write the file, and never on a read-only export */
+	if (!(r->status = nfs3_status(srv_may_commit(&c->e, ip)))) {
+		c->csn = fs_sync_seq(ip, false);
+		c->data = true;
+		c->verf = r->resok.verf; /* read once the data is durable */
+		c->failed = fail_io;
+		c->failed_arg = &r->status;
+	}
+	fs_iput(ip);
+}
+
+static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	return changing(rq, rc, args, res, do_commit);
+}
+
 /* ---- CREATE, MKDIR, SYMLINK, MKNOD ---- */
 
 enum create_kind { CR_FILE, CR_DIR, CR_SYMLINK, CR_NODE };
 
-/* The new object's type and the mode it has when the client sends none;
- * a bad type or symlink target is refused before anything else (as knfsd
- * does, even before the handle is checked). */
-static uint32_t create_type(const struct nfs3_create_args *a, enum create_kind kind,
-			    struct fs_create_args *ca)
+/*
+ * The four procedures' results: RFC 1813 gives each a type of its own,
+ * all of one shape. The kind says which member is in use; created_of()
+ * finds its parts.
+ */
+struct create_res {
+	union {
+		struct CREATE3res create;
+		struct MKDIR3res mkdir;
+		struct SYMLINK3res symlink;
+		struct MKNOD3res mknod;
+	}; /* first: what the encoder sees */
+	enum create_kind kind;
+};
+
+struct created {
+	nfsstat3 *status;
+	struct post_op_fh3 *obj;     /* success arm */
+	struct post_op_attr *attr;   /* success arm */
+	struct wcc_data *dir, *fail; /* the directory's, in the success and the failure arm */
+};
+
+#define CREATED(r) {&(r).status, &(r).resok.obj, &(r).resok.obj_attributes, \
+		    &(r).resok.dir_wcc, &(r).resfail.dir_wcc}
+
+static struct created created_of(struct create_res *r)
 {
-	switch (kind) {
-	case CR_FILE:
-		ca->mode = S_IFREG | (a->how == EXCLUSIVE ? 0600 : 0644);
-		return NFS3_OK;
-	case CR_DIR:
-		ca->mode = S_IFDIR | 0755;
-		return NFS3_OK;
-	case CR_SYMLINK:
-		if (a->target.len == 0 || memchr(a->target.s, '\0', a->target.len))
-			return NFS3ERR_INVAL;
-		ca->mode = S_IFLNK | 0777;
-		ca->target = a->target.s;
-		ca->target_len = a->target.len;
-		return NFS3_OK;
-	case CR_NODE:
-		switch (a->how) {
-		case NF3CHR: ca->mode = S_IFCHR | 0644; break;
-		case NF3BLK: ca->mode = S_IFBLK | 0644; break;
-		case NF3SOCK: ca->mode = S_IFSOCK | 0644; break;
-		case NF3FIFO: ca->mode = S_IFIFO | 0644; break;
-		default: return NFS3ERR_BADTYPE;
-		}
-		if (a->how == NF3CHR || a->how == NF3BLK)
-			ca->rdev = makedev(a->major, a->minor);
-		return NFS3_OK;
+	switch (r->kind) {
+	case CR_DIR: return (struct created)CREATED(r->mkdir);
+	case CR_SYMLINK: return (struct created)CREATED(r->symlink);
+	case CR_NODE: return (struct created)CREATED(r->mknod);
+	default: return (struct created)CREATED(r->create);
 	}
-	return NFS3ERR_SERVERFAULT;
+}
+
+/* The wait for a create's stability failed: NFS3ERR_IO, with the
+ * directory's attributes moved to the failure arm. */
+static void created_failed(void *arg, int err)
+{
+	struct created p = created_of(arg);
+	if (*p.status == NFS3_OK) {
+		struct wcc_data w = *p.dir;
+		*p.fail = w;
+	}
+	*p.status = NFS3ERR_IO;
+}
+
+/* A create refused before the directory's handle was looked at. */
+static void create_refused(struct create_res *r, enum create_kind kind, nfsstat3 status)
+{
+	r->kind = kind;
+	*created_of(r).status = status;
 }
 
 /*
@@ -555,17 +646,17 @@ static uint32_t create_type(const struct nfs3_create_args *a, enum create_kind k
  * regular file and applies only the size it was sent (src/srv/perm.h
  * rule 11).
  */
-static int create_existing(struct call *c, const struct nfs3_create_args *a,
-			   struct fs_setattr *req, struct fs_inode *ip, uint64_t *csn)
+static int create_existing(struct call *c, const struct createhow3 *how, struct fs_setattr *req,
+			   struct fs_inode *ip, uint64_t *csn)
 {
 	struct fs_attr at;
 	int err;
-	if (a->how == GUARDED)
+	if (how->mode == GUARDED)
 		return -EEXIST;
 	if ((err = fs_getattr(ip, &at)))
 		return err;
-	if (a->how == EXCLUSIVE) {
-		if (!srv_createverf_matches(&at, a->verf))
+	if (how->mode == EXCLUSIVE) {
+		if (!srv_createverf_matches(&at, how->verf))
 			return -EEXIST;
 		*csn = fs_sync_seq(ip, false);
 		return 0;
@@ -583,183 +674,216 @@ static int create_existing(struct call *c, const struct nfs3_create_args *a,
 
 /* CREATE of a regular file: the name is looked up first, so that an
  * existing one needs search permission only (rule 11). */
-static int create_file(struct call *c, const struct nfs3_create_args *a, struct fs_inode *dp,
-		       struct fs_create_args *ca, struct fs_inode **ip, struct fs_result *dres,
-		       uint64_t *csn)
+static int create_file(struct call *c, const struct createhow3 *how, struct fs_inode *dp,
+		       const filename3 *nm, struct fs_create_args *ca, struct fs_setattr *req,
+		       struct fs_inode **ip, struct fs_result *dres, uint64_t *csn)
 {
-	const struct nfs3_name *nm = &a->where.name;
-	bool excl = a->how == EXCLUSIVE;
-	struct fs_setattr req;
-	sattr_to_fs(&a->sattr, &req);
-	int err = srv_create_lookup(&c->e, dp, nm->s, nm->len, ip);
+	bool excl = how->mode == EXCLUSIVE;
+	int err = srv_create_lookup(&c->e, dp, nm->val, nm->len, ip);
 	if (err == -ENOENT) {
 		/* an exclusive create sends no attributes */
-		err = srv_create(&c->e, dp, nm->s, nm->len, ca, excl ? NULL : &req, ip, dres);
+		err = srv_create(&c->e, dp, nm->val, nm->len, ca, excl ? NULL : req, ip, dres);
 		*csn = dres->csn;
 		if (!err && excl) {
 			struct fs_setattr vsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
 			struct fs_result vres = {0};
-			srv_createverf_times(a->verf, &vsa.atime, &vsa.mtime);
+			srv_createverf_times(how->verf, &vsa.atime, &vsa.mtime);
 			err = fs_setattr(*ip, &vsa, &vres);
 			*csn = vres.csn ? vres.csn : *csn;
 		}
 		if (err != -EEXIST)
 			return err;
 		/* made meanwhile */
-		err = srv_create_lookup(&c->e, dp, nm->s, nm->len, ip);
+		err = srv_create_lookup(&c->e, dp, nm->val, nm->len, ip);
 	}
-	return err ? err : create_existing(c, a, &req, *ip, csn);
+	return err ? err : create_existing(c, how, req, *ip, csn);
 }
 
 /*
- * CREATE, MKDIR, SYMLINK and MKNOD: srv_create decides the new object's
- * mode, owner and group (rule 10) and which of the attributes sent apply
- * after the creation.
+ * Make where->name as ca says: srv_create decides the new object's mode,
+ * owner and group (rule 10) and which of the attributes sent (sattr, NULL
+ * for none) apply after the creation. how: CREATE's.
  */
-static void do_create(struct call *c, struct nfs3_create_args *a, struct nfs3_create_res *r,
-		   enum create_kind kind)
+static void create(struct call *c, const struct diropargs3 *where, struct fs_create_args *ca,
+		   const struct sattr3 *sattr, const struct createhow3 *how, struct create_res *r)
 {
+	struct created p = created_of(r);
 	struct fs_inode *dp, *ip = NULL;
 	struct fs_attr at;
-	struct fs_create_args ca = {0};
+	struct fs_setattr req = {0};
 	struct fs_result dres = {.want = FS_RES_ATTRS};
 	uint64_t csn = 0;
 	int err;
-	if ((r->status = create_type(a, kind, &ca)))
+	if ((*p.status = fh_get(c, &where->dir, &dp)))
 		return;
-	if ((r->status = fh_get(c, &a->where.dir, &dp)))
-		return;
-	const struct nfs3_name *nm = &a->where.name;
-	if ((r->status = is_dir(dp)) || (r->status = name_check(nm)))
+	if (sattr)
+		sattr_to_fs(sattr, &req);
+	if ((*p.status = is_dir(dp)) || (*p.status = name_check(&where->name)))
 		goto out;
-	if (kind == CR_FILE) {
-		err = create_file(c, a, dp, &ca, &ip, &dres, &csn);
-	} else {
-		struct fs_setattr req;
-		sattr_to_fs(&a->sattr, &req);
-		err = srv_create(&c->e, dp, nm->s, nm->len, &ca, &req, &ip, &dres);
+	if (how)
+		err = create_file(c, how, dp, &where->name, ca, &req, &ip, &dres, &csn);
+	else
+		err = srv_create(&c->e, dp, where->name.val, where->name.len, ca, &req, &ip, &dres);
+	if (!how)
 		csn = dres.csn;
-	}
-	r->status = nfs3_status(err);
-	if (ip && !fs_getattr(ip, &at)) {
-		r->fh_present = r->status == NFS3_OK;
-		if (r->fh_present)
-			fh_make(c, &at, &r->fh);
-		fattr3(c, &at, &r->obj.a);
-		r->obj.present = true;
+	if (!(*p.status = nfs3_status(err)) && !fs_getattr(ip, &at)) {
+		p.obj->handle_follows = true;
+		fh_make(c, &at, &p.obj->handle);
+		post_attr_of(c, &at, p.attr);
 	}
 	if (ip)
 		fs_iput(ip);
 out:
-	wcc_set(c, dp, &dres, 0, &r->dir);
+	wcc_set(c, dp, &dres, 0, *p.status ? p.fail : p.dir);
 	fs_iput(dp);
-	reply_when_durable(c, csn, &r->status);
+	reply_when_durable(c, csn, created_failed, r);
 }
 
-static void create_reg(struct call *c, void *args, void *res)
+static void do_create(struct call *c, void *args, void *res)
 {
-	do_create(c, args, res, CR_FILE);
+	struct CREATE3args *a = args;
+	bool excl = a->how.mode == EXCLUSIVE;
+	struct fs_create_args ca = {.mode = S_IFREG | (excl ? 0600 : 0644)};
+	((struct create_res *)res)->kind = CR_FILE;
+	create(c, &a->where, &ca, excl ? NULL : &a->how.obj_attributes, &a->how, res);
 }
 
-static void create_dir(struct call *c, void *args, void *res)
+static void do_mkdir(struct call *c, void *args, void *res)
 {
-	do_create(c, args, res, CR_DIR);
+	struct MKDIR3args *a = args;
+	struct fs_create_args ca = {.mode = S_IFDIR | 0755};
+	((struct create_res *)res)->kind = CR_DIR;
+	create(c, &a->where, &ca, &a->attributes, NULL, res);
 }
 
-static void create_symlink(struct call *c, void *args, void *res)
+/* A bad symlink target or MKNOD type is refused before anything else (as
+ * knfsd does, even before the handle is checked). */
+static void do_symlink(struct call *c, void *args, void *res)
 {
-	do_create(c, args, res, CR_SYMLINK);
+	struct SYMLINK3args *a = args;
+	const nfspath3 *t = &a->symlink.symlink_data;
+	struct fs_create_args ca = {.mode = S_IFLNK | 0777, .target = t->val, .target_len = t->len};
+	if (t->len == 0 || memchr(t->val, '\0', t->len)) {
+		create_refused(res, CR_SYMLINK, NFS3ERR_INVAL);
+		return;
+	}
+	((struct create_res *)res)->kind = CR_SYMLINK;
+	create(c, &a->where, &ca, &a->symlink.symlink_attributes, NULL, res);
 }
 
-static void create_node(struct call *c, void *args, void *res)
+static void do_mknod(struct call *c, void *args, void *res)
 {
-	do_create(c, args, res, CR_NODE);
+	struct MKNOD3args *a = args;
+	const struct mknoddata3 *w = &a->what;
+	struct fs_create_args ca = {0};
+	const struct sattr3 *sattr = &w->pipe_attributes;
+	switch (w->type) {
+	case NF3CHR:
+	case NF3BLK:
+		ca.mode = (w->type == NF3CHR ? S_IFCHR : S_IFBLK) | 0644;
+		ca.rdev = makedev(w->device.spec.specdata1, w->device.spec.specdata2);
+		sattr = &w->device.dev_attributes;
+		break;
+	case NF3SOCK: ca.mode = S_IFSOCK | 0644; break;
+	case NF3FIFO: ca.mode = S_IFIFO | 0644; break;
+	default:
+		create_refused(res, CR_NODE, NFS3ERR_BADTYPE);
+		return;
+	}
+	((struct create_res *)res)->kind = CR_NODE;
+	create(c, &a->where, &ca, sattr, NULL, res);
 }
 
 static enum svc_stat nfs3_create(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				 void *res)
 {
-	return changing(rq, rc, args, res, create_reg);
+	return changing(rq, rc, args, res, do_create);
 }
 
 static enum svc_stat nfs3_mkdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				void *res)
 {
-	return changing(rq, rc, args, res, create_dir);
+	return changing(rq, rc, args, res, do_mkdir);
 }
 
 static enum svc_stat nfs3_symlink(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				  void *res)
 {
-	return changing(rq, rc, args, res, create_symlink);
+	return changing(rq, rc, args, res, do_symlink);
 }
 
 static enum svc_stat nfs3_mknod(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				void *res)
 {
-	return changing(rq, rc, args, res, create_node);
+	return changing(rq, rc, args, res, do_mknod);
 }
 
 /* ---- REMOVE, RMDIR, RENAME, LINK ---- */
 
-static void remove_entry(struct call *c, struct nfs3_dirop_args *a, struct nfs3_wcc_res *r,
-			 enum srv_rm what)
+/* REMOVE's and RMDIR's: status, then the directory's attributes in both arms. */
+static void remove_entry(struct call *c, const struct diropargs3 *what, nfsstat3 *status,
+			 struct wcc_data *dir_wcc, enum srv_rm kind)
 {
 	struct fs_inode *dp;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	const struct nfs3_name *nm = &a->what.name;
-	if ((r->status = fh_get(c, &a->what.dir, &dp)))
+	const filename3 *nm = &what->name;
+	if ((*status = fh_get(c, &what->dir, &dp)))
 		return;
-	if (!(r->status = is_dir(dp)) && !(r->status = name_check(nm)))
-		r->status = nfs3_status(srv_remove(&c->e, dp, nm->s, nm->len, what, &fr));
-	wcc_set(c, dp, &fr, 0, &r->wcc);
+	if (!(*status = is_dir(dp)) && !(*status = name_check(nm)))
+		*status = nfs3_status(srv_remove(&c->e, dp, nm->val, nm->len, kind, &fr));
+	wcc_set(c, dp, &fr, 0, dir_wcc);
 	fs_iput(dp);
-	reply_when_durable(c, fr.csn, &r->status);
+	reply_when_durable(c, fr.csn, fail_io, status);
 }
 
-static void remove_file(struct call *c, void *args, void *res)
+static void do_remove(struct call *c, void *args, void *res)
 {
-	remove_entry(c, args, res, SRV_RM_FILE);
+	struct REMOVE3args *a = args;
+	struct REMOVE3res *r = res;
+	remove_entry(c, &a->object, &r->status, &r->resok.dir_wcc, SRV_RM_FILE);
 }
 
-static void remove_dir(struct call *c, void *args, void *res)
+static void do_rmdir(struct call *c, void *args, void *res)
 {
-	remove_entry(c, args, res, SRV_RM_DIR);
+	struct RMDIR3args *a = args;
+	struct RMDIR3res *r = res;
+	remove_entry(c, &a->object, &r->status, &r->resok.dir_wcc, SRV_RM_DIR);
 }
 
 static enum svc_stat nfs3_remove(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				 void *res)
 {
-	return changing(rq, rc, args, res, remove_file);
+	return changing(rq, rc, args, res, do_remove);
 }
 
 static enum svc_stat nfs3_rmdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				void *res)
 {
-	return changing(rq, rc, args, res, remove_dir);
+	return changing(rq, rc, args, res, do_rmdir);
 }
 
 static void do_rename(struct call *c, void *args, void *res)
 {
-	struct nfs3_rename_args *a = args;
-	struct nfs3_rename_res *r = res;
+	struct RENAME3args *a = args;
+	struct RENAME3res *r = res;
+	const filename3 *from = &a->from.name, *to = &a->to.name;
 	struct fs_inode *sdp, *ddp = NULL;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
 	if ((r->status = fh_get(c, &a->from.dir, &sdp)))
 		return;
 	if ((r->status = fh_get(c, &a->to.dir, &ddp)) || (r->status = is_dir(sdp)) ||
-	    (r->status = is_dir(ddp)) || (r->status = name_check(&a->from.name)) ||
-	    (r->status = name_check(&a->to.name)))
+	    (r->status = is_dir(ddp)) || (r->status = name_check(from)) ||
+	    (r->status = name_check(to)))
 		goto out;
-	r->status = nfs3_status(srv_rename(&c->e, sdp, a->from.name.s, a->from.name.len, ddp,
-					   a->to.name.s, a->to.name.len, &fr));
+	r->status = nfs3_status(
+		srv_rename(&c->e, sdp, from->val, from->len, ddp, to->val, to->len, &fr));
 out:
-	wcc_set(c, sdp, &fr, 0, &r->from);
-	wcc_set(c, ddp, &fr, 1, &r->to);
+	wcc_set(c, sdp, &fr, 0, &r->resok.fromdir_wcc);
+	wcc_set(c, ddp, &fr, 1, &r->resok.todir_wcc);
 	fs_iput(sdp);
 	if (ddp)
 		fs_iput(ddp);
-	reply_when_durable(c, fr.csn, &r->status);
+	reply_when_durable(c, fr.csn, fail_io, &r->status);
 }
 
 static enum svc_stat nfs3_rename(struct svc_req *rq, const struct rpc_cred *rc, void *args,
@@ -770,29 +894,27 @@ static enum svc_stat nfs3_rename(struct svc_req *rq, const struct rpc_cred *rc, 
 
 static void do_link(struct call *c, void *args, void *res)
 {
-	struct nfs3_link_args *a = args;
-	struct nfs3_link_res *r = res;
+	struct LINK3args *a = args;
+	struct LINK3res *r = res;
+	const filename3 *nm = &a->link.name;
 	struct fs_inode *ip, *dp = NULL;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	const struct nfs3_name *nm = &a->link.name;
-	if ((r->status = fh_get(c, &a->fh, &ip)))
+	if ((r->status = fh_get(c, &a->file, &ip)))
 		return;
 	if ((r->status = fh_get(c, &a->link.dir, &dp)) || (r->status = is_dir(dp)) ||
 	    (r->status = name_check(nm)))
 		goto out;
-	r->status = nfs3_status(srv_link(&c->e, ip, dp, nm->s, nm->len, &fr));
+	r->status = nfs3_status(srv_link(&c->e, ip, dp, nm->val, nm->len, &fr));
 out:
-	if (fr.ino[1].has_post) {
-		r->obj.present = true;
-		fattr3(c, &fr.ino[1].post, &r->obj.a);
-	} else {
-		post_attr(c, ip, &r->obj);
-	}
-	wcc_set(c, dp, &fr, 0, &r->dir);
+	if (fr.ino[1].has_post)
+		post_attr_of(c, &fr.ino[1].post, &r->resok.file_attributes);
+	else
+		post_attr(c, ip, &r->resok.file_attributes);
+	wcc_set(c, dp, &fr, 0, &r->resok.linkdir_wcc);
 	fs_iput(ip);
 	if (dp)
 		fs_iput(dp);
-	reply_when_durable(c, fr.csn, &r->status);
+	reply_when_durable(c, fr.csn, fail_io, &r->status);
 }
 
 static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, void *args,
@@ -808,19 +930,47 @@ static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, vo
  * verifier only has to tie a cookie to its directory: a keyed hash of the
  * inode number and generation. Cookies 3..65535 are never handed out.
  */
-static void cookie_verf(const struct srv *s, const struct fs_attr *dat, uint8_t out[NFS3_VERFSIZE])
+static void cookie_verf(const struct srv *s, const struct fs_attr *dat,
+			uint8_t out[NFS3_COOKIEVERFSIZE])
 {
 	uint64_t in[2] = {dat->ino, dat->gen};
 	uint64_t h = siphash24(s->verf_key, in, sizeof(in));
 	memcpy(out, &h, sizeof(h));
 }
 
-struct rd_fill {
-	struct nfs3_readdir_res *r;
-	uint32_t cap;             /* ents allocated */
+/* Bytes an entry takes in the reply: value_follows, fileid, name,
+ * cookie, and for READDIRPLUS the attributes and the handle. */
+static uint32_t dirent_size(uint32_t namelen, bool plus)
+{
+	uint32_t n = 4 + 8 + 4 + namelen + XDR_PAD(namelen) + 8;
+	if (plus)
+		n += 4 + NFS3_FATTR_SIZE + 4 + 4 + FH_SIZE + XDR_PAD(FH_SIZE);
+	return n;
+}
+
+/* READDIR's and READDIRPLUS's results, and the memory their entries take
+ * (freed by release). */
+struct readdir_res {
+	union {
+		struct READDIR3res rd;
+		struct READDIRPLUS3res plus;
+	}; /* first: what the encoder sees */
+	void *ents;  /* struct entry3 or struct entryplus3 */
+	char *names; /* the entries' names */
+};
+
+/* One READDIR or READDIRPLUS, the same but for the entries' type. */
+struct rd {
+	struct call *c;
+	bool plus;
+	union {
+		struct entry3 *ents;
+		struct entryplus3 *pents;
+	};
+	uint32_t n, cap;          /* entries made, allocated */
+	char *names;
 	size_t names_len, names_cap;
 	uint32_t count, dircount; /* bytes left */
-	bool plus;
 	bool stopped;             /* an entry did not fit */
 	uint64_t dotdot_ino;      /* ".." of the export root is itself */
 };
@@ -828,131 +978,167 @@ struct rd_fill {
 static int rd_fill(void *arg, const char *name, size_t len, uint64_t ino, unsigned type,
 		   uint64_t cookie)
 {
-	struct rd_fill *f = arg;
-	struct nfs3_readdir_res *r = f->r;
-	uint32_t sz = nfs3_dirent_size((uint32_t)len, f->plus, FH_SIZE);
-	uint32_t dsz = nfs3_dirent_size((uint32_t)len, false, 0);
-	if (sz > f->count || dsz > f->dircount) {
-		f->stopped = true;
+	struct rd *d = arg;
+	uint32_t sz = dirent_size((uint32_t)len, d->plus), dsz = dirent_size((uint32_t)len, false);
+	if (sz > d->count || dsz > d->dircount) {
+		d->stopped = true;
 		return 1;
 	}
-	f->count -= sz;
-	f->dircount -= dsz;
-	if (r->nents == f->cap) {
-		f->cap = f->cap ? f->cap * 2 : 32;
-		r->ents = xrealloc(r->ents, f->cap * sizeof(*r->ents));
+	d->count -= sz;
+	d->dircount -= dsz;
+	if (d->n == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 32;
+		if (d->plus)
+			d->pents = xrealloc(d->pents, d->cap * sizeof(*d->pents));
+		else
+			d->ents = xrealloc(d->ents, d->cap * sizeof(*d->ents));
 	}
-	if (f->names_len + len > f->names_cap) {
-		f->names_cap = (f->names_cap + len) * 2;
-		r->names = xrealloc(r->names, f->names_cap);
+	if (d->names_len + len > d->names_cap) {
+		d->names_cap = (d->names_cap + len) * 2;
+		d->names = xrealloc(d->names, d->names_cap);
 	}
-	struct nfs3_dirent *e = &r->ents[r->nents++];
-	memset(e, 0, sizeof(*e));
-	e->fileid = len == 2 && name[0] == '.' && name[1] == '.' && f->dotdot_ino ? f->dotdot_ino
-										  : ino;
-	e->cookie = cookie;
-	e->name = (char *)(uintptr_t)f->names_len; /* an offset until the arena stops moving */
-	e->namelen = (uint32_t)len;
-	memcpy(r->names + f->names_len, name, len);
-	f->names_len += len;
+	bool dotdot = len == 2 && name[0] == '.' && name[1] == '.';
+	uint64_t fileid = dotdot && d->dotdot_ino ? d->dotdot_ino : ino;
+	/* an offset until the names stop moving (rd_link) */
+	filename3 nm = {.len = (uint32_t)len, .val = (const char *)(uintptr_t)d->names_len};
+	if (d->plus)
+		d->pents[d->n] = (struct entryplus3){.fileid = fileid, .name = nm, .cookie = cookie};
+	else
+		d->ents[d->n] = (struct entry3){.fileid = fileid, .name = nm, .cookie = cookie};
+	d->n++;
+	memcpy(d->names + d->names_len, name, len);
+	d->names_len += len;
 	return 0;
 }
 
-static enum svc_stat do_readdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				void *res, bool plus)
+/* The arrays no longer move: names become pointers, entries a list. */
+static void rd_link(struct rd *d)
 {
-	struct nfs3_readdir_args *a = args;
-	struct nfs3_readdir_res *r = res;
-	struct call c;
-	struct fs_inode *dp;
-	struct fs_attr dat;
-	bool lookups;
-	static const uint8_t zero[NFS3_VERFSIZE];
-	call_init(&c, rq, rc);
-	r->plus = plus;
-	if ((r->status = fh_get(&c, &a->dir, &dp)))
-		return SVC_OK;
-	if ((r->status = nfs3_status(fs_getattr(dp, &dat))))
-		goto out;
-	if (!S_ISDIR(dat.mode)) {
-		r->status = NFS3ERR_NOTDIR;
-		goto out;
-	}
-	/* READDIRPLUS looks the names up: without search permission the
-	 * entries come without handles and attributes, as knfsd's */
-	if ((r->status = nfs3_status(srv_may_readdir(&c.e, dp, &lookups))))
-		goto out;
-	lookups = lookups && plus;
-	cookie_verf(c.srv, &dat, r->verf);
-	if (a->cookie && ((memcmp(a->verf, zero, NFS3_VERFSIZE) &&
-			   memcmp(a->verf, r->verf, NFS3_VERFSIZE)) ||
-			  (a->cookie > 2 && a->cookie < 65536))) {
-		r->status = NFS3ERR_BAD_COOKIE;
-		goto out;
-	}
-	uint32_t count = a->count < NFS3_DIRMAX ? a->count : NFS3_DIRMAX;
-	uint32_t dircount = a->dircount < NFS3_DIRMAX ? a->dircount : NFS3_DIRMAX;
-	if (count <= READDIR_RES_HDR) {
-		r->status = NFS3ERR_TOOSMALL;
-		goto out;
-	}
-	struct rd_fill f = {
-		.r = r, .count = count - READDIR_RES_HDR, .dircount = dircount, .plus = plus,
-		.dotdot_ino = export_is_root(c.e.ex, dp) ? dat.ino : 0,
-	};
-	int err = fs_readdir(dp, a->cookie, rd_fill, &f);
-	if ((r->status = nfs3_status(err)))
-		goto out;
-	r->eof = !f.stopped;
-	/* the arena no longer moves: offsets become pointers */
-	for (uint32_t i = 0; i < r->nents; i++)
-		r->ents[i].name = r->names + (uintptr_t)r->ents[i].name;
-	if (r->nents == 0 && !r->eof) {
-		r->status = NFS3ERR_TOOSMALL;
-		goto out;
-	}
-	if (lookups) {
-		for (uint32_t i = 0; i < r->nents; i++) {
-			struct nfs3_dirent *e = &r->ents[i];
-			struct fs_inode *ip;
-			struct fs_attr at;
-			/* by name, as LOOKUP: no attributes and no handle for a name
-			 * removed or replaced since the directory was read, nor for a
-			 * ".." outside the export */
-			if (export_lookup_entry(c.e.ex, dp, e->name, e->namelen, e->fileid, &ip))
-				continue;
-			if (!fs_getattr(ip, &at)) {
-				fattr3(&c, &at, &e->attr.a);
-				e->attr.present = true;
-				fh_make(&c, &at, &e->fh);
-				e->fh_present = true;
-			}
-			fs_iput(ip);
+	for (uint32_t i = 0; i < d->n; i++) {
+		bool last = i + 1 == d->n;
+		if (d->plus) {
+			d->pents[i].name.val = d->names + (uintptr_t)d->pents[i].name.val;
+			d->pents[i].nextentry = last ? NULL : &d->pents[i + 1];
+		} else {
+			d->ents[i].name.val = d->names + (uintptr_t)d->ents[i].name.val;
+			d->ents[i].nextentry = last ? NULL : &d->ents[i + 1];
 		}
 	}
-out:
-	post_attr(&c, dp, &r->dir);
-	fs_iput(dp);
-	return SVC_OK;
+}
+
+/* READDIRPLUS: each entry's handle and attributes, looked up by name as
+ * LOOKUP does: none for a name removed or replaced since the directory
+ * was read, nor for a ".." outside the export. */
+static void rd_lookups(struct rd *d, struct fs_inode *dp)
+{
+	for (uint32_t i = 0; i < d->n; i++) {
+		struct entryplus3 *e = &d->pents[i];
+		struct fs_inode *ip;
+		struct fs_attr at;
+		if (export_lookup_entry(d->c->e.ex, dp, e->name.val, e->name.len, e->fileid, &ip))
+			continue;
+		if (!fs_getattr(ip, &at)) {
+			post_attr_of(d->c, &at, &e->name_attributes);
+			e->name_handle.handle_follows = true;
+			fh_make(d->c, &at, &e->name_handle.handle);
+		}
+		fs_iput(ip);
+	}
+}
+
+/*
+ * The entries of dp from cookie on, within count bytes of reply and
+ * dircount of names (READDIRPLUS): cverf is the client's cookie verifier,
+ * verf gets the directory's, *eof whether they are all there.
+ */
+static nfsstat3 list_dir(struct rd *d, struct fs_inode *dp, uint64_t cookie, const uint8_t *cverf,
+			 uint32_t count, uint32_t dircount, uint8_t verf[NFS3_COOKIEVERFSIZE],
+			 bool *eof)
+{
+	static const uint8_t zero[NFS3_COOKIEVERFSIZE];
+	struct fs_attr dat;
+	bool lookups;
+	nfsstat3 st;
+	if ((st = nfs3_status(fs_getattr(dp, &dat))))
+		return st;
+	if (!S_ISDIR(dat.mode))
+		return NFS3ERR_NOTDIR;
+	/* READDIRPLUS looks the names up: without search permission the
+	 * entries come without handles and attributes, as knfsd's */
+	if ((st = nfs3_status(srv_may_readdir(&d->c->e, dp, &lookups))))
+		return st;
+	cookie_verf(d->c->srv, &dat, verf);
+	if (cookie && ((memcmp(cverf, zero, NFS3_COOKIEVERFSIZE) &&
+			memcmp(cverf, verf, NFS3_COOKIEVERFSIZE)) ||
+		       (cookie > 2 && cookie < 65536)))
+		return NFS3ERR_BAD_COOKIE;
+	count = count < NFS3_DIRMAX ? count : NFS3_DIRMAX;
+	dircount = dircount < NFS3_DIRMAX ? dircount : NFS3_DIRMAX;
+	if (count <= READDIR_RES_HDR)
+		return NFS3ERR_TOOSMALL;
+	d->count = count - READDIR_RES_HDR;
+	d->dircount = dircount;
+	d->dotdot_ino = export_is_root(d->c->e.ex, dp) ? dat.ino : 0;
+	if ((st = nfs3_status(fs_readdir(dp, cookie, rd_fill, d))))
+		return st;
+	rd_link(d);
+	*eof = !d->stopped;
+	if (d->n == 0 && !*eof)
+		return NFS3ERR_TOOSMALL;
+	if (d->plus && lookups)
+		rd_lookups(d, dp);
+	return NFS3_OK;
 }
 
 static enum svc_stat nfs3_readdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				  void *res)
 {
-	return do_readdir(rq, rc, args, res, false);
+	struct READDIR3args *a = args;
+	struct readdir_res *rr = res;
+	struct READDIR3res *r = &rr->rd;
+	struct call c;
+	struct fs_inode *dp;
+	call_init(&c, rq, rc);
+	struct rd d = {.c = &c};
+	if ((r->status = fh_get(&c, &a->dir, &dp)))
+		return SVC_OK;
+	r->status = list_dir(&d, dp, a->cookie, a->cookieverf, a->count, a->count,
+			    r->resok.cookieverf, &r->resok.reply.eof);
+	r->resok.reply.entries = d.n ? d.ents : NULL;
+	rr->ents = d.ents;
+	rr->names = d.names;
+	post_attr(&c, dp, &r->resok.dir_attributes);
+	fs_iput(dp);
+	return SVC_OK;
 }
 
 static enum svc_stat nfs3_readdirplus(struct svc_req *rq, const struct rpc_cred *rc,
 				      void *args, void *res)
 {
-	return do_readdir(rq, rc, args, res, true);
+	struct READDIRPLUS3args *a = args;
+	struct readdir_res *rr = res;
+	struct READDIRPLUS3res *r = &rr->plus;
+	struct call c;
+	struct fs_inode *dp;
+	call_init(&c, rq, rc);
+	struct rd d = {.c = &c, .plus = true};
+	if ((r->status = fh_get(&c, &a->dir, &dp)))
+		return SVC_OK;
+	r->status = list_dir(&d, dp, a->cookie, a->cookieverf, a->maxcount, a->dircount,
+			    r->resok.cookieverf, &r->resok.reply.eof);
+	r->resok.reply.entries = d.n ? d.pents : NULL;
+	rr->ents = d.pents;
+	rr->names = d.names;
+	post_attr(&c, dp, &r->resok.dir_attributes);
+	fs_iput(dp);
+	return SVC_OK;
 }
 
 static void nfs3_release_readdir(void *args, void *res)
 {
-	struct nfs3_readdir_res *r = res;
-	free(r->ents);
-	free(r->names);
+	struct readdir_res *rr = res;
+	free(rr->ents);
+	free(rr->names);
 }
 
 /* ---- filesystem information ---- */
@@ -960,48 +1146,45 @@ static void nfs3_release_readdir(void *args, void *res)
 static enum svc_stat nfs3_fsstat(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				 void *res)
 {
-	struct nfs3_fh_args *a = args;
-	struct nfs3_fsstat_res *r = res;
+	struct FSSTAT3args *a = args;
+	struct FSSTAT3res *r = res;
+	struct FSSTAT3resok *ok = &r->resok;
 	struct call c;
 	struct fs_inode *ip;
 	struct fs_statfs st;
 	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
+	if ((r->status = fh_get(&c, &a->fsroot, &ip)))
 		return SVC_OK;
 	if (!(r->status = nfs3_status(fs_statfs(c.srv->fs, &st)))) {
-		r->tbytes = st.blocks * st.bsize;
-		r->fbytes = r->abytes = st.bfree * st.bsize;
-		r->tfiles = st.files;
-		r->ffiles = r->afiles = st.ffree;
-		r->invarsec = 0;
+		ok->tbytes = st.blocks * st.bsize;
+		ok->fbytes = ok->abytes = st.bfree * st.bsize;
+		ok->tfiles = st.files;
+		ok->ffiles = ok->afiles = st.ffree;
+		ok->invarsec = 0;
 	}
-	post_attr(&c, ip, &r->obj);
+	post_attr(&c, ip, &ok->obj_attributes);
 	fs_iput(ip);
 	return SVC_OK;
 }
 
-#define FSF3_LINK        0x1
-#define FSF3_SYMLINK     0x2
-#define FSF3_HOMOGENEOUS 0x8
-#define FSF3_CANSETTIME  0x10
-
 static enum svc_stat nfs3_fsinfo(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				 void *res)
 {
-	struct nfs3_fh_args *a = args;
-	struct nfs3_fsinfo_res *r = res;
+	struct FSINFO3args *a = args;
+	struct FSINFO3res *r = res;
+	struct FSINFO3resok *ok = &r->resok;
 	struct call c;
 	struct fs_inode *ip;
 	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
+	if ((r->status = fh_get(&c, &a->fsroot, &ip)))
 		return SVC_OK;
-	r->rtmax = r->rtpref = r->wtmax = r->wtpref = NFS3_MAXDATA;
-	r->rtmult = r->wtmult = 4096;
-	r->dtpref = 64 << 10;
-	r->maxfilesize = FS_MAX_FILE_SIZE; /* writes past it fail with FBIG */
-	r->time_delta = (struct nfs3_time){0, 1};
-	r->properties = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;
-	post_attr(&c, ip, &r->obj);
+	ok->rtmax = ok->rtpref = ok->wtmax = ok->wtpref = NFS3_MAXDATA;
+	ok->rtmult = ok->wtmult = 4096;
+	ok->dtpref = 64 << 10;
+	ok->maxfilesize = FS_MAX_FILE_SIZE; /* writes past it fail with FBIG */
+	ok->time_delta = (struct nfstime3){.seconds = 0, .nseconds = 1};
+	ok->properties = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;
+	post_attr(&c, ip, &ok->obj_attributes);
 	fs_iput(ip);
 	return SVC_OK;
 }
@@ -1009,52 +1192,25 @@ static enum svc_stat nfs3_fsinfo(struct svc_req *rq, const struct rpc_cred *rc, 
 static enum svc_stat nfs3_pathconf(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				   void *res)
 {
-	struct nfs3_fh_args *a = args;
-	struct nfs3_pathconf_res *r = res;
+	struct PATHCONF3args *a = args;
+	struct PATHCONF3res *r = res;
+	struct PATHCONF3resok *ok = &r->resok;
 	struct call c;
 	struct fs_inode *ip;
 	struct fs_statfs st;
 	call_init(&c, rq, rc);
-	if ((r->status = fh_get(&c, &a->fh, &ip)))
+	if ((r->status = fh_get(&c, &a->object, &ip)))
 		return SVC_OK;
 	r->status = nfs3_status(fs_statfs(c.srv->fs, &st));
-	r->linkmax = UINT32_MAX;
-	r->name_max = st.namemax < NFS3_NAME_MAX ? st.namemax : NFS3_NAME_MAX;
-	r->no_trunc = true;
-	r->chown_restricted = true;
-	r->case_insensitive = false;
-	r->case_preserving = true;
-	post_attr(&c, ip, &r->obj);
+	ok->linkmax = UINT32_MAX;
+	ok->name_max = st.namemax < NFS3_NAME_MAX ? st.namemax : NFS3_NAME_MAX;
+	ok->no_trunc = true;
+	ok->chown_restricted = true;
+	ok->case_insensitive = false;
+	ok->case_preserving = true;
+	post_attr(&c, ip, &ok->obj_attributes);
 	fs_iput(ip);
 	return SVC_OK;
-}
-
-/* COMMIT is an fsync of the whole file (rule 8): the range is not used,
- * since the engine tracks durability per inode, not per range. */
-static void do_commit(struct call *c, void *args, void *res)
-{
-	struct nfs3_commit_args *a = args;
-	struct nfs3_commit_res *r = res;
-	struct fs_inode *ip;
-	if ((r->status = fh_get(c, &a->fh, &ip)))
-		return;
-	wcc_set(c, ip, NULL, 0, &r->wcc); /* COMMIT changes no attribute */
-	/* a force and a device flush on demand: as knfsd, only for a caller
-	 * who may write the file, and never on a read-only export */
-	if (!(r->status = nfs3_status(srv_may_commit(&c->e, ip)))) {
-		c->csn = fs_sync_seq(ip, false);
-		c->data = true;
-		c->verf = r->verf; /* read once the data is durable */
-		c->failed = fail_io;
-		c->failed_arg = &r->status;
-	}
-	fs_iput(ip);
-}
-
-static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				 void *res)
-{
-	return changing(rq, rc, args, res, do_commit);
 }
 
 /*
@@ -1070,74 +1226,68 @@ static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, 
  * units), a READDIR's at most its count and never less than an error. */
 static uint32_t read_bound(const void *args)
 {
-	const struct nfs3_read_args *a = args;
+	const struct READ3args *a = args;
 	uint32_t count = a->count < NFS3_MAXDATA ? a->count : NFS3_MAXDATA;
 	return SVC_REPLY_HDR + RES_READ_MAX + count + 3;
 }
 
-static uint32_t readdir_bound(const void *args)
+static uint32_t readdir_count_bound(uint32_t count)
 {
-	const struct nfs3_readdir_args *a = args;
-	uint32_t count = a->count < NFS3_DIRMAX ? a->count : NFS3_DIRMAX;
-	return SVC_REPLY_HDR + RES_FIXED_MAX + count;
+	return SVC_REPLY_HDR + RES_FIXED_MAX + (count < NFS3_DIRMAX ? count : NFS3_DIRMAX);
 }
 
-#define PROC_BOUND(n, dec, fn, enc, rel, at, rt, fl, max, bound)                                  \
-	[NFS3PROC_##n] = {.name = #fn, .decode = dec, .handler = nfs3_##fn, .encode = enc,        \
-			  .release = rel, .args_size = sizeof(struct at),                          \
-			  .res_size = sizeof(struct rt), .flags = fl,                              \
-			  .reply_max = SVC_REPLY_HDR + (max), .reply_bound = bound}
-#define PROC(n, dec, fn, enc, rel, at, rt, fl)                                                     \
-	PROC_BOUND(n, dec, fn, enc, rel, at, rt, fl, RES_FIXED_MAX, NULL)
+static uint32_t readdir_bound(const void *args)
+{
+	return readdir_count_bound(((const struct READDIR3args *)args)->count);
+}
 
-static const struct svc_proc nfs3_procs[NFS3_NPROCS] = {
-	[NFS3PROC_NULL] = {.name = "null", .decode = svc_dec_void, .handler = nfs3_null,
+static uint32_t readdirplus_bound(const void *args)
+{
+	return readdir_count_bound(((const struct READDIRPLUS3args *)args)->maxcount);
+}
+
+/*
+ * One row per procedure: P is the procedure's name in the types of
+ * nfs3.x (P3args, P3res and their generated svc codecs), rt the result
+ * struct the handler fills (P3res, or a struct that begins with it).
+ */
+#define PROC_BOUND(P, fn, rt, rel, fl, max, bound)                                                \
+	[NFSPROC3_##P] = {.name = #fn, .decode = nfs3_rpc_dec_##P##3args, .handler = nfs3_##fn,    \
+			  .encode = nfs3_rpc_enc_##P##3res, .release = rel,                        \
+			  .args_size = sizeof(struct P##3args), .res_size = sizeof(rt),            \
+			  .flags = fl, .reply_max = SVC_REPLY_HDR + (max), .reply_bound = bound}
+#define PROC(P, fn, rt, fl) PROC_BOUND(P, fn, rt, NULL, fl, RES_FIXED_MAX, NULL)
+
+static const struct svc_proc nfs3_procs[] = {
+	[NFSPROC3_NULL] = {.name = "null", .decode = svc_dec_void, .handler = nfs3_null,
 			   .encode = svc_enc_void, .flags = SVC_PROC_INLINE,
 			   .reply_max = SVC_REPLY_HDR},
-	PROC(GETATTR, nfs3_dec_fh, getattr, nfs3_enc_getattr, NULL, nfs3_fh_args,
-	     nfs3_getattr_res, 0),
-	PROC(SETATTR, nfs3_dec_setattr, setattr, nfs3_enc_wcc_res, NULL, nfs3_setattr_args,
-	     nfs3_wcc_res, SVC_PROC_DRC),
-	PROC(LOOKUP, nfs3_dec_dirop, lookup, nfs3_enc_lookup, NULL, nfs3_dirop_args,
-	     nfs3_lookup_res, 0),
-	PROC(ACCESS, nfs3_dec_access, access, nfs3_enc_access, NULL, nfs3_access_args,
-	     nfs3_access_res, 0),
-	PROC_BOUND(READLINK, nfs3_dec_fh, readlink, nfs3_enc_readlink, nfs3_release_readlink,
-		   nfs3_fh_args, nfs3_readlink_res, 0, RES_FIXED_MAX + NFS3_MAXPATH, NULL),
-	PROC_BOUND(READ, nfs3_dec_read, read, nfs3_enc_read, nfs3_release_read, nfs3_read_args,
-		   nfs3_read_res, 0, RES_READ_MAX + NFS3_MAXDATA, read_bound),
-	PROC(WRITE, nfs3_dec_write, write, nfs3_enc_write, NULL, nfs3_write_args, nfs3_write_res,
-	     0),
-	PROC(CREATE, nfs3_dec_create, create, nfs3_enc_create, NULL, nfs3_create_args,
-	     nfs3_create_res, SVC_PROC_DRC),
-	PROC(MKDIR, nfs3_dec_mkdir, mkdir, nfs3_enc_create, NULL, nfs3_create_args,
-	     nfs3_create_res, SVC_PROC_DRC),
-	PROC(SYMLINK, nfs3_dec_symlink, symlink, nfs3_enc_create, NULL, nfs3_create_args,
-	     nfs3_create_res, SVC_PROC_DRC),
-	PROC(MKNOD, nfs3_dec_mknod, mknod, nfs3_enc_create, NULL, nfs3_create_args,
-	     nfs3_create_res, SVC_PROC_DRC),
-	PROC(REMOVE, nfs3_dec_dirop, remove, nfs3_enc_wcc_res, NULL, nfs3_dirop_args,
-	     nfs3_wcc_res, SVC_PROC_DRC),
-	PROC(RMDIR, nfs3_dec_dirop, rmdir, nfs3_enc_wcc_res, NULL, nfs3_dirop_args, nfs3_wcc_res,
-	     SVC_PROC_DRC),
-	PROC(RENAME, nfs3_dec_rename, rename, nfs3_enc_rename, NULL, nfs3_rename_args,
-	     nfs3_rename_res, SVC_PROC_DRC),
-	PROC(LINK, nfs3_dec_link, link, nfs3_enc_link, NULL, nfs3_link_args, nfs3_link_res,
-	     SVC_PROC_DRC),
-	PROC_BOUND(READDIR, nfs3_dec_readdir, readdir, nfs3_enc_readdir, nfs3_release_readdir,
-		   nfs3_readdir_args, nfs3_readdir_res, 0, RES_FIXED_MAX + NFS3_DIRMAX,
-		   readdir_bound),
-	PROC_BOUND(READDIRPLUS, nfs3_dec_readdirplus, readdirplus, nfs3_enc_readdir,
-		   nfs3_release_readdir, nfs3_readdir_args, nfs3_readdir_res, 0,
+	PROC(GETATTR, getattr, struct GETATTR3res, 0),
+	PROC(SETATTR, setattr, struct SETATTR3res, SVC_PROC_DRC),
+	PROC(LOOKUP, lookup, struct LOOKUP3res, 0),
+	PROC(ACCESS, access, struct ACCESS3res, 0),
+	PROC_BOUND(READLINK, readlink, struct readlink_res, nfs3_release_readlink, 0,
+		   RES_FIXED_MAX + NFS3_MAXPATH, NULL),
+	PROC_BOUND(READ, read, struct read_res, nfs3_release_read, 0, RES_READ_MAX + NFS3_MAXDATA,
+		   read_bound),
+	PROC(WRITE, write, struct WRITE3res, 0),
+	PROC(CREATE, create, struct create_res, SVC_PROC_DRC),
+	PROC(MKDIR, mkdir, struct create_res, SVC_PROC_DRC),
+	PROC(SYMLINK, symlink, struct create_res, SVC_PROC_DRC),
+	PROC(MKNOD, mknod, struct create_res, SVC_PROC_DRC),
+	PROC(REMOVE, remove, struct REMOVE3res, SVC_PROC_DRC),
+	PROC(RMDIR, rmdir, struct RMDIR3res, SVC_PROC_DRC),
+	PROC(RENAME, rename, struct RENAME3res, SVC_PROC_DRC),
+	PROC(LINK, link, struct LINK3res, SVC_PROC_DRC),
+	PROC_BOUND(READDIR, readdir, struct readdir_res, nfs3_release_readdir, 0,
 		   RES_FIXED_MAX + NFS3_DIRMAX, readdir_bound),
-	PROC(FSSTAT, nfs3_dec_fh, fsstat, nfs3_enc_fsstat, NULL, nfs3_fh_args, nfs3_fsstat_res,
-	     0),
-	PROC(FSINFO, nfs3_dec_fh, fsinfo, nfs3_enc_fsinfo, NULL, nfs3_fh_args, nfs3_fsinfo_res,
-	     0),
-	PROC(PATHCONF, nfs3_dec_fh, pathconf, nfs3_enc_pathconf, NULL, nfs3_fh_args,
-	     nfs3_pathconf_res, 0),
-	PROC(COMMIT, nfs3_dec_commit, commit, nfs3_enc_commit, NULL, nfs3_commit_args,
-	     nfs3_commit_res, 0),
+	PROC_BOUND(READDIRPLUS, readdirplus, struct readdir_res, nfs3_release_readdir, 0,
+		   RES_FIXED_MAX + NFS3_DIRMAX, readdirplus_bound),
+	PROC(FSSTAT, fsstat, struct FSSTAT3res, 0),
+	PROC(FSINFO, fsinfo, struct FSINFO3res, 0),
+	PROC(PATHCONF, pathconf, struct PATHCONF3res, 0),
+	PROC(COMMIT, commit, struct COMMIT3res, 0),
 };
 
-const struct svc_version nfs3_version = {.vers = 3, .nprocs = NFS3_NPROCS, .procs = nfs3_procs};
+const struct svc_version nfs3_version = {
+	.vers = NFS_V3, .nprocs = sizeof(nfs3_procs) / sizeof(nfs3_procs[0]), .procs = nfs3_procs};

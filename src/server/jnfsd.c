@@ -56,13 +56,14 @@
 #include "export/exports.h"
 #include "fs/fs.h"
 #include "nfs3/nfs3.h"
-#include "nfs3/nfs3_xdr.h"
 #include "nfs4/nfs4.h"
 #include "srv/srv.h"
 #include "rpc/rpcb.h"
 #include "rpc/svc.h"
 #include "server/admin.h"
 #include "server/metrics.h"
+#include "xdr/mount3.h" /* MOUNT_PROGRAM */
+#include "xdr/nfs3.h"   /* NFS_PROGRAM */
 #include "jnfs_version.h"
 
 #define MAX_LISTEN 16
