@@ -397,6 +397,12 @@ uint32_t fs_rec_count(struct fs *fs);
 
 /* ---- pNFS block layouts ---- */
 
+/* The unit of maps, ranges and layouts: the engine's block. */
+#define FS_MAP_BLOCK 4096u
+/* A block-layout client finds the volume by its signature: the
+ * filesystem's UUID (fs_uuid) at this byte offset of the data device. */
+#define FS_PNFS_SIG_OFFSET 32u
+
 enum fs_map_state {
 	FS_MAP_HOLE = 0,      /* no blocks */
 	FS_MAP_WRITTEN = 1,   /* blocks with data */

@@ -29,6 +29,9 @@
 #include "fs/fs_priv.h"
 #include "log/data_item.h"
 
+_Static_assert(FS_MAP_BLOCK == FS_BLOCK_SIZE, "the fs API names the format's block");
+_Static_assert(FS_PNFS_SIG_OFFSET == FS_SB_SIG_OFFSET, "and where the signature is");
+
 static bool blk_aligned(uint64_t x)
 {
 	return !(x % FS_BLOCK_SIZE);

@@ -8,7 +8,7 @@
  * One device. Every export marked `pnfs` lives on the one engine device,
  * named by one device id (derived from the filesystem's UUID, so it is the
  * same after a restart) and described by GETDEVICEINFO as one SIMPLE volume
- * whose signature is the UUID at FS_SB_SIG_OFFSET of block 0: the Linux
+ * whose signature is the UUID at FS_PNFS_SIG_OFFSET of block 0: the Linux
  * client's blkmapd finds the disk that carries it.
  *
  * Layouts. A client's layouts of one file share one layout stateid (struct
@@ -64,7 +64,6 @@
 #include "base/msg.h"
 #include "base/siphash.h"
 #include "base/time.h"
-#include "fs/fs_format.h"
 #include "nfs4/nfs4_priv.h"
 #include "srv/perm.h"
 #include "xdr/pnfs_block.h"
@@ -283,7 +282,7 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 		return NFS4ERR_RECALLCONFLICT;
 
 	/* whole blocks, at most LAYOUT_MAX_LEN, within what a file may hold */
-	uint64_t off = la->loga_offset / FS_BLOCK_SIZE * FS_BLOCK_SIZE;
+	uint64_t off = la->loga_offset / FS_MAP_BLOCK * FS_MAP_BLOCK;
 	uint64_t end = la->loga_length == UINT64_MAX || la->loga_length > FS_MAX_FILE_SIZE
 			       ? FS_MAX_FILE_SIZE
 			       : la->loga_offset + la->loga_length;
@@ -291,12 +290,12 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 		return NFS4ERR_INVAL;
 	if (end > FS_MAX_FILE_SIZE)
 		end = FS_MAX_FILE_SIZE;
-	if (!rw && end > (at.size + FS_BLOCK_SIZE - 1) / FS_BLOCK_SIZE * FS_BLOCK_SIZE)
-		end = (at.size + FS_BLOCK_SIZE - 1) / FS_BLOCK_SIZE *
-		      FS_BLOCK_SIZE; /* past EOF: nothing to read */
+	if (!rw && end > (at.size + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK * FS_MAP_BLOCK)
+		end = (at.size + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK *
+		      FS_MAP_BLOCK; /* past EOF: nothing to read */
 	if (end <= off)
-		end = off + FS_BLOCK_SIZE;
-	end = (end + FS_BLOCK_SIZE - 1) / FS_BLOCK_SIZE * FS_BLOCK_SIZE;
+		end = off + FS_MAP_BLOCK;
+	end = (end + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK * FS_MAP_BLOCK;
 	if (end - off > LAYOUT_MAX_LEN)
 		end = off + LAYOUT_MAX_LEN;
 	unsigned max = LAYOUT_MAX_EXTENTS;
@@ -416,7 +415,7 @@ uint32_t nfs4_op_getdeviceinfo(struct nfs4_compound *c, struct nfs_argop4 *a, st
 	if (!uuid || !body)
 		return r->opgetdeviceinfo.gdir_status = NFS4ERR_REP_TOO_BIG;
 	memcpy(uuid, fs_uuid(c->s->srv->fs), 16);
-	struct pnfs_block_sig_component4 sig = {.bsc_sig_offset = FS_SB_SIG_OFFSET,
+	struct pnfs_block_sig_component4 sig = {.bsc_sig_offset = FS_PNFS_SIG_OFFSET,
 						.bsc_contents = {.len = 16, .val = uuid}};
 	struct pnfs_block_volume4 vol = {.type = PNFS_BLOCK_VOLUME_SIMPLE};
 	vol.bv_simple_info.bsv_ds.len = 1;
@@ -531,7 +530,7 @@ uint32_t nfs4_op_layoutcommit(struct nfs4_compound *c, struct nfs_argop4 *a, str
 	for (uint32_t i = 0; i < up.blu_commit_list.len; i++) {
 		const struct pnfs_block_extent4 *e = &up.blu_commit_list.val[i];
 		if (memcmp(e->bex_vol_id, c->s->deviceid, NFS4_DEVICEID4_SIZE) ||
-		    e->bex_file_offset % FS_BLOCK_SIZE || e->bex_length % FS_BLOCK_SIZE ||
+		    e->bex_file_offset % FS_MAP_BLOCK || e->bex_length % FS_MAP_BLOCK ||
 		    e->bex_length == 0 || e->bex_file_offset > FS_MAX_FILE_SIZE ||
 		    e->bex_length > FS_MAX_FILE_SIZE - e->bex_file_offset) {
 			st = NFS4ERR_INVAL;
