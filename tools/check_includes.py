@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""check_includes.py - the include rules of docs/design.md, checked.
+
+The layer table of docs/design.md §2 says, for each folder of src/, which
+folders its files may include ("may include"). This program reads that
+table from the document itself, so the rules are written once, and checks
+every quoted #include of the tree against it:
+
+  1. a file of src/L/ may include headers of L itself and of the folders
+     L's row lists; "fs API" is the one header src/fs/fs.h, "generated
+     codecs" the headers the build generates from src/xdr/ (xdr/*.h),
+     "all" anything, "libc" nothing of the tree;
+  2. src/fs/fs.h (the fs API) includes no header of log/ or dev/: the
+     protocol layers see no journal or device type through it;
+  3. outside src/, nothing includes a header of src/nfs3/ (tests reach
+     NFSv3 through the wire);
+  4. every quoted include names a header that exists: in the tree, in the
+     generated codecs, or next to the file; an unknown one is an error in
+     a folder whose row does not say "all" (where build-generated headers
+     such as jnfs_version.h live).
+
+Before the tree, the check runs on a small tree of its own with a
+deliberately wrong include, and fails if it does not find it: a checker
+that cannot fail proves nothing.
+
+usage: check_includes.py REPO [GENERATED_XDR_DIR]
+  REPO               the source tree (with docs/design.md)
+  GENERATED_XDR_DIR  build/src/xdr: its generated files are checked
+                     against src/xdr/'s row too
+Exit status 0 when every include keeps the rules, 1 otherwise.
+"""
+
+import os
+import re
+import sys
+import tempfile
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+ROW = re.compile(r"^\|\s*`src/([a-z0-9_]+)/`\s*\|.*\|\s*([^|]+?)\s*\|\s*$")
+SOURCE_EXT = (".c", ".h")
+OUTSIDE = ("tests", "fuzz", "bench", "tools")
+
+
+def read_table(design_md):
+    """{folder: set of what it may include} from the layer table."""
+    rules = {}
+    in_layers = False
+    with open(design_md, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("## "):
+                in_layers = line.startswith("## 2.")
+                continue
+            m = ROW.match(line) if in_layers else None
+            if m:
+                rules[m.group(1)] = {w.strip() for w in m.group(2).split(",")}
+    if not rules:
+        raise SystemExit(f"{design_md}: no layer table in section 2")
+    return rules
+
+
+def allowed_targets(folder, may):
+    """What a file of folder may include: folder names, 'fs API', 'xdr'."""
+    out = {folder}
+    for w in may:
+        if w == "generated codecs":
+            out.add("xdr")
+        elif w in ("libc", ""):
+            pass
+        else:
+            out.add(w)
+    return out
+
+
+def target_of(repo, gen_names, src_dir, inc):
+    """The layer an include names ("fs API" for fs/fs.h), or None."""
+    first, _, rest = inc.partition("/")
+    if not rest:
+        return None
+    if first == "xdr" and (rest in gen_names or rest.endswith(".h")):
+        return "xdr"
+    if os.path.isfile(os.path.join(repo, "src", first, rest)):
+        return "fs API" if inc == "fs/fs.h" else first
+    return None
+
+
+def check_file(repo, rules, gen_names, path, rel, folder, errors):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    here = os.path.dirname(path)
+    for m in INCLUDE.finditer(text):
+        inc = m.group(1)
+        line = text.count("\n", 0, m.start()) + 1
+        where = f"{rel}:{line}"
+        target = target_of(repo, gen_names, here, inc)
+        if folder is None:
+            # outside src/: rule 3 only (their own headers resolve first)
+            local = os.path.isfile(os.path.join(here, inc)) or any(
+                os.path.isfile(os.path.join(repo, d, inc)) for d in OUTSIDE)
+            if target == "nfs3" and not local:
+                errors.append(f"{where}: includes {inc}: outside src/, nothing includes "
+                              "src/nfs3/ (docs/design.md §2)")
+            continue
+        may = rules[folder]
+        if "all" in may:
+            continue
+        if target is None:
+            if os.path.isfile(os.path.join(here, inc)):
+                continue  # next to the file: its own folder's
+            errors.append(f"{where}: includes {inc}: no such header of the tree")
+            continue
+        allowed = allowed_targets(folder, may)
+        if target in allowed or (target == "fs API" and "fs" in allowed):
+            if rel == os.path.join("src", "fs", "fs.h") and target in ("log", "dev"):
+                errors.append(f"{where}: includes {inc}: the fs API names no journal or "
+                              "device type (docs/design.md §2)")
+            continue
+        if target == "fs" and "fs API" in may:
+            why = "only src/fs/fs.h, the fs API"
+        else:
+            why = "its row lists " + ", ".join(sorted(may))
+        errors.append(f"{where}: src/{folder}/ includes {inc} ({target}): {why} "
+                      "(docs/design.md §2)")
+
+
+def sources(top):
+    """The C sources and headers below top, in a stable order."""
+    for dirpath, dirs, files in os.walk(top):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(SOURCE_EXT):
+                yield os.path.join(dirpath, name)
+
+
+def check_tree(repo, gen_dir=None):
+    """The list of broken rules in repo (empty: none)."""
+    rules = read_table(os.path.join(repo, "docs", "design.md"))
+    gen_names = set(os.listdir(gen_dir)) if gen_dir and os.path.isdir(gen_dir) else set()
+    errors = []
+    src = os.path.join(repo, "src")
+    for folder in sorted(os.listdir(src)):
+        fdir = os.path.join(src, folder)
+        if not os.path.isdir(fdir):
+            continue
+        if folder not in rules:
+            errors.append(f"src/{folder}/: no row in the layer table of docs/design.md")
+            continue
+        for p in sources(fdir):
+            check_file(repo, rules, gen_names, p, os.path.relpath(p, repo), folder, errors)
+    for top in OUTSIDE:
+        for p in sources(os.path.join(repo, top)):
+            check_file(repo, rules, gen_names, p, os.path.relpath(p, repo), None, errors)
+    for name in sorted(gen_names):
+        if name.endswith(SOURCE_EXT) and "xdr" in rules:
+            p = os.path.join(gen_dir, name)
+            check_file(repo, rules, gen_names, p, os.path.join("build", "src", "xdr", name),
+                       "xdr", errors)
+    return errors
+
+
+def self_test():
+    """A tree with a wrong include must fail, the same tree without it pass."""
+    table = ("## 2. Layers\n\n| folder | what | may include |\n|---|---|---|\n"
+             "| `src/base/` | b | libc |\n| `src/fs/` | f | base |\n"
+             "| `src/nfs3/` | n | base, fs API |\n| `src/server/` | s | all |\n")
+    files = {
+        "docs/design.md": table,
+        "src/base/base.h": "",
+        "src/fs/fs.h": '#include "base/base.h"\n',
+        "src/fs/fs_priv.h": '#include "fs/fs.h"\n',
+        "src/nfs3/nfs3.h": '#include "fs/fs.h"\n#include "base/base.h"\n',
+        "src/server/main.c": '#include "nfs3/nfs3.h"\n#include "fs/fs_priv.h"\n',
+        "tests/t.c": '#include "fs/fs_priv.h"\n',
+    }
+    wrong = [("src/base/base.h", '#include "fs/fs.h"\n'),        # up the table
+             ("src/nfs3/nfs3.h", '#include "fs/fs_priv.h"\n'),   # the engine past its API
+             ("tests/t.c", '#include "nfs3/nfs3.h"\n')]          # NFSv3 outside src/
+    with tempfile.TemporaryDirectory() as d:
+        for rel, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+            with open(os.path.join(d, rel), "w", encoding="utf-8") as f:
+                f.write(text)
+        if check_tree(d):
+            return "the self-test's good tree fails: " + "; ".join(check_tree(d))
+        for rel, text in wrong:
+            p = os.path.join(d, rel)
+            with open(p, encoding="utf-8") as f:
+                good = f.read()
+            with open(p, "a", encoding="utf-8") as f:
+                f.write(text)
+            if not check_tree(d):
+                return f"a wrong include in {rel} ({text.strip()}) went unnoticed"
+            with open(p, "w", encoding="utf-8") as f:
+                f.write(good)
+    return None
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        print(__doc__.split("\n\n")[-2], file=sys.stderr)
+        return 2
+    failed = self_test()
+    if failed:
+        print(f"check_includes: self-test: {failed}", file=sys.stderr)
+        return 1
+    errors = check_tree(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else None)
+    for e in errors:
+        print(e)
+    if errors:
+        print(f"check_includes: {len(errors)} include(s) against the rules of docs/design.md")
+        return 1
+    print("ok every include keeps the layer table of docs/design.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
