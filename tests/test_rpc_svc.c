@@ -100,7 +100,7 @@ static void test_errors(uint16_t port)
 	struct xdr_dec d;
 	tc_send_call(fd, 3, TESTPROG, 9, 0, NULL, NULL, 0);
 	free(tc_recv_reply(fd, &rh, &d));
-	CHECK(rh.xid == 3 && rh.stat == RPC_PROG_MISMATCH && rh.low == 2 && rh.high == 3);
+	CHECK(rh.xid == 3 && rh.stat == RPC_PROG_MISMATCH && rh.low == 2 && rh.high == 4);
 
 	tc_send_call(fd, 4, TESTPROG, 3, 99, NULL, NULL, 0);
 	expect_accept(fd, 4, RPC_PROC_UNAVAIL);
@@ -259,6 +259,36 @@ static void test_out_of_order(uint16_t port)
 	}
 	close(fd);
 	TEST_PASS("replies in completion order; defer by timer, completion, wake");
+}
+
+/* A version's resume hook runs a parked call's rerun, not the handler:
+ * the same WAKE and PARK through version 4 answer what the hook says. */
+static void test_resume_hook(uint16_t port)
+{
+	int fd = tc_connect(port, false);
+	uint32_t wake = htonl(20), park[2] = {htonl(20), htonl(77)};
+	tc_send_call(fd, 1, TESTPROG, 4, TP_WAKE, NULL, &wake, 4);
+	tc_send_call(fd, 2, TESTPROG, 4, TP_PARK, NULL, park, 8);
+	tc_send_call(fd, 3, TESTPROG, 4, TP_NULL, NULL, NULL, 0);
+	for (int i = 0; i < 3; i++) {
+		struct rpc_reply_hdr rh;
+		struct xdr_dec d;
+		uint32_t val;
+		uint8_t *b = tc_recv_reply(fd, &rh, &d);
+		CHECK_EQ(rh.stat, RPC_SUCCESS);
+		if (rh.xid == 1) {
+			CHECK_OK(xdr_dec_u32(&d, &val));
+			CHECK_EQ(val, TP_RESUMED + SVC_WAKE_EVENT);
+		} else if (rh.xid == 2) {
+			CHECK_OK(xdr_dec_u32(&d, &val));
+			CHECK_EQ(val, TP_RESUMED + SVC_WAKE_TIMEOUT); /* not its tag, 77 */
+		} else {
+			CHECK_EQ(rh.xid, 3); /* never parked: no rerun */
+		}
+		free(b);
+	}
+	close(fd);
+	TEST_PASS("a version's resume hook runs the reruns of its parked calls");
 }
 
 /* NULL of version 2 runs on the event loop (SVC_PROC_INLINE): a burst of
@@ -720,6 +750,7 @@ int main(void)
 	test_big_fragments(port, port6);
 	test_max_record(port);
 	test_out_of_order(port);
+	test_resume_hook(port);
 	test_inline(port);
 	test_reply_bounds(port);
 	test_counters(s);

@@ -212,7 +212,8 @@ void svc_synchronize(struct svc *s);
 
 /*
  * Stop: close listeners and connections, resume parked requests with
- * SVC_WAKE_SHUTDOWN (their handlers must finish them), fail pending calls
+ * SVC_WAKE_SHUTDOWN (their handlers, or their version's resume hook, must
+ * finish them), fail pending calls
  * with -ECONNRESET, wait for every request to be released, join threads.
  * Safe to call once, from a thread that is not a worker.
  */
@@ -313,6 +314,12 @@ struct svc_version {
 	uint32_t vers;
 	uint32_t nprocs;
 	const struct svc_proc *procs;
+	/* May be NULL. When a parked request of this version runs again
+	 * (svc_wake, its timer, shutdown: svc_req_wake() says which), this
+	 * runs instead of its procedure's handler: for a protocol whose
+	 * deferrals all end the same way, so that no handler begins by
+	 * telling its first run from a rerun. */
+	svc_handler_fn resume;
 };
 
 struct svc_program {

@@ -271,7 +271,10 @@ static void req_finish(struct svc_req *rq, enum svc_stat st)
 static void req_run_handler(struct svc_work *w)
 {
 	struct svc_req *rq = container_of(w, struct svc_req, work);
-	enum svc_stat st = rq->proc->handler(rq, &rq->cred, rq->args, rq->res);
+	svc_handler_fn fn = rq->proc->handler;
+	if (rq->wake != SVC_WAKE_NONE && rq->resume)
+		fn = rq->resume; /* a parked request's rerun */
+	enum svc_stat st = fn(rq, &rq->cred, rq->args, rq->res);
 	if (st == SVC_DEFERRED)
 		return; /* invariant 3: rq may already be gone */
 	req_finish(rq, st);
@@ -452,6 +455,7 @@ static void req_process(struct svc_work *w)
 		return;
 	}
 	rq->proc = &v->procs[rq->hdr.proc];
+	rq->resume = v->resume;
 	counter_inc(&rq->pe->proc_calls[vi][rq->hdr.proc]);
 	rq->proc_lat = &rq->pe->proc_lat[vi][rq->hdr.proc];
 	rq->argx = x;

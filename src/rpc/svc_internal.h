@@ -284,6 +284,7 @@ struct svc_req {
 	struct rpc_cred cred;
 	struct svc_prog_ent *pe;
 	const struct svc_proc *proc;
+	svc_handler_fn resume;    /* its version's (struct svc_version) */
 	counter_t *proc_calls;
 	struct stat_lat *proc_lat; /* where its reply latency is counted */
 	uint64_t start_ns;        /* when the call arrived */

@@ -453,10 +453,19 @@ static const struct svc_proc v2_procs[1] = {
 		     .reply_max = HDR},
 };
 
+/* Version 4's resume hook: the rerun of a parked PARK or WAKE says why
+ * it ran (their results are a u32). */
+static enum svc_stat v4_resume(struct svc_req *rq, const struct rpc_cred *cred, void *a, void *r)
+{
+	*(uint32_t *)r = TP_RESUMED + svc_req_wake(rq);
+	return SVC_OK;
+}
+
 static const struct svc_version versions[] = {
 	{.vers = 2, .nprocs = 1, .procs = v2_procs},
 	{.vers = 3, .nprocs = TP_NPROCS, .procs = v3_procs},
+	{.vers = 4, .nprocs = TP_NPROCS, .procs = v3_procs, .resume = v4_resume},
 };
 
 const struct svc_program testprog = {
-	.prog = TESTPROG, .name = "test", .nversions = 2, .versions = versions};
+	.prog = TESTPROG, .name = "test", .nversions = 3, .versions = versions};

@@ -49,6 +49,11 @@ enum { CB_MODE_NORMAL = 0, CB_MODE_CANCEL = 1 };
 
 #define TP_SIZED_MAX (64u << 10)
 
+/* Version 4 has version 3's procedures and a resume hook (struct
+ * svc_version): a parked call's rerun answers TP_RESUMED + svc_req_wake()
+ * (a u32) instead of running its handler again. */
+#define TP_RESUMED 1000u
+
 struct testprog_ctx {
 	_Atomic uint32_t counter;       /* TP_INCR */
 	_Atomic uint32_t incr_runs;     /* times the TP_INCR handler ran */
