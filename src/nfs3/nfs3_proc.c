@@ -24,14 +24,14 @@
  * Names and WRITE data point into the request's record, READ data is
  * spliced into the reply: nothing is copied.
  *
- * Stability. A procedure that changed something runs through changing():
- * it leaves in its struct call the sequence its reply waits for (its own
- * transaction's on a sync export, rule 7; the file's sync sequence for a
- * stable WRITE and for COMMIT, rule 8, with the data device too) and
- * changing() hands that to srv_reply_stable. A parked request that runs
- * again comes back through changing() as well, which only ends the wait
- * (srv_stable_resume): the procedure itself runs once. A wait that fails
- * (the journal shut down) turns the reply into NFS3ERR_IO (the failed
+ * Stability. A procedure that changed something leaves in its struct
+ * call the sequence its reply waits for (its own transaction's on a sync
+ * export, rule 7; the file's sync sequence for a stable WRITE and for
+ * COMMIT, rule 8, with the data device too) and ends with reply(), which
+ * hands that to srv_reply_stable. A parked request that runs again goes to
+ * the version's resume hook (svc.h), nfs3_resume, which only ends the wait
+ * (srv_stable_resume): a procedure runs once. A wait that fails (the
+ * journal shut down) turns the reply into NFS3ERR_IO (the failed
  * callbacks).
  *
  * The write verifier moves when a write or flush of the data device fails:
@@ -319,23 +319,22 @@ static void reply_when_durable(struct call *c, uint64_t csn, srv_failed_fn faile
 	c->failed_arg = arg;
 }
 
-typedef void (*changing_fn)(struct call *c, void *args, void *res);
-
-/*
- * The procedures that change something run here (see the header). fn runs
- * once; a rerun of the request is the end of its reply's wait.
- */
-static enum svc_stat changing(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			      void *res, changing_fn fn)
+/* The reply of a procedure that changed something goes once what c says it
+ * waits for is durable (at once when nothing); its rerun is nfs3_resume. */
+static enum svc_stat reply(struct call *c)
 {
-	struct call c;
-	call_init(&c, rq, rc);
-	if (svc_req_wake(rq) != SVC_WAKE_NONE)
-		return srv_stable_resume(c.srv, rq);
-	fn(&c, args, res);
-	if (c.verf)
-		return srv_reply_committed(c.srv, rq, c.csn, c.verf, c.failed, c.failed_arg);
-	return srv_reply_stable(c.srv, rq, c.csn, c.data, c.failed, c.failed_arg);
+	if (c->verf)
+		return srv_reply_committed(c->srv, c->rq, c->csn, c->verf, c->failed, c->failed_arg);
+	return srv_reply_stable(c->srv, c->rq, c->csn, c->data, c->failed, c->failed_arg);
+}
+
+/* The version's resume hook (svc.h): a parked request runs again only to
+ * end its reply's wait; the procedure itself ran once. */
+static enum svc_stat nfs3_resume(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
+{
+	const struct nfs3_server *s = svc_req_ctx(rq);
+	return srv_stable_resume(s->srv, rq);
 }
 
 /* ---- GETATTR, SETATTR, LOOKUP, ACCESS, READLINK ---- */
@@ -363,15 +362,18 @@ static enum svc_stat nfs3_getattr(struct svc_req *rq, const struct rpc_cred *rc,
 	return SVC_OK;
 }
 
-static void do_setattr(struct call *c, void *args, void *res)
+static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				  void *res)
 {
 	struct SETATTR3args *a = args;
 	struct SETATTR3res *r = res;
 	struct fs_inode *ip;
 	struct fs_setattr fsa;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	if ((r->status = fh_get(c, &a->object, &ip)))
-		return;
+	struct call c;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->object, &ip)))
+		return SVC_OK;
 	sattr_to_fs(&a->new_attributes, &fsa);
 	if (a->guard.check) {
 		/* compared by the engine under the lock that orders the change */
@@ -379,16 +381,11 @@ static void do_setattr(struct call *c, void *args, void *res)
 		fsa.guard_ctime = (struct timespec){a->guard.obj_ctime.seconds,
 						    a->guard.obj_ctime.nseconds};
 	}
-	r->status = nfs3_status(srv_setattr(&c->e, ip, &fsa, &fr));
-	wcc_set(c, ip, &fr, 0, &r->resok.obj_wcc);
+	r->status = nfs3_status(srv_setattr(&c.e, ip, &fsa, &fr));
+	wcc_set(&c, ip, &fr, 0, &r->resok.obj_wcc);
 	fs_iput(ip);
-	reply_when_durable(c, fr.csn, fail_io, &r->status);
-}
-
-static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				  void *res)
-{
-	return changing(rq, rc, args, res, do_setattr);
+	reply_when_durable(&c, fr.csn, fail_io, &r->status);
+	return reply(&c);
 }
 
 static enum svc_stat nfs3_lookup(struct svc_req *rq, const struct rpc_cred *rc, void *args,
@@ -513,15 +510,18 @@ static void nfs3_release_read(void *args, void *res)
 	free(((struct read_res *)res)->buf);
 }
 
-static void do_write(struct call *c, void *args, void *res)
+static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				void *res)
 {
 	struct WRITE3args *a = args;
 	struct WRITE3res *r = res;
 	struct fs_inode *ip;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	srv_write_verf(c->srv, r->resok.verf); /* before the data goes to the engine */
-	if ((r->status = fh_get(c, &a->file, &ip)))
-		return;
+	struct call c;
+	call_init(&c, rq, rc);
+	srv_write_verf(c.srv, r->resok.verf); /* before the data goes to the engine */
+	if ((r->status = fh_get(&c, &a->file, &ip)))
+		return SVC_OK;
 	if (a->count != a->data.len) {
 		r->status = NFS3ERR_INVAL; /* the count disagrees with the data */
 		goto out;
@@ -529,7 +529,7 @@ static void do_write(struct call *c, void *args, void *res)
 	/* a stable write may go through the journal (docs/logged-data.md):
 	 * then forcing its sequence makes the data durable, with no flush */
 	bool logged;
-	r->status = nfs3_status(srv_write(&c->e, ip, a->offset, a->data.val, a->count,
+	r->status = nfs3_status(srv_write(&c.e, ip, a->offset, a->data.val, a->count,
 					  a->stable != UNSTABLE, &fr, &logged));
 	if (r->status)
 		goto out;
@@ -537,48 +537,41 @@ static void do_write(struct call *c, void *args, void *res)
 	r->resok.committed = a->stable;
 	if (a->stable != UNSTABLE) {
 		/* rule 8: DATA_SYNC is an fdatasync, FILE_SYNC an fsync */
-		c->csn = fs_sync_seq(ip, a->stable == DATA_SYNC);
-		c->data = !logged;
-		c->failed = fail_io;
-		c->failed_arg = &r->status;
+		c.csn = fs_sync_seq(ip, a->stable == DATA_SYNC);
+		c.data = !logged;
+		c.failed = fail_io;
+		c.failed_arg = &r->status;
 	}
 out:
-	wcc_set(c, ip, &fr, 0, &r->resok.file_wcc);
+	wcc_set(&c, ip, &fr, 0, &r->resok.file_wcc);
 	fs_iput(ip);
-}
-
-static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				void *res)
-{
-	return changing(rq, rc, args, res, do_write);
+	return reply(&c);
 }
 
 /* COMMIT is an fsync of the whole file (rule 8): the range is not used,
  * since the engine tracks durability per inode, not per range. */
-static void do_commit(struct call *c, void *args, void *res)
+static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
 {
 	struct COMMIT3args *a = args;
 	struct COMMIT3res *r = res;
 	struct fs_inode *ip;
-	if ((r->status = fh_get(c, &a->file, &ip)))
-		return;
-	wcc_set(c, ip, NULL, 0, &r->resok.file_wcc); /* COMMIT changes no attribute */
+	struct call c;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->file, &ip)))
+		return SVC_OK;
+	wcc_set(&c, ip, NULL, 0, &r->resok.file_wcc); /* COMMIT changes no attribute */
 	/* a force and a device flush on demand: as knfsd, only for a caller
 	 * who may write the file, and never on a read-only export */
-	if (!(r->status = nfs3_status(srv_may_commit(&c->e, ip)))) {
-		c->csn = fs_sync_seq(ip, false);
-		c->data = true;
-		c->verf = r->resok.verf; /* read once the data is durable */
-		c->failed = fail_io;
-		c->failed_arg = &r->status;
+	if (!(r->status = nfs3_status(srv_may_commit(&c.e, ip)))) {
+		c.csn = fs_sync_seq(ip, false);
+		c.data = true;
+		c.verf = r->resok.verf; /* read once the data is durable */
+		c.failed = fail_io;
+		c.failed_arg = &r->status;
 	}
 	fs_iput(ip);
-}
-
-static enum svc_stat nfs3_commit(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				 void *res)
-{
-	return changing(rq, rc, args, res, do_commit);
+	return reply(&c);
 }
 
 /* ---- CREATE, MKDIR, SYMLINK, MKNOD ---- */
@@ -700,13 +693,15 @@ static int create_file(struct call *c, const struct createhow3 *how, struct fs_i
 }
 
 /*
- * Make where->name as ca says: srv_create decides the new object's mode,
- * owner and group (rule 10) and which of the attributes sent (sattr, NULL
- * for none) apply after the creation. how: CREATE's.
+ * Make where->name, an object of this kind, as ca says: srv_create decides
+ * its mode, owner and group (rule 10) and which of the attributes sent
+ * (sattr, NULL for none) apply after the creation. how: CREATE's.
  */
-static void create(struct call *c, const struct diropargs3 *where, struct fs_create_args *ca,
-		   const struct sattr3 *sattr, const struct createhow3 *how, struct create_res *r)
+static void create(struct call *c, enum create_kind kind, const struct diropargs3 *where,
+		   struct fs_create_args *ca, const struct sattr3 *sattr,
+		   const struct createhow3 *how, struct create_res *r)
 {
+	r->kind = kind;
 	struct created p = created_of(r);
 	struct fs_inode *dp, *ip = NULL;
 	struct fs_attr at;
@@ -720,12 +715,12 @@ static void create(struct call *c, const struct diropargs3 *where, struct fs_cre
 		sattr_to_fs(sattr, &req);
 	if ((*p.status = is_dir(dp)) || (*p.status = name_check(&where->name)))
 		goto out;
-	if (how)
+	if (how) {
 		err = create_file(c, how, dp, &where->name, ca, &req, &ip, &dres, &csn);
-	else
+	} else {
 		err = srv_create(&c->e, dp, where->name.val, where->name.len, ca, &req, &ip, &dres);
-	if (!how)
 		csn = dres.csn;
+	}
 	if (!(*p.status = nfs3_status(err)) && !fs_getattr(ip, &at)) {
 		p.obj->handle_follows = true;
 		fh_make(c, &at, &p.obj->handle);
@@ -739,44 +734,56 @@ out:
 	reply_when_durable(c, csn, created_failed, r);
 }
 
-static void do_create(struct call *c, void *args, void *res)
+static enum svc_stat nfs3_create(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
 {
 	struct CREATE3args *a = args;
 	bool excl = a->how.mode == EXCLUSIVE;
 	struct fs_create_args ca = {.mode = S_IFREG | (excl ? 0600 : 0644)};
-	((struct create_res *)res)->kind = CR_FILE;
-	create(c, &a->where, &ca, excl ? NULL : &a->how.obj_attributes, &a->how, res);
+	struct call c;
+	call_init(&c, rq, rc);
+	create(&c, CR_FILE, &a->where, &ca, excl ? NULL : &a->how.obj_attributes, &a->how, res);
+	return reply(&c);
 }
 
-static void do_mkdir(struct call *c, void *args, void *res)
+static enum svc_stat nfs3_mkdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				void *res)
 {
 	struct MKDIR3args *a = args;
 	struct fs_create_args ca = {.mode = S_IFDIR | 0755};
-	((struct create_res *)res)->kind = CR_DIR;
-	create(c, &a->where, &ca, &a->attributes, NULL, res);
+	struct call c;
+	call_init(&c, rq, rc);
+	create(&c, CR_DIR, &a->where, &ca, &a->attributes, NULL, res);
+	return reply(&c);
 }
 
 /* A bad symlink target or MKNOD type is refused before anything else (as
  * knfsd does, even before the handle is checked). */
-static void do_symlink(struct call *c, void *args, void *res)
+static enum svc_stat nfs3_symlink(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				  void *res)
 {
 	struct SYMLINK3args *a = args;
 	const nfspath3 *t = &a->symlink.symlink_data;
 	struct fs_create_args ca = {.mode = S_IFLNK | 0777, .target = t->val, .target_len = t->len};
+	struct call c;
+	call_init(&c, rq, rc);
 	if (t->len == 0 || memchr(t->val, '\0', t->len)) {
 		create_refused(res, CR_SYMLINK, NFS3ERR_INVAL);
-		return;
+		return SVC_OK;
 	}
-	((struct create_res *)res)->kind = CR_SYMLINK;
-	create(c, &a->where, &ca, &a->symlink.symlink_attributes, NULL, res);
+	create(&c, CR_SYMLINK, &a->where, &ca, &a->symlink.symlink_attributes, NULL, res);
+	return reply(&c);
 }
 
-static void do_mknod(struct call *c, void *args, void *res)
+static enum svc_stat nfs3_mknod(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				void *res)
 {
 	struct MKNOD3args *a = args;
 	const struct mknoddata3 *w = &a->what;
 	struct fs_create_args ca = {0};
 	const struct sattr3 *sattr = &w->pipe_attributes;
+	struct call c;
+	call_init(&c, rq, rc);
 	switch (w->type) {
 	case NF3CHR:
 	case NF3BLK:
@@ -788,34 +795,10 @@ static void do_mknod(struct call *c, void *args, void *res)
 	case NF3FIFO: ca.mode = S_IFIFO | 0644; break;
 	default:
 		create_refused(res, CR_NODE, NFS3ERR_BADTYPE);
-		return;
+		return SVC_OK;
 	}
-	((struct create_res *)res)->kind = CR_NODE;
-	create(c, &a->where, &ca, sattr, NULL, res);
-}
-
-static enum svc_stat nfs3_create(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				 void *res)
-{
-	return changing(rq, rc, args, res, do_create);
-}
-
-static enum svc_stat nfs3_mkdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				void *res)
-{
-	return changing(rq, rc, args, res, do_mkdir);
-}
-
-static enum svc_stat nfs3_symlink(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				  void *res)
-{
-	return changing(rq, rc, args, res, do_symlink);
-}
-
-static enum svc_stat nfs3_mknod(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				void *res)
-{
-	return changing(rq, rc, args, res, do_mknod);
+	create(&c, CR_NODE, &a->where, &ca, sattr, NULL, res);
+	return reply(&c);
 }
 
 /* ---- REMOVE, RMDIR, RENAME, LINK ---- */
@@ -836,91 +819,83 @@ static void remove_entry(struct call *c, const struct diropargs3 *what, nfsstat3
 	reply_when_durable(c, fr.csn, fail_io, status);
 }
 
-static void do_remove(struct call *c, void *args, void *res)
-{
-	struct REMOVE3args *a = args;
-	struct REMOVE3res *r = res;
-	remove_entry(c, &a->object, &r->status, &r->resok.dir_wcc, SRV_RM_FILE);
-}
-
-static void do_rmdir(struct call *c, void *args, void *res)
-{
-	struct RMDIR3args *a = args;
-	struct RMDIR3res *r = res;
-	remove_entry(c, &a->object, &r->status, &r->resok.dir_wcc, SRV_RM_DIR);
-}
-
 static enum svc_stat nfs3_remove(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				 void *res)
 {
-	return changing(rq, rc, args, res, do_remove);
+	struct REMOVE3args *a = args;
+	struct REMOVE3res *r = res;
+	struct call c;
+	call_init(&c, rq, rc);
+	remove_entry(&c, &a->object, &r->status, &r->resok.dir_wcc, SRV_RM_FILE);
+	return reply(&c);
 }
 
 static enum svc_stat nfs3_rmdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
 				void *res)
 {
-	return changing(rq, rc, args, res, do_rmdir);
+	struct RMDIR3args *a = args;
+	struct RMDIR3res *r = res;
+	struct call c;
+	call_init(&c, rq, rc);
+	remove_entry(&c, &a->object, &r->status, &r->resok.dir_wcc, SRV_RM_DIR);
+	return reply(&c);
 }
 
-static void do_rename(struct call *c, void *args, void *res)
+static enum svc_stat nfs3_rename(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				 void *res)
 {
 	struct RENAME3args *a = args;
 	struct RENAME3res *r = res;
 	const filename3 *from = &a->from.name, *to = &a->to.name;
 	struct fs_inode *sdp, *ddp = NULL;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	if ((r->status = fh_get(c, &a->from.dir, &sdp)))
-		return;
-	if ((r->status = fh_get(c, &a->to.dir, &ddp)) || (r->status = is_dir(sdp)) ||
+	struct call c;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->from.dir, &sdp)))
+		return SVC_OK;
+	if ((r->status = fh_get(&c, &a->to.dir, &ddp)) || (r->status = is_dir(sdp)) ||
 	    (r->status = is_dir(ddp)) || (r->status = name_check(from)) ||
 	    (r->status = name_check(to)))
 		goto out;
 	r->status = nfs3_status(
-		srv_rename(&c->e, sdp, from->val, from->len, ddp, to->val, to->len, &fr));
+		srv_rename(&c.e, sdp, from->val, from->len, ddp, to->val, to->len, &fr));
 out:
-	wcc_set(c, sdp, &fr, 0, &r->resok.fromdir_wcc);
-	wcc_set(c, ddp, &fr, 1, &r->resok.todir_wcc);
+	wcc_set(&c, sdp, &fr, 0, &r->resok.fromdir_wcc);
+	wcc_set(&c, ddp, &fr, 1, &r->resok.todir_wcc);
 	fs_iput(sdp);
 	if (ddp)
 		fs_iput(ddp);
-	reply_when_durable(c, fr.csn, fail_io, &r->status);
+	reply_when_durable(&c, fr.csn, fail_io, &r->status);
+	return reply(&c);
 }
 
-static enum svc_stat nfs3_rename(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				 void *res)
-{
-	return changing(rq, rc, args, res, do_rename);
-}
-
-static void do_link(struct call *c, void *args, void *res)
+static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+			       void *res)
 {
 	struct LINK3args *a = args;
 	struct LINK3res *r = res;
 	const filename3 *nm = &a->link.name;
 	struct fs_inode *ip, *dp = NULL;
 	struct fs_result fr = {.want = FS_RES_ATTRS};
-	if ((r->status = fh_get(c, &a->file, &ip)))
-		return;
-	if ((r->status = fh_get(c, &a->link.dir, &dp)) || (r->status = is_dir(dp)) ||
+	struct call c;
+	call_init(&c, rq, rc);
+	if ((r->status = fh_get(&c, &a->file, &ip)))
+		return SVC_OK;
+	if ((r->status = fh_get(&c, &a->link.dir, &dp)) || (r->status = is_dir(dp)) ||
 	    (r->status = name_check(nm)))
 		goto out;
-	r->status = nfs3_status(srv_link(&c->e, ip, dp, nm->val, nm->len, &fr));
+	r->status = nfs3_status(srv_link(&c.e, ip, dp, nm->val, nm->len, &fr));
 out:
 	if (fr.ino[1].has_post)
-		post_attr_of(c, &fr.ino[1].post, &r->resok.file_attributes);
+		post_attr_of(&c, &fr.ino[1].post, &r->resok.file_attributes);
 	else
-		post_attr(c, ip, &r->resok.file_attributes);
-	wcc_set(c, dp, &fr, 0, &r->resok.linkdir_wcc);
+		post_attr(&c, ip, &r->resok.file_attributes);
+	wcc_set(&c, dp, &fr, 0, &r->resok.linkdir_wcc);
 	fs_iput(ip);
 	if (dp)
 		fs_iput(dp);
-	reply_when_durable(c, fr.csn, fail_io, &r->status);
-}
-
-static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			       void *res)
-{
-	return changing(rq, rc, args, res, do_link);
+	reply_when_durable(&c, fr.csn, fail_io, &r->status);
+	return reply(&c);
 }
 
 /* ---- READDIR, READDIRPLUS ---- */
@@ -1289,5 +1264,7 @@ static const struct svc_proc nfs3_procs[] = {
 	PROC(COMMIT, commit, struct COMMIT3res, 0),
 };
 
-const struct svc_version nfs3_version = {
-	.vers = NFS_V3, .nprocs = sizeof(nfs3_procs) / sizeof(nfs3_procs[0]), .procs = nfs3_procs};
+const struct svc_version nfs3_version = {.vers = NFS_V3,
+					  .nprocs = sizeof(nfs3_procs) / sizeof(nfs3_procs[0]),
+					  .procs = nfs3_procs,
+					  .resume = nfs3_resume};

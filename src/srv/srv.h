@@ -128,10 +128,11 @@ typedef void (*srv_failed_fn)(void *arg, int err);
  * possibly with failed() applied) or SVC_DEFERRED (it will be sent by
  * whoever completes the force).
  *
- * The waiter lives in the request (svc_req_scratch), so a handler that
- * calls this must begin with srv_stable_resume() when it runs again
- * (svc_req_wake(rq) != SVC_WAKE_NONE). failed() runs at most once, before
- * the reply is encoded, on whichever thread ends the wait.
+ * The waiter lives in the request (svc_req_scratch), so when the request
+ * runs again (svc_req_wake(rq) != SVC_WAKE_NONE) srv_stable_resume() must
+ * be what runs: at the start of the handler, or as its version's resume
+ * hook (struct svc_version). failed() runs at most once, before the reply
+ * is encoded, on whichever thread ends the wait.
  */
 enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
 			       srv_failed_fn failed, void *failed_arg);
