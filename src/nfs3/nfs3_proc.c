@@ -1021,14 +1021,20 @@ static void rd_lookups(struct rd *d, struct fs_inode *dp)
 	}
 }
 
+/* What READDIR and READDIRPLUS ask, in one shape. */
+struct rd_args {
+	const struct nfs_fh3 *dir;
+	uint64_t cookie;
+	const uint8_t *cookieverf; /* the client's */
+	uint32_t count, dircount;  /* bytes of reply, bytes of names (READDIR: count) */
+};
+
 /*
- * The entries of dp from cookie on, within count bytes of reply and
- * dircount of names (READDIRPLUS): cverf is the client's cookie verifier,
- * verf gets the directory's, *eof whether they are all there.
+ * The entries of dp that ra asks for: verf gets the directory's cookie
+ * verifier, *eof whether they are all there.
  */
-static nfsstat3 list_dir(struct rd *d, struct fs_inode *dp, uint64_t cookie, const uint8_t *cverf,
-			 uint32_t count, uint32_t dircount, uint8_t verf[NFS3_COOKIEVERFSIZE],
-			 bool *eof)
+static nfsstat3 list_dir(struct rd *d, struct fs_inode *dp, const struct rd_args *ra,
+			 uint8_t verf[NFS3_COOKIEVERFSIZE], bool *eof)
 {
 	static const uint8_t zero[NFS3_COOKIEVERFSIZE];
 	struct fs_attr dat;
@@ -1043,18 +1049,17 @@ static nfsstat3 list_dir(struct rd *d, struct fs_inode *dp, uint64_t cookie, con
 	if ((st = nfs3_status(srv_may_readdir(&d->c->e, dp, &lookups))))
 		return st;
 	cookie_verf(d->c->srv, &dat, verf);
-	if (cookie && ((memcmp(cverf, zero, NFS3_COOKIEVERFSIZE) &&
-			memcmp(cverf, verf, NFS3_COOKIEVERFSIZE)) ||
-		       (cookie > 2 && cookie < 65536)))
+	if (ra->cookie && ((memcmp(ra->cookieverf, zero, NFS3_COOKIEVERFSIZE) &&
+			    memcmp(ra->cookieverf, verf, NFS3_COOKIEVERFSIZE)) ||
+			   (ra->cookie > 2 && ra->cookie < 65536)))
 		return NFS3ERR_BAD_COOKIE;
-	count = count < NFS3_DIRMAX ? count : NFS3_DIRMAX;
-	dircount = dircount < NFS3_DIRMAX ? dircount : NFS3_DIRMAX;
+	uint32_t count = ra->count < NFS3_DIRMAX ? ra->count : NFS3_DIRMAX;
 	if (count <= READDIR_RES_HDR)
 		return NFS3ERR_TOOSMALL;
 	d->count = count - READDIR_RES_HDR;
-	d->dircount = dircount;
+	d->dircount = ra->dircount < NFS3_DIRMAX ? ra->dircount : NFS3_DIRMAX;
 	d->dotdot_ino = export_is_root(d->c->e.ex, dp) ? dat.ino : 0;
-	if ((st = nfs3_status(fs_readdir(dp, cookie, rd_fill, d))))
+	if ((st = nfs3_status(fs_readdir(dp, ra->cookie, rd_fill, d))))
 		return st;
 	rd_link(d);
 	*eof = !d->stopped;
@@ -1065,48 +1070,50 @@ static nfsstat3 list_dir(struct rd *d, struct fs_inode *dp, uint64_t cookie, con
 	return NFS3_OK;
 }
 
-static enum svc_stat nfs3_readdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-				  void *res)
+/* READDIR and READDIRPLUS: the same but for their entries' type; the
+ * parts both results have are at the same places of either. */
+static enum svc_stat readdir_any(struct svc_req *rq, const struct rpc_cred *rc,
+				 const struct rd_args *ra, bool plus, struct readdir_res *rr)
 {
-	struct READDIR3args *a = args;
-	struct readdir_res *rr = res;
-	struct READDIR3res *r = &rr->rd;
+	nfsstat3 *status = plus ? &rr->plus.status : &rr->rd.status;
 	struct call c;
 	struct fs_inode *dp;
 	call_init(&c, rq, rc);
-	struct rd d = {.c = &c};
-	if ((r->status = fh_get(&c, &a->dir, &dp)))
+	struct rd d = {.c = &c, .plus = plus};
+	if ((*status = fh_get(&c, ra->dir, &dp)))
 		return SVC_OK;
-	r->status = list_dir(&d, dp, a->cookie, a->cookieverf, a->count, a->count,
-			    r->resok.cookieverf, &r->resok.reply.eof);
-	r->resok.reply.entries = d.n ? d.ents : NULL;
-	rr->ents = d.ents;
+	if (plus) {
+		struct READDIRPLUS3resok *ok = &rr->plus.resok;
+		*status = list_dir(&d, dp, ra, ok->cookieverf, &ok->reply.eof);
+		ok->reply.entries = d.n ? d.pents : NULL;
+		post_attr(&c, dp, &ok->dir_attributes);
+		rr->ents = d.pents;
+	} else {
+		struct READDIR3resok *ok = &rr->rd.resok;
+		*status = list_dir(&d, dp, ra, ok->cookieverf, &ok->reply.eof);
+		ok->reply.entries = d.n ? d.ents : NULL;
+		post_attr(&c, dp, &ok->dir_attributes);
+		rr->ents = d.ents;
+	}
 	rr->names = d.names;
-	post_attr(&c, dp, &r->resok.dir_attributes);
 	fs_iput(dp);
 	return SVC_OK;
+}
+
+static enum svc_stat nfs3_readdir(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				  void *res)
+{
+	const struct READDIR3args *a = args;
+	struct rd_args ra = {&a->dir, a->cookie, a->cookieverf, a->count, a->count};
+	return readdir_any(rq, rc, &ra, false, res);
 }
 
 static enum svc_stat nfs3_readdirplus(struct svc_req *rq, const struct rpc_cred *rc,
 				      void *args, void *res)
 {
-	struct READDIRPLUS3args *a = args;
-	struct readdir_res *rr = res;
-	struct READDIRPLUS3res *r = &rr->plus;
-	struct call c;
-	struct fs_inode *dp;
-	call_init(&c, rq, rc);
-	struct rd d = {.c = &c, .plus = true};
-	if ((r->status = fh_get(&c, &a->dir, &dp)))
-		return SVC_OK;
-	r->status = list_dir(&d, dp, a->cookie, a->cookieverf, a->maxcount, a->dircount,
-			    r->resok.cookieverf, &r->resok.reply.eof);
-	r->resok.reply.entries = d.n ? d.pents : NULL;
-	rr->ents = d.pents;
-	rr->names = d.names;
-	post_attr(&c, dp, &r->resok.dir_attributes);
-	fs_iput(dp);
-	return SVC_OK;
+	const struct READDIRPLUS3args *a = args;
+	struct rd_args ra = {&a->dir, a->cookie, a->cookieverf, a->maxcount, a->dircount};
+	return readdir_any(rq, rc, &ra, true, res);
 }
 
 static void nfs3_release_readdir(void *args, void *res)
