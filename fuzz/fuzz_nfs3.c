@@ -30,14 +30,31 @@ struct args_codec {
 	size_t size;
 };
 
-#define ARGS(P) [NFSPROC3_##P] = {nfs3_rpc_dec_##P##3args, nfs3_rpc_enc_##P##3args, \
-				  sizeof(struct P##3args)}
+#define ARGS(P)                                                                                    \
+	[NFSPROC3_##P] = {nfs3_rpc_dec_##P##3args, nfs3_rpc_enc_##P##3args, sizeof(struct P##3args)}
 static const struct args_codec procs[] = {
 	[NFSPROC3_NULL] = {NULL, NULL, 0},
-	ARGS(GETATTR), ARGS(SETATTR), ARGS(LOOKUP), ARGS(ACCESS), ARGS(READLINK), ARGS(READ),
-	ARGS(WRITE), ARGS(CREATE), ARGS(MKDIR), ARGS(SYMLINK), ARGS(MKNOD), ARGS(REMOVE),
-	ARGS(RMDIR), ARGS(RENAME), ARGS(LINK), ARGS(READDIR), ARGS(READDIRPLUS), ARGS(FSSTAT),
-	ARGS(FSINFO), ARGS(PATHCONF), ARGS(COMMIT),
+	ARGS(GETATTR),
+	ARGS(SETATTR),
+	ARGS(LOOKUP),
+	ARGS(ACCESS),
+	ARGS(READLINK),
+	ARGS(READ),
+	ARGS(WRITE),
+	ARGS(CREATE),
+	ARGS(MKDIR),
+	ARGS(SYMLINK),
+	ARGS(MKNOD),
+	ARGS(REMOVE),
+	ARGS(RMDIR),
+	ARGS(RENAME),
+	ARGS(LINK),
+	ARGS(READDIR),
+	ARGS(READDIRPLUS),
+	ARGS(FSSTAT),
+	ARGS(FSINFO),
+	ARGS(PATHCONF),
+	ARGS(COMMIT),
 };
 #define NPROCS (sizeof(procs) / sizeof(procs[0]))
 
@@ -79,9 +96,14 @@ static void check_dirop(const struct diropargs3 *d)
 static void check_args(uint32_t proc, const void *args)
 {
 	switch (proc) {
-	case NFSPROC3_GETATTR: case NFSPROC3_READLINK: case NFSPROC3_FSSTAT:
-	case NFSPROC3_FSINFO: case NFSPROC3_PATHCONF: case NFSPROC3_ACCESS:
-	case NFSPROC3_READ: case NFSPROC3_COMMIT:
+	case NFSPROC3_GETATTR:
+	case NFSPROC3_READLINK:
+	case NFSPROC3_FSSTAT:
+	case NFSPROC3_FSINFO:
+	case NFSPROC3_PATHCONF:
+	case NFSPROC3_ACCESS:
+	case NFSPROC3_READ:
+	case NFSPROC3_COMMIT:
 		/* each begins with its object's handle */
 		check_fh(args);
 		break;
@@ -91,7 +113,9 @@ static void check_args(uint32_t proc, const void *args)
 		check_sattr(&a->new_attributes);
 		break;
 	}
-	case NFSPROC3_LOOKUP: case NFSPROC3_REMOVE: case NFSPROC3_RMDIR:
+	case NFSPROC3_LOOKUP:
+	case NFSPROC3_REMOVE:
+	case NFSPROC3_RMDIR:
 		/* each is one diropargs3 */
 		check_dirop(args);
 		break;

@@ -81,14 +81,12 @@ static void peer_name(struct svc_req *rq, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
-static enum svc_stat mnt_null(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			      void *res)
+static enum svc_stat mnt_null(struct svc_req *rq, const struct rpc_cred *rc, void *args, void *res)
 {
 	return SVC_OK;
 }
 
-static enum svc_stat mnt_mnt(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			     void *res)
+static enum svc_stat mnt_mnt(struct svc_req *rq, const struct rpc_cred *rc, void *args, void *res)
 {
 	struct nfs3_server *s = svc_req_ctx(rq);
 	struct mountres3 *r = res;
@@ -137,8 +135,7 @@ static enum svc_stat mnt_mnt(struct svc_req *rq, const struct rpc_cred *rc, void
 	return SVC_OK;
 }
 
-static enum svc_stat mnt_dump(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			      void *res)
+static enum svc_stat mnt_dump(struct svc_req *rq, const struct rpc_cred *rc, void *args, void *res)
 {
 	struct nfs3_server *s = svc_req_ctx(rq);
 	struct dump_res *r = res;
@@ -186,8 +183,7 @@ static void mounts_forget(struct nfs3_server *s, const char *host, const char *d
 	mutex_unlock(&s->mnt_lock);
 }
 
-static enum svc_stat mnt_umnt(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			      void *res)
+static enum svc_stat mnt_umnt(struct svc_req *rq, const struct rpc_cred *rc, void *args, void *res)
 {
 	char host[INET6_ADDRSTRLEN], path[MNTPATHLEN + 1];
 	path_of(args, path);
@@ -270,29 +266,47 @@ static void mnt_release_export(void *args, void *res)
  * EXPORT list every export and client, so they take the server's
  * max_reply (0). */
 static const struct svc_proc mount3_procs[] = {
-	[MOUNTPROC3_NULL] = {.name = "null", .decode = svc_dec_void, .handler = mnt_null,
-			     .encode = svc_enc_void, .flags = SVC_PROC_INLINE,
+	[MOUNTPROC3_NULL] = {.name = "null",
+			     .decode = svc_dec_void,
+			     .handler = mnt_null,
+			     .encode = svc_enc_void,
+			     .flags = SVC_PROC_INLINE,
 			     .reply_max = SVC_REPLY_HDR},
-	[MOUNTPROC3_MNT] = {.name = "mnt", .decode = mount3_rpc_dec_dirpath3, .handler = mnt_mnt,
-			    .encode = mount3_rpc_enc_mountres3, .args_size = sizeof(dirpath3),
+	[MOUNTPROC3_MNT] = {.name = "mnt",
+			    .decode = mount3_rpc_dec_dirpath3,
+			    .handler = mnt_mnt,
+			    .encode = mount3_rpc_enc_mountres3,
+			    .args_size = sizeof(dirpath3),
 			    .res_size = sizeof(struct mountres3),
 			    .reply_max = SVC_REPLY_HDR + 4 + 4 + FHSIZE3 + 4 + 4},
-	[MOUNTPROC3_DUMP] = {.name = "dump", .decode = svc_dec_void, .handler = mnt_dump,
-			     .encode = mount3_rpc_enc_mountlist3, .release = mnt_release_dump,
+	[MOUNTPROC3_DUMP] = {.name = "dump",
+			     .decode = svc_dec_void,
+			     .handler = mnt_dump,
+			     .encode = mount3_rpc_enc_mountlist3,
+			     .release = mnt_release_dump,
 			     .res_size = sizeof(struct dump_res)},
-	[MOUNTPROC3_UMNT] = {.name = "umnt", .decode = mount3_rpc_dec_dirpath3,
-			     .handler = mnt_umnt, .encode = svc_enc_void,
-			     .args_size = sizeof(dirpath3), .reply_max = SVC_REPLY_HDR},
-	[MOUNTPROC3_UMNTALL] = {.name = "umntall", .decode = svc_dec_void, .handler = mnt_umntall,
-				.encode = svc_enc_void, .reply_max = SVC_REPLY_HDR},
-	[MOUNTPROC3_EXPORT] = {.name = "export", .decode = svc_dec_void, .handler = mnt_export,
-			       .encode = mount3_rpc_enc_exports3, .release = mnt_release_export,
+	[MOUNTPROC3_UMNT] = {.name = "umnt",
+			     .decode = mount3_rpc_dec_dirpath3,
+			     .handler = mnt_umnt,
+			     .encode = svc_enc_void,
+			     .args_size = sizeof(dirpath3),
+			     .reply_max = SVC_REPLY_HDR},
+	[MOUNTPROC3_UMNTALL] = {.name = "umntall",
+				.decode = svc_dec_void,
+				.handler = mnt_umntall,
+				.encode = svc_enc_void,
+				.reply_max = SVC_REPLY_HDR},
+	[MOUNTPROC3_EXPORT] = {.name = "export",
+			       .decode = svc_dec_void,
+			       .handler = mnt_export,
+			       .encode = mount3_rpc_enc_exports3,
+			       .release = mnt_release_export,
 			       .res_size = sizeof(struct export_res)},
 };
 
-const struct svc_version mount3_version = {
-	.vers = MOUNT_V3, .nprocs = sizeof(mount3_procs) / sizeof(mount3_procs[0]),
-	.procs = mount3_procs};
+const struct svc_version mount3_version = {.vers = MOUNT_V3,
+					   .nprocs = sizeof(mount3_procs) / sizeof(mount3_procs[0]),
+					   .procs = mount3_procs};
 
 /* ---- the server ---- */
 

@@ -58,11 +58,11 @@
 #include "srv/ops.h"
 #include "xdr/nfs3.h"
 
-#define NFS3_NAME_MAX   255
-#define NFS3_MAXDATA    (1u << 20) /* READ and WRITE, as FSINFO says */
-#define NFS3_MAXPATH    NFS3_LIMIT_nfspath3
-#define NFS3_DIRMAX     (256u << 10) /* largest READDIR reply we build */
-#define NFS3_FATTR_SIZE 84           /* an encoded fattr3 */
+#define NFS3_NAME_MAX	255
+#define NFS3_MAXDATA	(1u << 20) /* READ and WRITE, as FSINFO says */
+#define NFS3_MAXPATH	NFS3_LIMIT_nfspath3
+#define NFS3_DIRMAX	(256u << 10) /* largest READDIR reply we build */
+#define NFS3_FATTR_SIZE 84	     /* an encoded fattr3 */
 #define READDIR_RES_HDR (4 + 4 + NFS3_FATTR_SIZE + NFS3_COOKIEVERFSIZE + 4 + 4)
 
 _Static_assert(NFS3_MAXDATA == NFS3_LIMIT_WRITE3args_data &&
@@ -79,9 +79,9 @@ struct call {
 	struct svc_req *rq;
 	const struct rpc_cred *rc;
 	struct srv_exp e;     /* e.ex is NULL until the first handle names the export */
-	uint64_t csn;         /* the reply waits until this sequence is durable */
-	bool data;            /* ... and the data device holds what was written */
-	uint8_t *verf;        /* COMMIT: the write verifier, read once it is */
+	uint64_t csn;	      /* the reply waits until this sequence is durable */
+	bool data;	      /* ... and the data device holds what was written */
+	uint8_t *verf;	      /* COMMIT: the write verifier, read once it is */
 	srv_failed_fn failed; /* makes the result NFS3ERR_IO when the wait fails */
 	void *failed_arg;
 };
@@ -199,13 +199,27 @@ static struct nfstime3 ts3(struct timespec t)
 static void fattr3_of(const struct call *c, const struct fs_attr *a, struct fattr3 *f)
 {
 	switch (a->mode & S_IFMT) {
-	case S_IFDIR: f->type = NF3DIR; break;
-	case S_IFLNK: f->type = NF3LNK; break;
-	case S_IFBLK: f->type = NF3BLK; break;
-	case S_IFCHR: f->type = NF3CHR; break;
-	case S_IFSOCK: f->type = NF3SOCK; break;
-	case S_IFIFO: f->type = NF3FIFO; break;
-	default: f->type = NF3REG; break;
+	case S_IFDIR:
+		f->type = NF3DIR;
+		break;
+	case S_IFLNK:
+		f->type = NF3LNK;
+		break;
+	case S_IFBLK:
+		f->type = NF3BLK;
+		break;
+	case S_IFCHR:
+		f->type = NF3CHR;
+		break;
+	case S_IFSOCK:
+		f->type = NF3SOCK;
+		break;
+	case S_IFIFO:
+		f->type = NF3FIFO;
+		break;
+	default:
+		f->type = NF3REG;
+		break;
 	}
 	f->mode = a->mode & 07777;
 	f->nlink = a->nlink;
@@ -324,7 +338,8 @@ static void reply_when_durable(struct call *c, uint64_t csn, srv_failed_fn faile
 static enum svc_stat reply(struct call *c)
 {
 	if (c->verf)
-		return srv_reply_committed(c->srv, c->rq, c->csn, c->verf, c->failed, c->failed_arg);
+		return srv_reply_committed(c->srv, c->rq, c->csn, c->verf, c->failed,
+					   c->failed_arg);
 	return srv_reply_stable(c->srv, c->rq, c->csn, c->data, c->failed, c->failed_arg);
 }
 
@@ -339,8 +354,7 @@ static enum svc_stat nfs3_resume(struct svc_req *rq, const struct rpc_cred *rc, 
 
 /* ---- GETATTR, SETATTR, LOOKUP, ACCESS, READLINK ---- */
 
-static enum svc_stat nfs3_null(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			       void *res)
+static enum svc_stat nfs3_null(struct svc_req *rq, const struct rpc_cred *rc, void *args, void *res)
 {
 	return SVC_OK;
 }
@@ -378,8 +392,8 @@ static enum svc_stat nfs3_setattr(struct svc_req *rq, const struct rpc_cred *rc,
 	if (a->guard.check) {
 		/* compared by the engine under the lock that orders the change */
 		fsa.mask |= FS_SET_GUARD;
-		fsa.guard_ctime = (struct timespec){a->guard.obj_ctime.seconds,
-						    a->guard.obj_ctime.nseconds};
+		fsa.guard_ctime =
+			(struct timespec){a->guard.obj_ctime.seconds, a->guard.obj_ctime.nseconds};
 	}
 	r->status = nfs3_status(srv_setattr(&c.e, ip, &fsa, &fr));
 	wcc_set(&c, ip, &fr, 0, &r->resok.obj_wcc);
@@ -477,8 +491,7 @@ struct read_res {
 	uint8_t *buf;
 };
 
-static enum svc_stat nfs3_read(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			       void *res)
+static enum svc_stat nfs3_read(struct svc_req *rq, const struct rpc_cred *rc, void *args, void *res)
 {
 	struct READ3args *a = args;
 	struct read_res *rr = res;
@@ -600,16 +613,25 @@ struct created {
 	struct wcc_data *dir, *fail; /* the directory's, in the success and the failure arm */
 };
 
-#define CREATED(r) {&(r).status, &(r).resok.obj, &(r).resok.obj_attributes, \
-		    &(r).resok.dir_wcc, &(r).resfail.dir_wcc}
-
 static struct created created_of(struct create_res *r)
 {
 	switch (r->kind) {
-	case CR_DIR: return (struct created)CREATED(r->mkdir);
-	case CR_SYMLINK: return (struct created)CREATED(r->symlink);
-	case CR_NODE: return (struct created)CREATED(r->mknod);
-	default: return (struct created)CREATED(r->create);
+	case CR_DIR:
+		return (struct created){&r->mkdir.status, &r->mkdir.resok.obj,
+					&r->mkdir.resok.obj_attributes, &r->mkdir.resok.dir_wcc,
+					&r->mkdir.resfail.dir_wcc};
+	case CR_SYMLINK:
+		return (struct created){&r->symlink.status, &r->symlink.resok.obj,
+					&r->symlink.resok.obj_attributes, &r->symlink.resok.dir_wcc,
+					&r->symlink.resfail.dir_wcc};
+	case CR_NODE:
+		return (struct created){&r->mknod.status, &r->mknod.resok.obj,
+					&r->mknod.resok.obj_attributes, &r->mknod.resok.dir_wcc,
+					&r->mknod.resfail.dir_wcc};
+	default:
+		return (struct created){&r->create.status, &r->create.resok.obj,
+					&r->create.resok.obj_attributes, &r->create.resok.dir_wcc,
+					&r->create.resfail.dir_wcc};
 	}
 }
 
@@ -791,8 +813,12 @@ static enum svc_stat nfs3_mknod(struct svc_req *rq, const struct rpc_cred *rc, v
 		ca.rdev = makedev(w->device.spec.specdata1, w->device.spec.specdata2);
 		sattr = &w->device.dev_attributes;
 		break;
-	case NF3SOCK: ca.mode = S_IFSOCK | 0644; break;
-	case NF3FIFO: ca.mode = S_IFIFO | 0644; break;
+	case NF3SOCK:
+		ca.mode = S_IFSOCK | 0644;
+		break;
+	case NF3FIFO:
+		ca.mode = S_IFIFO | 0644;
+		break;
 	default:
 		create_refused(res, CR_NODE, NFS3ERR_BADTYPE);
 		return SVC_OK;
@@ -869,8 +895,7 @@ out:
 	return reply(&c);
 }
 
-static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, void *args,
-			       void *res)
+static enum svc_stat nfs3_link(struct svc_req *rq, const struct rpc_cred *rc, void *args, void *res)
 {
 	struct LINK3args *a = args;
 	struct LINK3res *r = res;
@@ -929,7 +954,7 @@ struct readdir_res {
 	union {
 		struct READDIR3res rd;
 		struct READDIRPLUS3res plus;
-	}; /* first: what the encoder sees */
+	};	     /* first: what the encoder sees */
 	void *ents;  /* struct entry3 or struct entryplus3 */
 	char *names; /* the entries' names */
 };
@@ -942,12 +967,12 @@ struct rd {
 		struct entry3 *ents;
 		struct entryplus3 *pents;
 	};
-	uint32_t n, cap;          /* entries made, allocated */
+	uint32_t n, cap; /* entries made, allocated */
 	char *names;
 	size_t names_len, names_cap;
 	uint32_t count, dircount; /* bytes left */
-	bool stopped;             /* an entry did not fit */
-	uint64_t dotdot_ino;      /* ".." of the export root is itself */
+	bool stopped;		  /* an entry did not fit */
+	uint64_t dotdot_ino;	  /* ".." of the export root is itself */
 };
 
 static int rd_fill(void *arg, const char *name, size_t len, uint64_t ino, unsigned type,
@@ -977,7 +1002,8 @@ static int rd_fill(void *arg, const char *name, size_t len, uint64_t ino, unsign
 	/* an offset until the names stop moving (rd_link) */
 	filename3 nm = {.len = (uint32_t)len, .val = (const char *)(uintptr_t)d->names_len};
 	if (d->plus)
-		d->pents[d->n] = (struct entryplus3){.fileid = fileid, .name = nm, .cookie = cookie};
+		d->pents[d->n] =
+			(struct entryplus3){.fileid = fileid, .name = nm, .cookie = cookie};
 	else
 		d->ents[d->n] = (struct entry3){.fileid = fileid, .name = nm, .cookie = cookie};
 	d->n++;
@@ -1108,8 +1134,8 @@ static enum svc_stat nfs3_readdir(struct svc_req *rq, const struct rpc_cred *rc,
 	return readdir_any(rq, rc, &ra, false, res);
 }
 
-static enum svc_stat nfs3_readdirplus(struct svc_req *rq, const struct rpc_cred *rc,
-				      void *args, void *res)
+static enum svc_stat nfs3_readdirplus(struct svc_req *rq, const struct rpc_cred *rc, void *args,
+				      void *res)
 {
 	const struct READDIRPLUS3args *a = args;
 	struct rd_args ra = {&a->dir, a->cookie, a->cookieverf, a->maxcount, a->dircount};
@@ -1233,16 +1259,25 @@ static uint32_t readdirplus_bound(const void *args)
  * nfs3.x (P3args, P3res and their generated svc codecs), rt the result
  * struct the handler fills (P3res, or a struct that begins with it).
  */
-#define PROC_BOUND(P, fn, rt, rel, fl, max, bound)                                                \
-	[NFSPROC3_##P] = {.name = #fn, .decode = nfs3_rpc_dec_##P##3args, .handler = nfs3_##fn,    \
-			  .encode = nfs3_rpc_enc_##P##3res, .release = rel,                        \
-			  .args_size = sizeof(struct P##3args), .res_size = sizeof(rt),            \
-			  .flags = fl, .reply_max = SVC_REPLY_HDR + (max), .reply_bound = bound}
+#define PROC_BOUND(P, fn, rt, rel, fl, max, bound)                                                 \
+	[NFSPROC3_##P] = {.name = #fn,                                                             \
+			  .decode = nfs3_rpc_dec_##P##3args,                                       \
+			  .handler = nfs3_##fn,                                                    \
+			  .encode = nfs3_rpc_enc_##P##3res,                                        \
+			  .release = rel,                                                          \
+			  .args_size = sizeof(struct P##3args),                                    \
+			  .res_size = sizeof(rt),                                                  \
+			  .flags = fl,                                                             \
+			  .reply_max = SVC_REPLY_HDR + (max),                                      \
+			  .reply_bound = bound}
 #define PROC(P, fn, rt, fl) PROC_BOUND(P, fn, rt, NULL, fl, RES_FIXED_MAX, NULL)
 
 static const struct svc_proc nfs3_procs[] = {
-	[NFSPROC3_NULL] = {.name = "null", .decode = svc_dec_void, .handler = nfs3_null,
-			   .encode = svc_enc_void, .flags = SVC_PROC_INLINE,
+	[NFSPROC3_NULL] = {.name = "null",
+			   .decode = svc_dec_void,
+			   .handler = nfs3_null,
+			   .encode = svc_enc_void,
+			   .flags = SVC_PROC_INLINE,
 			   .reply_max = SVC_REPLY_HDR},
 	PROC(GETATTR, getattr, struct GETATTR3res, 0),
 	PROC(SETATTR, setattr, struct SETATTR3res, SVC_PROC_DRC),
@@ -1272,6 +1307,6 @@ static const struct svc_proc nfs3_procs[] = {
 };
 
 const struct svc_version nfs3_version = {.vers = NFS_V3,
-					  .nprocs = sizeof(nfs3_procs) / sizeof(nfs3_procs[0]),
-					  .procs = nfs3_procs,
-					  .resume = nfs3_resume};
+					 .nprocs = sizeof(nfs3_procs) / sizeof(nfs3_procs[0]),
+					 .procs = nfs3_procs,
+					 .resume = nfs3_resume};
