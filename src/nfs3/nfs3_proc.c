@@ -53,7 +53,6 @@
 
 #include "base/mem.h"
 #include "base/msg.h"
-#include "base/siphash.h"
 #include "nfs3/nfs3.h"
 #include "srv/ops.h"
 #include "xdr/nfs3.h"
@@ -70,6 +69,7 @@ _Static_assert(NFS3_MAXDATA == NFS3_LIMIT_WRITE3args_data &&
 	       "the transfer size FSINFO offers is what the codecs take");
 _Static_assert(NFS3_CREATEVERFSIZE == SRV_CREATEVERF_SIZE, "one exclusive-create verifier");
 _Static_assert(NFS3_WRITEVERFSIZE == 8, "srv_write_verf's size");
+_Static_assert(NFS3_COOKIEVERFSIZE == 8, "srv_cookie_verf's size");
 _Static_assert(FH_SIZE <= NFS3_FHSIZE, "our handles fit NFSv3's");
 
 /* One call: its caller, the export its first handle named, and when its
@@ -925,19 +925,6 @@ out:
 
 /* ---- READDIR, READDIRPLUS ---- */
 
-/*
- * Cookies are the engine's (stable while entries come and go), so the
- * verifier only has to tie a cookie to its directory: a keyed hash of the
- * inode number and generation. Cookies 3..65535 are never handed out.
- */
-static void cookie_verf(const struct srv *s, const struct fs_attr *dat,
-			uint8_t out[NFS3_COOKIEVERFSIZE])
-{
-	uint64_t in[2] = {dat->ino, dat->gen};
-	uint64_t h = siphash24(s->verf_key, in, sizeof(in));
-	memcpy(out, &h, sizeof(h));
-}
-
 /* Bytes an entry takes in the reply: value_follows, fileid, name,
  * cookie, and for READDIRPLUS the attributes and the handle. */
 static uint32_t dirent_size(uint32_t namelen, bool plus)
@@ -1074,7 +1061,8 @@ static nfsstat3 list_dir(struct rd *d, struct fs_inode *dp, const struct rd_args
 	 * entries come without handles and attributes, as knfsd's */
 	if ((st = nfs3_status(srv_may_readdir(&d->c->e, dp, &lookups))))
 		return st;
-	cookie_verf(d->c->srv, &dat, verf);
+	/* srv_cookie_verf; cookies 3..65535 are never handed out */
+	srv_cookie_verf(d->c->srv, &dat, verf);
 	if (ra->cookie && ((memcmp(ra->cookieverf, zero, NFS3_COOKIEVERFSIZE) &&
 			    memcmp(ra->cookieverf, verf, NFS3_COOKIEVERFSIZE)) ||
 			   (ra->cookie > 2 && ra->cookie < 65536)))

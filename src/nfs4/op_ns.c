@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "base/siphash.h"
 #include "nfs4/nfs4_priv.h"
 #include "srv/ops.h"
 
@@ -186,18 +185,10 @@ uint32_t nfs4_op_readlink(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 
 /* ---- READDIR ---- */
 
-/*
- * Cookies are the engine's, stable while entries come and go; the first
- * two ("." and "..", cookies 1 and 2) are not NFSv4 entries and are never
- * handed out. The verifier only ties a cookie to its directory.
- */
-static void readdir_verf(const struct nfs4_compound *c, const struct fs_attr *dat,
-			 uint8_t out[NFS4_VERIFIER_SIZE])
-{
-	uint64_t in[2] = {dat->ino, dat->gen};
-	uint64_t h = siphash24(c->s->srv->verf_key, in, sizeof(in));
-	memcpy(out, &h, sizeof(h));
-}
+/* Cookies are the engine's, stable while entries come and go (the
+ * verifier is srv_cookie_verf's); the first two ("." and "..", cookies 1
+ * and 2) are not NFSv4 entries and are never handed out. */
+_Static_assert(NFS4_VERIFIER_SIZE == 8, "srv_cookie_verf's size");
 
 /* An entry as readdir gave it, before its attributes are read. */
 struct rd_name {
@@ -402,7 +393,7 @@ uint32_t nfs4_op_readdir(struct nfs4_compound *c, struct nfs_argop4 *a, struct n
 	if (ra->cookie == 1 || ra->cookie == 2)
 		return NFS4ERR_BAD_COOKIE; /* reserved (RFC 8881 §18.23.3) */
 	uint8_t verf[NFS4_VERIFIER_SIZE];
-	readdir_verf(c, &dat, verf);
+	srv_cookie_verf(c->s->srv, &dat, verf);
 	static const uint8_t zero[NFS4_VERIFIER_SIZE];
 	if (ra->cookie && memcmp(ra->cookieverf, zero, sizeof(zero)) &&
 	    memcmp(ra->cookieverf, verf, sizeof(verf)))

@@ -30,6 +30,7 @@
 
 #include "base/compiler.h"
 #include "base/rand.h"
+#include "base/siphash.h"
 #include "base/time.h"
 
 /* ---- set-up ---- */
@@ -72,6 +73,13 @@ void srv_write_verf(struct srv *s, uint8_t out[8])
 	/* every failed data flush gives another verifier (rule 8) */
 	v ^= fs_data_epoch(s->fs) * 0x9e3779b97f4a7c15ull;
 	memcpy(out, &v, sizeof(v));
+}
+
+void srv_cookie_verf(const struct srv *s, const struct fs_attr *dir, uint8_t out[8])
+{
+	uint64_t in[2] = {dir->ino, dir->gen};
+	uint64_t h = siphash24(s->verf_key, in, sizeof(in));
+	memcpy(out, &h, sizeof(h));
 }
 
 /* ---- admission ---- */

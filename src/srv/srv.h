@@ -6,7 +6,7 @@
  *     it (client match, secure port), and the credential it acts with
  *     (squashing);
  *   - file handles: made and resolved here, with the export they name;
- *   - the write verifier (rule 8);
+ *   - the write verifier (rule 8) and directory cookie verifiers;
  *   - stability as a service: "send this request's reply once sequence S is
  *     durable (and the data device flushed if that force wrote nothing)",
  *     without a thread waiting (rules 5, 7, 8);
@@ -71,6 +71,15 @@ void srv_stats(struct srv *s, const struct stat_sink *sink);
  * client resends unstable data the device may have dropped.
  */
 void srv_write_verf(struct srv *s, uint8_t out[8]);
+
+/*
+ * The cookie verifier of a directory listing (NFSv3 READDIR, NFSv4
+ * READDIR): the engine's cookies stay valid while entries come and go, so
+ * the verifier only ties a cookie to its directory (dir: its attributes),
+ * a keyed hash of the inode number and generation. The same for every
+ * listing of that directory, in every protocol, until a restart.
+ */
+void srv_cookie_verf(const struct srv *s, const struct fs_attr *dir, uint8_t out[8]);
 
 /* ---- admission ---- */
 
