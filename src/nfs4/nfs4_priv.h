@@ -363,6 +363,7 @@ uint32_t nfs4_op_destroy_session(struct nfs4_compound *c, struct nfs_argop4 *a,
 uint32_t nfs4_op_destroy_clientid(struct nfs4_compound *c, struct nfs_argop4 *a,
 				  struct nfs_resop4 *r);
 uint32_t nfs4_op_bind_conn(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
+uint32_t nfs4_op_set_ssv(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
 uint32_t nfs4_op_backchannel_ctl(struct nfs4_compound *c, struct nfs_argop4 *a,
 				 struct nfs_resop4 *r);
 uint32_t nfs4_op_reclaim_complete(struct nfs4_compound *c, struct nfs_argop4 *a,

@@ -209,6 +209,14 @@ uint32_t nfs4_op_backchannel_ctl(struct nfs4_compound *c, struct nfs_argop4 *a,
 	return NFS4_OK;
 }
 
+/* SET_SSV (RFC 8881 §18.47) is REQUIRED, but it only changes the secret of
+ * a client ID made with SP4_SSV state protection, which EXCHANGE_ID never
+ * grants here (it needs RPCSEC_GSS): for every client ID it is INVAL. */
+uint32_t nfs4_op_set_ssv(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+{
+	return NFS4ERR_INVAL;
+}
+
 uint32_t nfs4_op_reclaim_complete(struct nfs4_compound *c, struct nfs_argop4 *a,
 				  struct nfs_resop4 *r)
 {

@@ -131,7 +131,7 @@ const struct nfs4_op nfs4_ops[OP_CLONE + 1] = {
 	ROW(LAYOUTRETURN, nfs4_op_layoutreturn, 0, NULL),
 	ROW(SECINFO_NO_NAME, nfs4_op_secinfo_no_name, OP4_CFH | OP4_SETS_CFH, NULL),
 	ROW(SEQUENCE, nfs4_op_sequence, OP4_FIRST, NULL),
-	NOTSUPP(SET_SSV, 0),
+	ROW(SET_SSV, nfs4_op_set_ssv, 0, NULL),
 	ROW(TEST_STATEID, nfs4_op_test_stateid, 0, test_stateid_size),
 	NOTSUPP(WANT_DELEGATION, OP4_CFH),
 	ROW(DESTROY_CLIENTID, nfs4_op_destroy_clientid, OP4_FIRST, NULL),

@@ -339,8 +339,22 @@ static void unknown_ops(void)
 	nfs4t_send(&c);
 	expect(&c, NFS4ERR_OP_ILLEGAL, 3, OP_ILLEGAL);
 	nfs4c_compound_destroy(&c);
+	/* SET_SSV is a known, REQUIRED operation: INVAL for a client ID
+	 * without SSV state protection (every one here), and what follows it
+	 * does not run */
+	nfs4c_compound_init(&c, a);
+	struct nfs_argop4 *ssv = nfs4c_op_add(&c, OP_SET_SSV);
+	static const uint8_t secret[16] = "not a secret";
+	ssv->opset_ssv.ssa_ssv.len = sizeof(secret);
+	ssv->opset_ssv.ssa_ssv.val = secret;
+	nfs4c_op_putfh(&c, &hdir);
+	harmful(&c);
+	nfs4t_send(&c);
+	expect(&c, NFS4ERR_INVAL, 2, OP_SET_SSV);
+	nfs4c_compound_destroy(&c);
 	check_unchanged(&before, "unknown operations");
-	TEST_PASS("unknown operations: OP_ILLEGAL, nothing after them runs; a cut opcode: BADXDR");
+	TEST_PASS("unknown operations: OP_ILLEGAL, nothing after them runs; a cut opcode: BADXDR; "
+		  "SET_SSV without SSV protection: INVAL");
 }
 
 /* ---- operations out of place ---- */
