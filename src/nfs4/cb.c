@@ -28,6 +28,7 @@
  * Lock order: the registry's mutex (nfs4.conns, 530) is a leaf.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,7 +190,15 @@ static struct nfs4_cb *cb_new(struct nfs4_server *s, struct nfs4_session *sess, 
 	nfs4_session_get(sess);
 	cb->call.prog = cb->seq.cb_program;
 	cb->call.vers = NFS_CB;
-	cb->call.cred = NULL; /* AUTH_NONE: what every client's callback service takes */
+	/* the flavor the client asked for (CREATE_SESSION, BACKCHANNEL_CTL);
+	 * AUTH_SYS as root of this host, like the Linux server's callbacks */
+	if (cb->seq.cb_flavor == RPC_AUTH_SYS) {
+		cb->cred.flavor = RPC_AUTH_SYS;
+		snprintf(cb->cred.machine, sizeof(cb->cred.machine), "jnfsd");
+		cb->call.cred = &cb->cred;
+	} else {
+		cb->call.cred = NULL; /* AUTH_NONE */
+	}
 	cb->call.done = cb_done;
 	return cb;
 }

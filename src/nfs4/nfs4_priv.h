@@ -249,6 +249,7 @@ struct nfs4_cb {
 	struct svc_conn *conn;	   /* referenced */
 	struct nfs4_cb_seq seq;
 	bool probe;
+	struct rpc_cred cred; /* call.cred points here for AUTH_SYS */
 	struct CB_COMPOUND4args args;
 	struct nfs_cb_argop4 ops[2];
 	struct CB_COMPOUND4res res;

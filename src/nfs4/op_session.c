@@ -114,6 +114,24 @@ static void chan_to_wire(const struct nfs4_channel_attrs *a, struct channel_attr
 	w->ca_maxrequests = a->maxrequests;
 }
 
+/*
+ * The credential flavor of back channel calls, from the ones the client
+ * offers (csa_sec_parms, bca_sec_parms): AUTH_SYS when offered, since the
+ * Linux client's callback service refuses anything but CB_NULL under
+ * AUTH_NONE; AUTH_NONE when that is all it offers (or it offers nothing).
+ * False when it offers neither (RPCSEC_GSS only).
+ */
+static bool cb_flavor_of(const struct callback_sec_parms4 *v, uint32_t n, uint32_t *flavor)
+{
+	bool none = n == 0, sys = false;
+	for (uint32_t i = 0; i < n; i++) {
+		none |= v[i].cb_secflavor == RPC_AUTH_NONE;
+		sys |= v[i].cb_secflavor == RPC_AUTH_SYS;
+	}
+	*flavor = sys ? RPC_AUTH_SYS : RPC_AUTH_NONE;
+	return none || sys;
+}
+
 uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	struct CREATE_SESSION4args *ca = &a->opcreate_session;
@@ -122,12 +140,8 @@ uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a, s
 	if (ca->csa_fore_chan_attrs.ca_rdma_ird.len > 1 ||
 	    ca->csa_back_chan_attrs.ca_rdma_ird.len > 1)
 		return NFS4ERR_BADXDR;
-	bool sec_ok = ca->csa_sec_parms.len == 0;
-	for (uint32_t i = 0; i < ca->csa_sec_parms.len; i++) {
-		uint32_t f = ca->csa_sec_parms.val[i].cb_secflavor;
-		sec_ok |= f == RPC_AUTH_NONE || f == RPC_AUTH_SYS;
-	}
-	if (!sec_ok)
+	uint32_t cb_flavor;
+	if (!cb_flavor_of(ca->csa_sec_parms.val, ca->csa_sec_parms.len, &cb_flavor))
 		return NFS4ERR_ENCR_ALG_UNSUPP;
 	struct svc_conn *conn = svc_req_conn(c->rq);
 	struct nfs4_create_session_args sa = {
@@ -135,6 +149,7 @@ uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a, s
 		.sequence = ca->csa_sequence,
 		.flags = ca->csa_flags & ~NFS4_CREATE_SESSION_CONN_RDMA,
 		.cb_program = ca->csa_cb_program,
+		.cb_flavor = cb_flavor,
 		.conn = conn,
 		.conn_id = svc_conn_id(conn),
 	};
@@ -198,14 +213,10 @@ uint32_t nfs4_op_backchannel_ctl(struct nfs4_compound *c, struct nfs_argop4 *a,
 				 struct nfs_resop4 *r)
 {
 	struct BACKCHANNEL_CTL4args *ba = &a->opbackchannel_ctl;
-	bool sec_ok = ba->bca_sec_parms.len == 0;
-	for (uint32_t i = 0; i < ba->bca_sec_parms.len; i++) {
-		uint32_t f = ba->bca_sec_parms.val[i].cb_secflavor;
-		sec_ok |= f == RPC_AUTH_NONE || f == RPC_AUTH_SYS;
-	}
-	if (!sec_ok)
+	uint32_t cb_flavor;
+	if (!cb_flavor_of(ba->bca_sec_parms.val, ba->bca_sec_parms.len, &cb_flavor))
 		return NFS4ERR_INVAL;
-	nfs4_session_set_cb_program(c->sess, ba->bca_cb_program);
+	nfs4_session_set_cb_program(c->sess, ba->bca_cb_program, cb_flavor);
 	return NFS4_OK;
 }
 

@@ -249,6 +249,7 @@ static struct nfs4_session *session_new_locked(struct nfs4_state *st, struct nfs
 	s->se_back = *back;
 	s->se_flags = a->flags & NFS4_CREATE_SESSION_CONN_BACK_CHAN; /* no PERSIST, no RDMA */
 	s->se_cb_program = a->cb_program;
+	s->se_cb_flavor = a->cb_flavor;
 	s->se_nslots = fore->maxrequests;
 	s->se_highest = s->se_target = s->se_nslots - 1;
 	s->se_slot_cap = slot_cap;
@@ -694,10 +695,11 @@ void nfs4_conn_closed(struct nfs4_state *st, uint64_t conn_id)
 
 /* ---- back channel ------------------------------------------------------ */
 
-void nfs4_session_set_cb_program(struct nfs4_session *s, uint32_t cb_program)
+void nfs4_session_set_cb_program(struct nfs4_session *s, uint32_t cb_program, uint32_t cb_flavor)
 {
 	mutex_lock(&s->se_lock);
 	s->se_cb_program = cb_program;
+	s->se_cb_flavor = cb_flavor;
 	mutex_unlock(&s->se_lock);
 }
 
@@ -722,6 +724,7 @@ uint32_t nfs4_cb_sequence_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb)
 		cb->sequenceid = s->se_cb_seqid + 1;
 		cb->highest_slotid = s->se_back.maxrequests - 1;
 		cb->cb_program = s->se_cb_program;
+		cb->cb_flavor = s->se_cb_flavor;
 		cb->conn = c->cn_conn;
 		cb->conn_id = c->cn_id;
 	}
@@ -745,6 +748,7 @@ uint32_t nfs4_cb_probe_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb)
 		memset(cb, 0, sizeof(*cb));
 		memcpy(cb->sessionid, s->se_id, NFS4_SESSIONID_SIZE);
 		cb->cb_program = s->se_cb_program;
+		cb->cb_flavor = s->se_cb_flavor;
 		cb->conn = c->cn_conn;
 		cb->conn_id = c->cn_id;
 	}

@@ -73,6 +73,9 @@ struct nfs4_create_session_args {
 	uint32_t flags;	   /* NFS4_CREATE_SESSION_* */
 	struct nfs4_channel_attrs fore, back;
 	uint32_t cb_program;
+	/* the credential flavor of back channel calls: RPC_AUTH_SYS when the
+	 * client's csa_sec_parms offer it, else RPC_AUTH_NONE */
+	uint32_t cb_flavor;
 	struct nfs4_principal principal;
 	/* The connection the request came on (bound to the new session; for
 	 * the back channel too with CONN_BACK_CHAN). conn is only an identity
@@ -230,13 +233,14 @@ void nfs4_conn_closed(struct nfs4_state *st, uint64_t conn_id);
 
 /* ---- back channel ------------------------------------------------------ */
 
-/* BACKCHANNEL_CTL: a new callback program. */
-void nfs4_session_set_cb_program(struct nfs4_session *s, uint32_t cb_program);
+/* BACKCHANNEL_CTL: a new callback program and credential flavor. */
+void nfs4_session_set_cb_program(struct nfs4_session *s, uint32_t cb_program, uint32_t cb_flavor);
 
 struct nfs4_cb_seq {
 	uint8_t sessionid[NFS4_SESSIONID_SIZE];
 	uint32_t slotid, sequenceid, highest_slotid;
 	uint32_t cb_program;
+	uint32_t cb_flavor; /* RPC_AUTH_SYS or RPC_AUTH_NONE */
 	void *conn; /* where to send it (an identity: see create_session args) */
 	uint64_t conn_id;
 };
