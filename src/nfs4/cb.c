@@ -249,7 +249,7 @@ uint32_t nfs4_cb_compound(struct nfs4_server *s, struct nfs4_session *sess,
 	sq->csa_highest_slotid = cb->seq.highest_slotid;
 	sq->csa_cachethis = false;
 	cb->ops[1] = *op;
-	cb->args.minorversion = 1;
+	cb->args.minorversion = cb->seq.minorversion;
 	cb->args.argarray.len = 2;
 	cb->args.argarray.val = cb->ops;
 	cb->call.proc = CB_COMPOUND;

@@ -150,6 +150,7 @@ uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a, s
 		.flags = ca->csa_flags & ~NFS4_CREATE_SESSION_CONN_RDMA,
 		.cb_program = ca->csa_cb_program,
 		.cb_flavor = cb_flavor,
+		.minorversion = c->args->minorversion,
 		.conn = conn,
 		.conn_id = svc_conn_id(conn),
 	};

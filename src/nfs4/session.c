@@ -250,6 +250,7 @@ static struct nfs4_session *session_new_locked(struct nfs4_state *st, struct nfs
 	s->se_flags = a->flags & NFS4_CREATE_SESSION_CONN_BACK_CHAN; /* no PERSIST, no RDMA */
 	s->se_cb_program = a->cb_program;
 	s->se_cb_flavor = a->cb_flavor;
+	s->se_minorversion = a->minorversion ? a->minorversion : 1;
 	s->se_nslots = fore->maxrequests;
 	s->se_highest = s->se_target = s->se_nslots - 1;
 	s->se_slot_cap = slot_cap;
@@ -725,6 +726,7 @@ uint32_t nfs4_cb_sequence_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb)
 		cb->highest_slotid = s->se_back.maxrequests - 1;
 		cb->cb_program = s->se_cb_program;
 		cb->cb_flavor = s->se_cb_flavor;
+		cb->minorversion = s->se_minorversion;
 		cb->conn = c->cn_conn;
 		cb->conn_id = c->cn_id;
 	}
@@ -749,6 +751,7 @@ uint32_t nfs4_cb_probe_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb)
 		memcpy(cb->sessionid, s->se_id, NFS4_SESSIONID_SIZE);
 		cb->cb_program = s->se_cb_program;
 		cb->cb_flavor = s->se_cb_flavor;
+		cb->minorversion = s->se_minorversion;
 		cb->conn = c->cn_conn;
 		cb->conn_id = c->cn_id;
 	}

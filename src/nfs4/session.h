@@ -76,6 +76,10 @@ struct nfs4_create_session_args {
 	/* the credential flavor of back channel calls: RPC_AUTH_SYS when the
 	 * client's csa_sec_parms offer it, else RPC_AUTH_NONE */
 	uint32_t cb_flavor;
+	/* the minor version of the CREATE_SESSION compound (1 or 2): back
+	 * channel compounds carry it, and the Linux client takes a callback
+	 * only for a client of the minor version it names */
+	uint32_t minorversion;
 	struct nfs4_principal principal;
 	/* The connection the request came on (bound to the new session; for
 	 * the back channel too with CONN_BACK_CHAN). conn is only an identity
@@ -241,6 +245,7 @@ struct nfs4_cb_seq {
 	uint32_t slotid, sequenceid, highest_slotid;
 	uint32_t cb_program;
 	uint32_t cb_flavor; /* RPC_AUTH_SYS or RPC_AUTH_NONE */
+	uint32_t minorversion; /* the session's (CB_COMPOUND4args.minorversion) */
 	void *conn; /* where to send it (an identity: see create_session args) */
 	uint64_t conn_id;
 };

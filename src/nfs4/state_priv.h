@@ -132,6 +132,7 @@ struct nfs4_session {
 	uint32_t se_flags;		   /* [const] csr_flags */
 	uint32_t se_cb_program;		   /* [session] */
 	uint32_t se_cb_flavor;		   /* [session] */
+	uint32_t se_minorversion;	   /* of its CREATE_SESSION */
 	uint32_t se_nslots;		   /* [const] negotiated slots */
 	uint32_t se_highest;		   /* [session] highest usable slot id */
 	uint32_t se_target;		   /* [session] sr_target_highest_slotid */

@@ -17,7 +17,8 @@
  *   3. writes 4 KiB to the image where the first extent says (the disk),
  *      then 100 bytes at 8 KiB through the server with WRITE: the server
  *      answers DELAY (the client's own layout is in the way) and recalls
- *      the layout with CB_LAYOUTRECALL, which must come as AUTH_SYS;
+ *      the layout with CB_LAYOUTRECALL, which must come as AUTH_SYS and
+ *      name the client's minor version in its CB_COMPOUND header;
  *   4. LAYOUTRETURN with the recall's stateid.
  *
  * Every step is one that jnfsd once got wrong (see the checks' messages).
@@ -208,6 +209,9 @@ static void run(const char *addr, const char *image)
 	/* AUTH_SYS, as offered (AUTH_NONE: the kernel's callback service
 	 * refuses every CB_COMPOUND under it) */
 	CHECK_EQ(recall_seen.flavor, RPC_AUTH_SYS);
+	/* the client's minor version (1: the kernel finds no 4.2 client with
+	 * the session and answers BADSESSION) */
+	CHECK_EQ(recall_seen.minorversion, info.minorversion);
 
 	/* 4. the layout back, with the recall's stateid */
 	nfs4c_compound_init(&c, cl);
