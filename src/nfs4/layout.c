@@ -738,8 +738,14 @@ static void send_recall(struct nfs4_server *s, struct nfs4_layout *lo, struct nf
 	ra->clora_recall.lor_layout.lor_fh = lo->fh;
 	ra->clora_recall.lor_layout.lor_offset = 0;
 	ra->clora_recall.lor_layout.lor_length = UINT64_MAX;
+	/* A recall changes the layout state: it carries the stateid's next
+	 * seqid (RFC 8881 §12.5.3), and the client refuses one that is not
+	 * exactly one past the seqid it holds (OLD_STATEID), or waits for the
+	 * reply it must have missed (DELAY; §12.5.5.2.1). */
 	struct nfs4_stateid sid;
-	nfs4_stid_value(sp, &sid);
+	nfs4_stid_lock(sp);
+	nfs4_stid_bump(sp, &sid);
+	nfs4_stid_unlock(sp);
 	nfs4_sid_to_wire(&sid, &ra->clora_recall.lor_layout.lor_stateid);
 	nfs4_stid_get(sp); /* recall_done's */
 	uint32_t st = nfs4_cb_compound(s, sess, &op, recall_done, sp);

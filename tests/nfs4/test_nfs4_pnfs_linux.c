@@ -17,8 +17,9 @@
  *   3. writes 4 KiB to the image where the first extent says (the disk),
  *      then 100 bytes at 8 KiB through the server with WRITE: the server
  *      answers DELAY (the client's own layout is in the way) and recalls
- *      the layout with CB_LAYOUTRECALL, which must come as AUTH_SYS and
- *      name the client's minor version in its CB_COMPOUND header;
+ *      the layout with CB_LAYOUTRECALL, which must carry the layout
+ *      stateid's next seqid, come as AUTH_SYS, and name the client's minor
+ *      version in its CB_COMPOUND header;
  *   4. LAYOUTRETURN with the recall's stateid.
  *
  * Every step is one that jnfsd once got wrong (see the checks' messages).
@@ -206,6 +207,9 @@ static void run(const char *addr, const char *image)
 	printf("recall: seqid %u, flavor %u, minor version %u\n", recall_seen.seqid,
 	       recall_seen.flavor, recall_seen.minorversion);
 	CHECK(!memcmp(recall_seen.other, lsid.other, 12));
+	/* the next seqid (it was the current one: the kernel client answered
+	 * OLD_STATEID and kept the layout until it was fenced) */
+	CHECK_EQ(recall_seen.seqid, lsid2.seqid + 1);
 	/* AUTH_SYS, as offered (AUTH_NONE: the kernel's callback service
 	 * refuses every CB_COMPOUND under it) */
 	CHECK_EQ(recall_seen.flavor, RPC_AUTH_SYS);
