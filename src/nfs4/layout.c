@@ -200,6 +200,28 @@ void nfs4_layout_release(struct nfs4_server *s, struct nfs4_layout *lo)
 
 /* ---- operations ---- */
 
+/*
+ * nfs4_stid_find() with the seqid rule of layout stateids: one older than
+ * the layout's is still that layout (a newer one is not). The client
+ * cannot know the seqid that a LAYOUTGET, LAYOUTRETURN or recall gave the
+ * layout before their reply or call reaches it: the Linux client sends
+ * LAYOUTCOMMIT with the seqid it held when a recall came (and sends it
+ * again, unchanged, on OLD_STATEID), and LAYOUTGETs in parallel with one
+ * seqid. Open and lock stateids keep the strict rule.
+ */
+static uint32_t find_sid(struct nfs4_compound *c, const struct nfs4_stateid *sid, unsigned types,
+			 struct nfs4_stid **out)
+{
+	uint32_t st = nfs4_stid_find(c->clp, sid, types, out);
+	if (st != NFS4ERR_OLD_STATEID || !(types & NFS4_STID_LAYOUT))
+		return st;
+	struct nfs4_stateid any = *sid;
+	any.seqid = 0; /* matches any seqid: found now if it is a layout's */
+	if (nfs4_stid_find(c->clp, &any, NFS4_STID_LAYOUT, out))
+		return st;
+	return NFS4_OK;
+}
+
 /* The current filehandle as a regular file of a pnfs export. */
 static uint32_t pnfs_file(struct nfs4_compound *c, struct fs_attr *at)
 {
@@ -257,8 +279,7 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
 		return NFS4ERR_BAD_STATEID;
 	struct nfs4_stid *given;
-	if ((st = nfs4_stid_find(c->clp, &sid, NFS4_STID_OPEN | NFS4_STID_LOCK | NFS4_STID_LAYOUT,
-				 &given)))
+	if ((st = find_sid(c, &sid, NFS4_STID_OPEN | NFS4_STID_LOCK | NFS4_STID_LAYOUT, &given)))
 		return st;
 	unsigned given_type = nfs4_stid_type(given);
 	/* a stateid of this file only (RFC 8881 §18.43.3): another file's
@@ -486,7 +507,7 @@ static uint32_t layout_stid(struct nfs4_compound *c, const struct stateid4 *w,
 		return st;
 	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
 		return NFS4ERR_BAD_STATEID;
-	if ((st = nfs4_stid_find(c->clp, &sid, NFS4_STID_LAYOUT, out)))
+	if ((st = find_sid(c, &sid, NFS4_STID_LAYOUT, out)))
 		return st;
 	struct nfs4_layout *lo = nfs4_stid_payload(*out);
 	if (c->cfh.kind != NFS4_FH_FS || lo->file != fs_ino(c->cfh.ip)) {

@@ -20,7 +20,12 @@
  *      the layout with CB_LAYOUTRECALL, which must carry the layout
  *      stateid's next seqid, come as AUTH_SYS, and name the client's minor
  *      version in its CB_COMPOUND header;
- *   4. LAYOUTRETURN with the recall's stateid.
+ *   4. LAYOUTCOMMIT of [0, 4 KiB) with the seqid it held before the recall
+ *      (the kernel client commits first thing on a recall): committed,
+ *      the size is 4 KiB;
+ *   5. LAYOUTRETURN with the recall's stateid; the WRITE goes through;
+ *      READ through the server returns the bytes written to the disk and
+ *      those written through the server.
  *
  * Every step is one that jnfsd once got wrong (see the checks' messages).
  */
@@ -126,6 +131,25 @@ static nfsstat4 write_through_server(struct nfs4c_client *cl, const struct nfs4c
 	return st;
 }
 
+static void read_back(struct nfs4c_client *cl, const struct nfs4c_fh *fh,
+		      const struct stateid4 *open_sid, uint64_t off, const uint8_t *want,
+		      uint32_t len)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, cl);
+	nfs4c_op_putfh(&c, fh);
+	nfs4c_op_read(&c, open_sid, off, len);
+	CHECK_EQ(send_ok(&c), NFS4_OK);
+	const struct READ4resok *r = &nfs4c_res(&c, OP_READ, 0)->opread.resok4;
+	CHECK_EQ(r->data.len, len);
+	if (memcmp(r->data.val, want, len)) {
+		fprintf(stderr, "READ of %u bytes at %llu: not what was written\n", len,
+			(unsigned long long)off);
+		CHECK(0);
+	}
+	nfs4c_compound_destroy(&c);
+}
+
 static void run(const char *addr, const char *image)
 {
 	static const char owner[] = "pnfs-linux-open-owner";
@@ -217,7 +241,38 @@ static void run(const char *addr, const char *image)
 	 * the session and answers BADSESSION) */
 	CHECK_EQ(recall_seen.minorversion, info.minorversion);
 
-	/* 4. the layout back, with the recall's stateid */
+	/* 4. LAYOUTCOMMIT with the seqid held before the recall (was
+	 * OLD_STATEID, which the kernel client sends again unchanged) */
+	uint8_t body[128];
+	struct pnfs_block_extent4 wrote = ext;
+	wrote.bex_length = 4096;
+	wrote.bex_state = PNFS_BLOCK_INVALID_DATA;
+	struct pnfs_block_layoutupdate4 up = {.blu_commit_list = {.len = 1, .val = &wrote}};
+	struct xdr_enc x;
+	xdr_enc_init_buf(&x, body, sizeof(body), sizeof(body));
+	CHECK_OK(pnfs_block_enc_pnfs_block_layoutupdate4(&x, &up));
+	uint32_t blen = (uint32_t)xdr_enc_len(&x);
+	xdr_enc_destroy(&x);
+	nfs4c_compound_init(&c, cl);
+	nfs4c_op_putfh(&c, &fh);
+	struct LAYOUTCOMMIT4args *lc = &nfs4c_op_add(&c, OP_LAYOUTCOMMIT)->oplayoutcommit;
+	lc->loca_offset = 0;
+	lc->loca_length = 4096;
+	lc->loca_stateid = lsid2;
+	lc->loca_last_write_offset.no_newoffset = true;
+	lc->loca_last_write_offset.no_offset = 4095;
+	lc->loca_layoutupdate.lou_type = LAYOUT4_BLOCK_VOLUME;
+	lc->loca_layoutupdate.lou_body.len = blen;
+	lc->loca_layoutupdate.lou_body.val = body;
+	st = send_ok(&c);
+	if (st != NFS4_OK)
+		fprintf(stderr, "LAYOUTCOMMIT with the seqid before the recall: status %u\n", st);
+	CHECK_EQ(st, NFS4_OK);
+	const struct LAYOUTCOMMIT4resok *lcr = &nfs4c_res(&c, OP_LAYOUTCOMMIT, 0)->oplayoutcommit.locr_resok4;
+	CHECK(lcr->locr_newsize.ns_sizechanged && lcr->locr_newsize.ns_size == 4096);
+	nfs4c_compound_destroy(&c);
+
+	/* 5. the layout back, with the recall's stateid; then the WRITE */
 	nfs4c_compound_init(&c, cl);
 	nfs4c_op_putfh(&c, &fh);
 	struct LAYOUTRETURN4args *lr = &nfs4c_op_add(&c, OP_LAYOUTRETURN)->oplayoutreturn;
@@ -230,6 +285,10 @@ static void run(const char *addr, const char *image)
 	lr->lora_layoutreturn.lr_layout.lrf_stateid.seqid = recall_seen.seqid;
 	CHECK_EQ(send_ok(&c), NFS4_OK);
 	nfs4c_compound_destroy(&c);
+	CHECK_EQ(write_through_server(cl, &fh, &open_sid, small, sizeof(small), 8192), NFS4_OK);
+	read_back(cl, &fh, &open_sid, 0, block, sizeof(block));
+	read_back(cl, &fh, &open_sid, 8192, small, sizeof(small));
+
 	nfs4c_compound_init(&c, cl);
 	nfs4c_op_putfh(&c, &fh);
 	nfs4c_op_close(&c, &open_sid);

@@ -16,9 +16,10 @@
  *     stateid stands for no open of this file), a special one:
  *     BAD_STATEID; with bad ranges and iomodes: INVAL, BADIOMODE. None
  *     leaves a layout behind: a WRITE through the server is not delayed.
- *  3. LAYOUTCOMMIT with a forged layout stateid, an old one (OLD_STATEID),
- *     one from the future, another client's, an open stateid, the layout
- *     stateid of another file; of extents outside the layout
+ *  3. LAYOUTCOMMIT with a forged layout stateid, one from the future,
+ *     another client's, an open stateid, the layout stateid of another
+ *     file (an old one is still the layout: its extents are judged); of
+ *     extents outside the layout
  *     (BADLAYOUT), unaligned, empty, overflowing, on another device
  *     (INVAL); with a last written byte where the client holds no layout
  *     (INVAL): the file's size and change attribute stay as they were.
@@ -331,8 +332,12 @@ int main(int argc, char **argv)
 	       NFS4ERR_BAD_STATEID);
 	expect("LAYOUTCOMMIT, a stateid of random bytes",
 	       pu_layoutcommit(c1, &ffh, &rnd, &e, 1, 4095, NULL), NFS4ERR_STALE_STATEID);
-	expect("LAYOUTCOMMIT, an old layout stateid",
-	       pu_layoutcommit(c1, &ffh, &l1.stateid, &e, 1, 4095, NULL), NFS4ERR_OLD_STATEID);
+	/* an older seqid still names the layout (the Linux client commits
+	 * with the seqid it held before a recall): judged on its extents */
+	struct nfs4c_blk_ext out = ext(1024 * KIB, 4 * KIB, l1.ext[0].soff);
+	expect("LAYOUTCOMMIT, an old layout stateid, an extent outside the layout",
+	       pu_layoutcommit(c1, &ffh, &l1.stateid, &out, 1, UINT64_MAX, NULL),
+	       NFS4ERR_BADLAYOUT);
 	struct stateid4 future = lsid;
 	future.seqid += 5;
 	expect("LAYOUTCOMMIT, a layout stateid from the future",
@@ -343,7 +348,6 @@ int main(int argc, char **argv)
 	       NFS4ERR_BAD_STATEID);
 	expect("LAYOUTCOMMIT, the layout stateid of another file",
 	       pu_layoutcommit(c1, &ffh, &gl.stateid, &e, 1, 4095, NULL), NFS4ERR_BAD_STATEID);
-	struct nfs4c_blk_ext out = ext(1024 * KIB, 4 * KIB, l1.ext[0].soff);
 	expect("LAYOUTCOMMIT, an extent outside the layout",
 	       pu_layoutcommit(c1, &ffh, &lsid, &out, 1, UINT64_MAX, NULL), NFS4ERR_BADLAYOUT);
 	struct nfs4c_blk_ext far = ext(1ull << 40, 4 * KIB, l1.ext[0].soff);
