@@ -241,7 +241,11 @@ static pnfs_block_extent_state4 extent_state(enum fs_map_state st, bool rw)
 	case FS_MAP_WRITTEN:
 		return rw ? PNFS_BLOCK_READ_WRITE_DATA : PNFS_BLOCK_READ_DATA;
 	case FS_MAP_UNWRITTEN:
-		return PNFS_BLOCK_INVALID_DATA;
+		/* allocated, never written: INVALID_DATA is for RW layouts
+		 * only (RFC 5663 §2.3.1: the writer initializes it); a
+		 * reader is told there is nothing to read (the Linux client
+		 * fails a read of an INVALID_DATA extent with EIO) */
+		return rw ? PNFS_BLOCK_INVALID_DATA : PNFS_BLOCK_NONE_DATA;
 	default:
 		return PNFS_BLOCK_NONE_DATA;
 	}

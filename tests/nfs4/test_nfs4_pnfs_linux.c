@@ -25,7 +25,10 @@
  *      the size is 4 KiB;
  *   5. LAYOUTRETURN with the recall's stateid; the WRITE goes through;
  *      READ through the server returns the bytes written to the disk and
- *      those written through the server.
+ *      those written through the server;
+ *   6. ALLOCATE of [16 KiB, 256 KiB) through the server, then LAYOUTGET
+ *      (READ) of it: blocks allocated and never written are NONE_DATA to a
+ *      reader (as INVALID_DATA, the kernel client's read failed with EIO).
  *
  * Every step is one that jnfsd once got wrong (see the checks' messages).
  */
@@ -147,6 +150,67 @@ static void read_back(struct nfs4c_client *cl, const struct nfs4c_fh *fh,
 			(unsigned long long)off);
 		CHECK(0);
 	}
+	nfs4c_compound_destroy(&c);
+}
+
+/* 6. LAYOUTGET(READ) of [off, off + len): every extent's state must be
+ * NONE_DATA (nothing to read: allocated, never written) */
+static void read_layout_of_unwritten(struct nfs4c_client *cl, const struct nfs4c_fh *fh,
+				     const struct stateid4 *open_sid, uint64_t off, uint64_t len)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, cl);
+	nfs4c_op_putfh(&c, fh);
+	nfs4c_op_allocate(&c, open_sid, off, len);
+	CHECK_EQ(send_ok(&c), NFS4_OK);
+	nfs4c_compound_reset(&c);
+	nfs4c_op_putfh(&c, fh);
+	struct LAYOUTGET4args *a = &nfs4c_op_add(&c, OP_LAYOUTGET)->oplayoutget;
+	a->loga_layout_type = LAYOUT4_BLOCK_VOLUME;
+	a->loga_iomode = LAYOUTIOMODE4_READ;
+	a->loga_offset = off;
+	a->loga_length = len;
+	a->loga_minlength = 4096;
+	a->loga_stateid = *open_sid;
+	a->loga_maxcount = 4096;
+	CHECK_EQ(send_ok(&c), NFS4_OK);
+	const struct LAYOUTGET4resok *ok = &nfs4c_res(&c, OP_LAYOUTGET, 0)->oplayoutget.logr_resok4;
+	CHECK_EQ(ok->logr_layout.len, 1);
+	const struct layout4 *l = &ok->logr_layout.val[0];
+	struct xdr_dec x;
+	struct xdr_arena arena;
+	uint8_t abuf[4096];
+	xdr_dec_init(&x, l->lo_content.loc_body.val, l->lo_content.loc_body.len);
+	xdr_arena_init(&arena, abuf, sizeof(abuf), 1u << 20);
+	x.arena = &arena;
+	struct pnfs_block_layout4 bl;
+	memset(&bl, 0, sizeof(bl));
+	CHECK_OK(pnfs_block_dec_pnfs_block_layout4(&x, &bl));
+	CHECK(bl.blo_extents.len >= 1);
+	uint64_t covered = 0;
+	for (uint32_t i = 0; i < bl.blo_extents.len; i++) {
+		const struct pnfs_block_extent4 *e = &bl.blo_extents.val[i];
+		if (e->bex_state != PNFS_BLOCK_NONE_DATA)
+			fprintf(stderr, "READ layout: [%llu, +%llu) in state %d\n",
+				(unsigned long long)e->bex_file_offset,
+				(unsigned long long)e->bex_length, (int)e->bex_state);
+		CHECK_EQ(e->bex_state, PNFS_BLOCK_NONE_DATA);
+		covered += e->bex_length;
+	}
+	CHECK_EQ(covered, len);
+	xdr_arena_reset(&arena);
+	/* the layout goes back: the whole file's, with its own stateid */
+	struct stateid4 lsid = ok->logr_stateid;
+	nfs4c_compound_reset(&c);
+	nfs4c_op_putfh(&c, fh);
+	struct LAYOUTRETURN4args *lr = &nfs4c_op_add(&c, OP_LAYOUTRETURN)->oplayoutreturn;
+	lr->lora_layout_type = LAYOUT4_BLOCK_VOLUME;
+	lr->lora_iomode = LAYOUTIOMODE4_ANY;
+	lr->lora_layoutreturn.lr_returntype = LAYOUTRETURN4_FILE;
+	lr->lora_layoutreturn.lr_layout.lrf_offset = 0;
+	lr->lora_layoutreturn.lr_layout.lrf_length = UINT64_MAX;
+	lr->lora_layoutreturn.lr_layout.lrf_stateid = lsid;
+	CHECK_EQ(send_ok(&c), NFS4_OK);
 	nfs4c_compound_destroy(&c);
 }
 
@@ -288,6 +352,10 @@ static void run(const char *addr, const char *image)
 	CHECK_EQ(write_through_server(cl, &fh, &open_sid, small, sizeof(small), 8192), NFS4_OK);
 	read_back(cl, &fh, &open_sid, 0, block, sizeof(block));
 	read_back(cl, &fh, &open_sid, 8192, small, sizeof(small));
+
+	/* 6. blocks allocated, never written: nothing to read (was
+	 * INVALID_DATA, which the kernel client fails with EIO) */
+	read_layout_of_unwritten(cl, &fh, &open_sid, 16384, 245760);
 
 	nfs4c_compound_init(&c, cl);
 	nfs4c_op_putfh(&c, &fh);
