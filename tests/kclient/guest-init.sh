@@ -11,13 +11,22 @@
 #   skip WHY               the server does not serve the NFS version asked for
 #   restart-server         (restart mode) kill and restart the server now;
 #                          the host answers with a line on /dev/ttyS1
+#   counters NAME          (pnfs) the host keeps the server's counters now
+#                          under NAME and answers with a line on /dev/ttyS1
+#   pnfs-file PATH SIZE MD5  (pnfs) a file written through the layout, for
+#                          the host to read back through the server
 #   result=PASS | result=FAIL | result=SKIP
 # The host passes the test only on "result=PASS"; a guest that dies before
 # printing a result (panic=-1 and QEMU's -no-reboot end it) is a failure.
 #
 # Kernel command line: kc.server=ADDR kc.port=PORT kc.ip=ADDR/PREFIX, and
 # optionally kc.vers=3|4.1|4.2 kc.path=PATH kc.mode=workload|restart
-# kc.copy=required|fallback (see workload.sh)
+# kc.copy=required|fallback kc.pnfs=0|1 (see workload.sh). With kc.pnfs=1
+# the machine also gets what pNFS block layouts need: the modules in
+# /etc/kclient-pnfs-modules (virtio_blk, dm_mod, blocklayoutdriver),
+# rpc_pipefs, and blkmapd, which answers the layout driver's questions
+# about which disk carries a volume's signature; it must run before the
+# mount.
 /bin/busybox --install -s
 export PATH=/sbin:/usr/sbin:/bin:/usr/bin
 mount -t proc proc /proc
@@ -35,7 +44,7 @@ finish() {
 	poweroff -f
 }
 
-SERVER= PORT= IP= VERS=3 EXPORT=/ MODE=workload COPY=fallback
+SERVER= PORT= IP= VERS=3 EXPORT=/ MODE=workload COPY=fallback PNFS=0
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	kc.server=*) SERVER=${arg#*=} ;;
@@ -45,6 +54,7 @@ for arg in $(cat /proc/cmdline); do
 	kc.path=*) EXPORT=${arg#*=} ;;
 	kc.mode=*) MODE=${arg#*=} ;;
 	kc.copy=*) COPY=${arg#*=} ;;
+	kc.pnfs=*) PNFS=${arg#*=} ;;
 	esac
 done
 if [ -z "$SERVER" ] || [ -z "$PORT" ] || [ -z "$IP" ]; then
@@ -54,9 +64,17 @@ fi
 
 # The list is in dependency order (modprobe --show-depends), so plain insmod
 # suffices and nothing is left for the kernel to request later.
-while read -r mod; do
-	insmod "$mod" || { echo "KCLIENT: fail step=boot insmod $mod"; finish FAIL; }
-done </etc/kclient-modules
+modules=/etc/kclient-modules
+if [ "$PNFS" = 1 ]; then
+	if [ ! -e /etc/kclient-pnfs-modules ]; then
+		echo "KCLIENT: fail step=boot the initramfs has no pNFS block layout modules"
+		finish FAIL
+	fi
+	modules="$modules /etc/kclient-pnfs-modules"
+fi
+cat $modules | while read -r mod; do
+	insmod "$mod" || { echo "KCLIENT: fail step=boot insmod $mod"; exit 1; }
+done || finish FAIL
 
 # the NFSv4 client names itself after the host name in its client owner
 hostname kclient
@@ -75,8 +93,31 @@ until ping -c 1 -W 1 "$SERVER" >/dev/null 2>&1; do
 	fi
 done
 
+if [ "$PNFS" = 1 ]; then
+	# blkmapd scans whole disks (not partitions) for the signature
+	if [ ! -e /sys/block/vda ]; then
+		echo "KCLIENT: fail step=boot no shared disk (vda)"
+		finish FAIL
+	fi
+	mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs
+	blkmapd -f </dev/null >/tmp/blkmapd.log 2>&1 &
+	BLKMAPD=$!
+	# Ready once it holds its pipe open: an upcall with no reader fails,
+	# and the client would then quietly go through the server.
+	tries=0
+	until ls -l /proc/$BLKMAPD/fd 2>/dev/null | grep -q 'rpc_pipefs/nfs/blocklayout'; do
+		tries=$((tries + 1))
+		if ! kill -0 $BLKMAPD 2>/dev/null || [ $tries -ge 100 ]; then
+			echo "KCLIENT: fail step=boot blkmapd did not open its pipe: $(cat /tmp/blkmapd.log)"
+			finish FAIL
+		fi
+		sleep 0.1
+	done
+fi
+
 status=0
-sh /workload.sh "$SERVER" "$PORT" "$VERS" "$EXPORT" "$MODE" "$COPY" || status=$?
+sh /workload.sh "$SERVER" "$PORT" "$VERS" "$EXPORT" "$MODE" "$COPY" "$PNFS" || status=$?
+[ "$PNFS" != 1 ] || sed 's/^/KCLIENT: blkmapd: /' /tmp/blkmapd.log | tail -20
 case $status in
 0) finish PASS ;;
 77) finish SKIP ;;

@@ -27,10 +27,30 @@
  *   kcio punch FILE OFF LEN          fallocate PUNCH_HOLE|KEEP_SIZE
  *   kcio seek FILE data|hole OFF     the offset lseek returns, or ENXIO
  *   kcio copy SRC DST OFFIN OFFOUT LEN   copy_file_range until LEN or EOF
+ *   kcio direct FILE OFF LEN SEED    write LEN bytes of the pattern SEED at
+ *                                    OFF with O_DIRECT from a page-aligned
+ *                                    buffer (what a pNFS block layout
+ *                                    client can send to the disk itself)
+ *   kcio mixed FILE ROUNDS           one file written through a pNFS block
+ *                                    layout and through the server at once:
+ *                                    per round 1 MiB with O_DIRECT at a
+ *                                    page-aligned offset (the layout's), then
+ *                                    512 bytes with O_DIRECT inside it at an
+ *                                    offset that is not (the layout driver
+ *                                    sends such a write to the server); then
+ *                                    fsync, and every byte read back must be
+ *                                    the last one written - never a zero
  * FILE2 names the same file through a second mount of the same server
  * made with nosharecache: the Linux client checks a lock against the locks
  * its own processes hold on the same inode before it asks the server, so
  * only through another inode does the server decide the conflicts.
+ *
+ * On a file system that refuses O_DIRECT (the reference tree's tmpfs),
+ * direct and mixed write through the page cache: the same bytes.
+ *
+ * The patterns never contain a zero byte, so data lost to a block the server
+ * still thinks unwritten (read back as zeros) is told apart from a wrong
+ * write.
  *
  * Results go to stdout, one line; "EOPNOTSUPP" from falloc and punch exits
  * 3 (the caller decides whether the protocol version allows it); any other
@@ -488,10 +508,124 @@ static int cmd_copy(int argc, char **argv)
 	return 0;
 }
 
+/* --- direct, mixed: O_DIRECT writes of patterns */
+
+/* The byte of pattern seed at file offset off: never 0. */
+static uint8_t pattern(uint64_t seed, uint64_t off)
+{
+	return (uint8_t)((((off * 2654435761u) >> 13) + off / 4096 + seed * 97) % 255 + 1);
+}
+
+static void fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t off)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = pattern(seed, off + i);
+}
+
+static void *page_buffer(size_t len)
+{
+	void *p;
+	if (posix_memalign(&p, 4096, len))
+		die("out of memory");
+	return p;
+}
+
+/* O_DIRECT where the file system takes it */
+static int open_direct(const char *path, int flags)
+{
+	int fd = open(path, flags | O_DIRECT, 0644);
+	if (fd < 0 && errno == EINVAL)
+		fd = open(path, flags, 0644);
+	if (fd < 0)
+		die("open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static void pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pwrite(fd, buf, len, (off_t)off);
+	if (n < 0)
+		die("pwrite of %zu bytes at %" PRIu64 ": %s", len, off, strerror(errno));
+	if ((size_t)n != len)
+		die("pwrite of %zu bytes at %" PRIu64 " wrote %zd", len, off, n);
+}
+
+static int cmd_direct(int argc, char **argv)
+{
+	if (argc != 4)
+		die("usage: direct FILE OFF LEN SEED");
+	uint64_t off = parse_u64(argv[1]), len = parse_u64(argv[2]), seed = parse_u64(argv[3]);
+	alarm(WATCHDOG_SECONDS);
+	int fd = open_direct(argv[0], O_WRONLY | O_CREAT);
+	uint8_t *buf = page_buffer(len);
+	fill(buf, len, seed, off);
+	pwrite_all(fd, buf, len, off);
+	if (close(fd))
+		die("close: %s", strerror(errno));
+	free(buf);
+	printf("ok\n");
+	return 0;
+}
+
+#define MIXED_BLOCK (1u << 20)
+#define MIXED_SMALL 512u
+
+static int cmd_mixed(int argc, char **argv)
+{
+	if (argc != 2)
+		die("usage: mixed FILE ROUNDS");
+	uint64_t rounds = parse_u64(argv[1]);
+	if (rounds == 0 || rounds > 256)
+		die("1 to 256 rounds");
+	alarm(WATCHDOG_SECONDS);
+	size_t size = rounds * MIXED_BLOCK;
+	uint8_t *want = malloc(size), *buf = page_buffer(MIXED_BLOCK);
+	if (!want)
+		die("out of memory");
+	int fd = open_direct(argv[0], O_RDWR | O_CREAT | O_TRUNC);
+	for (uint64_t r = 0; r < rounds; r++) {
+		uint64_t off = r * MIXED_BLOCK;
+		fill(buf, MIXED_BLOCK, r, off);
+		pwrite_all(fd, buf, MIXED_BLOCK, off);
+		memcpy(want + off, buf, MIXED_BLOCK);
+		/* an odd multiple of 512 into the block just written */
+		uint64_t small = off + MIXED_SMALL * (2 * r % (MIXED_BLOCK / MIXED_SMALL) + 1);
+		fill(buf, MIXED_SMALL, 1000 + r, small);
+		pwrite_all(fd, buf, MIXED_SMALL, small);
+		memcpy(want + small, buf, MIXED_SMALL);
+	}
+	if (fsync(fd))
+		die("fsync: %s", strerror(errno));
+	/* every byte as last written: a block read back as zeros was lost */
+	for (uint64_t off = 0; off < size; off += MIXED_BLOCK) {
+		ssize_t n = pread(fd, buf, MIXED_BLOCK, (off_t)off);
+		if (n != (ssize_t)MIXED_BLOCK)
+			die("pread at %" PRIu64 ": %s", off, n < 0 ? strerror(errno) : "short");
+		for (size_t i = 0; i < MIXED_BLOCK; i++) {
+			if (buf[i] == want[off + i])
+				continue;
+			size_t zeros = 0, bad = 0;
+			for (size_t j = i; j < MIXED_BLOCK; j++) {
+				bad += buf[j] != want[off + j];
+				zeros += buf[j] == 0;
+			}
+			die("after fsync, %zu bytes of the block at %" PRIu64 " differ from byte %zu "
+			    "on (%zu of them zeros)",
+			    bad, off, i, zeros);
+		}
+	}
+	if (close(fd))
+		die("close: %s", strerror(errno));
+	free(buf);
+	free(want);
+	printf("ok %" PRIu64 " rounds\n", rounds);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		die("usage: kcio lockwait|ranges|hold|trylock|falloc|punch|seek|copy ARGS");
+		die("usage: kcio lockwait|ranges|hold|trylock|falloc|punch|seek|copy|direct|mixed ARGS");
 	prog_cmd = argv[1];
 	/* a watchdog's SIGALRM must end the process, whatever it inherited */
 	signal(SIGALRM, SIG_DFL);
@@ -513,6 +647,10 @@ int main(int argc, char **argv)
 		return cmd_seek(n, a);
 	if (!strcmp(argv[1], "copy"))
 		return cmd_copy(n, a);
+	if (!strcmp(argv[1], "direct"))
+		return cmd_direct(n, a);
+	if (!strcmp(argv[1], "mixed"))
+		return cmd_mixed(n, a);
 	die("unknown command");
 	return 1;
 }

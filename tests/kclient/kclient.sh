@@ -30,21 +30,32 @@
 #                           grace period is over, its length in ms (default
 #                           nfs4.grace_ms)
 #   --server-args "ARGS"    more arguments for jnfsd (e.g. "--lease-seconds 20")
+#   --pnfs                  (NFSv4, jnfsd) pNFS block layouts: the export is
+#                           marked pnfs, the guest gets jnfsd's image as a
+#                           virtio disk and runs blkmapd; it writes and reads
+#                           files through the layout while the server counts
+#                           no READ or WRITE, then through the server as well
+#                           (workload.sh step 1p); the files are read back
+#                           through jnfsd by a client without the disk
+#                           (libnfs's nfs-cat, here on the host). Skips (77)
+#                           when the kernel has no blocklayoutdriver
 # Exit status: 0 passed; 77 skipped (not root, or the server answers the
 # NFS version with PROG_MISMATCH at mount: mount.nfs says "Protocol not
-# supported"); anything else failed.
+# supported"; --pnfs: no blocklayoutdriver); anything else failed.
 #
 # The guest is Debian's own kernel (/boot/vmlinuz-*) with an initramfs built
 # here into WORKDIR (rebuilt when the kernel or the guest files change):
 # static busybox, the virtio, NFSv3 and NFSv4 client modules with their
-# dependencies, mount.nfs with its libraries, kcio (kcio.c, built static
-# here with the host's cc), guest-init.sh as /init and workload.sh (which
-# says what is verified). The guest mounts NFSv3 with
+# dependencies (and, loaded with --pnfs only, virtio_blk, dm_mod and
+# blocklayoutdriver), mount.nfs and blkmapd with their libraries, kcio
+# (kcio.c, built static here with the host's cc), guest-init.sh as /init
+# and workload.sh (which says what is verified). The guest mounts NFSv3 with
 # vers=3,proto=tcp,port=P,mountport=P,mountproto=tcp,nolock,retry=0 - no
 # rpcbind - and NFSv4 with vers=4.x,proto=tcp,port=P,retry=0; owners travel
 # as numeric strings (no idmapd; the client's default for AUTH_SYS). It
-# reports on its serial console (guest-init.sh); in restart mode the host
-# answers it on a second serial port (a pair of fifos in the run directory).
+# reports on its serial console (guest-init.sh); in restart and pnfs modes
+# the host answers it on a second serial port (a pair of fifos in the run
+# directory).
 #
 # Network: a namespace made for this run (its name holds this script's PID,
 # so runs do not collide) holds a tap device with the server address; the
@@ -64,7 +75,7 @@ set -eu
 PATH=$PATH:/usr/sbin:/sbin
 
 usage() {
-	sed -n '6,34p' "$0" >&2
+	sed -n '6,45p' "$0" >&2
 	exit 1
 }
 
@@ -76,8 +87,14 @@ OP_COUNTER=-
 COPY_COUNTER=-
 GRACE_COUNTER=nfs4.grace_ms
 SERVER_ARGS=
+PNFS=
 while [ $# -gt 0 ]; do
 	case $1 in
+	--pnfs)
+		PNFS=1
+		shift
+		continue
+		;;
 	--vers) VERS=$2 ;;
 	--server) SERVER=$2 ;;
 	--mode) MODE=$2 ;;
@@ -108,6 +125,10 @@ case $MODE in workload | restart) ;; *) usage ;; esac
 	echo "Ganesha serves NFSv3 only when it can register with rpcbind: not here" >&2
 	exit 1
 }
+[ -z "$PNFS" ] || { [ "$SERVER" = jnfsd ] && [ "$VERS" != 3 ] && [ "$MODE" = workload ]; } || {
+	echo "--pnfs needs jnfsd, NFSv4.1 or 4.2 and the workload mode" >&2
+	exit 1
+}
 if [ "$SERVER" = jnfsd ]; then
 	: "${COPY:=required}"
 	[ "$OP_COUNTER" != - ] || OP_COUNTER=nfs4.op.%s
@@ -123,6 +144,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # the NFSv3 test keeps its old directory; the others get their own
 TAG=
 [ "$VERS/$SERVER/$MODE" = 3/jnfsd/workload ] || TAG=-v$VERS-$SERVER-$MODE
+[ -z "$PNFS" ] || TAG=$TAG-pnfs
 RUN=$WORK/run$TAG
 NS=jnfs-kclient-$$
 TAP=kc0
@@ -142,16 +164,22 @@ missing=
 for cmd in qemu-system-x86_64 cpio gzip depmod modprobe ip timeout cc; do
 	command -v $cmd >/dev/null 2>&1 || missing="$missing $cmd"
 done
-for f in /bin/busybox /sbin/mount.nfs /etc/netconfig; do
+for f in /bin/busybox /sbin/mount.nfs /usr/sbin/blkmapd /etc/netconfig; do
 	[ -e $f ] || missing="$missing $f"
 done
+[ -z "$PNFS" ] || command -v nfs-cat >/dev/null 2>&1 || missing="$missing nfs-cat"
 KERNEL=$(ls /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)
 KVER=${KERNEL#/boot/vmlinuz-}
 [ -n "$KERNEL" ] && [ -d "/lib/modules/$KVER" ] || missing="$missing kernel"
 if [ -n "$missing" ]; then
 	echo "missing:$missing (run scripts/install-deps: qemu-system-x86 linux-image-amd64" \
-		"busybox-static nfs-common cpio kmod gcc)" >&2
+		"busybox-static nfs-common cpio kmod gcc libnfs-utils)" >&2
 	exit 1
+fi
+# pNFS block layouts need the client's layout driver (a module, or built in)
+if [ -n "$PNFS" ] && ! modprobe -S "$KVER" --show-depends blocklayoutdriver >/dev/null 2>&1; then
+	echo "SKIP: the guest kernel $KVER has no blocklayoutdriver (pNFS block layouts)"
+	exit 77
 fi
 if [ "$SERVER" = ganesha ] && ! command -v ganesha.nfsd >/dev/null 2>&1; then
 	echo "missing: ganesha.nfsd (run scripts/install-bench-deps: nfs-ganesha nfs-ganesha-vfs)" >&2
@@ -192,24 +220,38 @@ copy_binary() {
 build_initramfs() {
 	root=$WORK/root.$$
 	rm -rf "$root"
-	for d in bin sbin usr/bin usr/sbin etc proc sys dev tmp run mnt; do
+	for d in bin sbin usr/bin usr/sbin etc proc sys dev tmp run mnt var/lib/nfs/rpc_pipefs; do
 		mkdir -p "$root/$d"
 	done
+	ln -s /run "$root/var/run"
 	copy_binary "$root" /bin/busybox
 	# /init is a script: its interpreter must be there before it installs
 	# the other applets
 	ln -s busybox "$root/bin/sh"
 	copy_binary "$root" /sbin/mount.nfs
+	# the pNFS block layout's helper: finds the disk a device id names
+	copy_binary "$root" /usr/sbin/blkmapd
 	cc -static -O2 -std=gnu11 -Wall -Wextra -Werror -o "$root/bin/kcio" "$HERE/kcio.c"
 	# the NFSv3 and NFSv4 clients and the virtio network card,
 	# dependencies first
 	for mod in virtio_pci virtio_net nfsv3 nfsv4; do
 		modprobe -S "$KVER" --show-depends $mod
 	done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }' >"$root/etc/kclient-modules"
-	while read -r mod; do
-		mkdir -p "$root$(dirname "$mod")"
-		cp "$mod" "$root$mod"
-	done <"$root/etc/kclient-modules"
+	# pNFS block layouts (--pnfs; loaded only then): the shared disk, the
+	# device mapper blkmapd builds on, the layout driver - what the list
+	# above lacks. A kernel without the driver gets none of them.
+	if modprobe -S "$KVER" --show-depends blocklayoutdriver >/dev/null 2>&1; then
+		for mod in virtio_blk dm_mod blocklayoutdriver; do
+			modprobe -S "$KVER" --show-depends $mod
+		done | awk 'NR == FNR { seen[$1] = 1; next }
+			    $1 == "insmod" && !seen[$2]++ { print $2 }' \
+			"$root/etc/kclient-modules" - >"$root/etc/kclient-pnfs-modules"
+	fi
+	cat "$root/etc/kclient-modules" "$root/etc/kclient-pnfs-modules" 2>/dev/null |
+		while read -r mod; do
+			mkdir -p "$root$(dirname "$mod")"
+			cp "$mod" "$root$mod"
+		done
 	# modules.dep, should the kernel ask for a module after all
 	for f in modules.order modules.builtin modules.builtin.modinfo; do
 		cp "/lib/modules/$KVER/$f" "$root/lib/modules/$KVER/"
@@ -434,7 +476,11 @@ ip -n "$NS" link set $TAP up
 
 rm -rf "$RUN"
 mkdir -p "$RUN"
-echo "/ $HOST_IP/24(rw,sync,no_root_squash)" >"$RUN/exports"
+if [ -n "$PNFS" ]; then
+	echo "/ $HOST_IP/24(rw,sync,no_root_squash,pnfs)" >"$RUN/exports"
+else
+	echo "/ $HOST_IP/24(rw,sync,no_root_squash)" >"$RUN/exports"
+fi
 [ "$SERVER" = jnfsd ] || EXPORT_PATH=/kc
 ${SERVER}_start 1
 
@@ -443,10 +489,17 @@ ${SERVER}_start 1
 # every RPC about twice as slow. The memory holds the reference tree (about
 # 90 MiB on tmpfs) and the page cache.
 set -- -serial "file:$RUN/guest.log"
-if [ "$MODE" = restart ]; then
+if [ "$MODE" = restart ] || [ -n "$PNFS" ]; then
 	# the host's answers: QEMU reads ctl.in into the guest's ttyS1
 	mkfifo "$RUN/ctl.in" "$RUN/ctl.out"
 	set -- "$@" -chardev "pipe,id=ctl,path=$RUN/ctl" -serial chardev:ctl
+fi
+if [ -n "$PNFS" ]; then
+	# jnfsd's own image as the guest's disk, written by both: QEMU without
+	# a cache of its own (cache=none: O_DIRECT on the image) and without
+	# its lock on the file, which jnfsd holds open
+	set -- "$@" -drive "file=$RUN/img,format=raw,if=none,id=shared,cache=none,aio=threads,file.locking=off" \
+		-device virtio-blk-pci,drive=shared,serial=jnfs-pnfs
 fi
 echo "booting $KERNEL in QEMU (TCG): NFS $VERS against $SERVER on $HOST_IP:$PORT ($MODE)"
 T_BOOT=$(date +%s)
@@ -455,7 +508,7 @@ ip netns exec "$NS" timeout $GUEST_TIMEOUT qemu-system-x86_64 \
 	-nodefaults -no-user-config -display none -no-reboot \
 	"$@" \
 	-kernel "$KERNEL" -initrd "$INITRD" \
-	-append "console=ttyS0 quiet panic=-1 kc.server=$HOST_IP kc.port=$PORT kc.ip=$GUEST_IP/24 kc.vers=$VERS kc.path=$EXPORT_PATH kc.mode=$MODE kc.copy=$COPY" \
+	-append "console=ttyS0 quiet panic=-1 kc.server=$HOST_IP kc.port=$PORT kc.ip=$GUEST_IP/24 kc.vers=$VERS kc.path=$EXPORT_PATH kc.mode=$MODE kc.copy=$COPY kc.pnfs=${PNFS:-0}" \
 	-netdev tap,id=net0,ifname=$TAP,script=no,downscript=no \
 	-device virtio-net-pci,netdev=net0 \
 	</dev/null >"$RUN/qemu.out" 2>&1 &
@@ -488,6 +541,27 @@ $out"
 	fi
 }
 
+# pnfs: the guest asks for the server's counters around what must not go
+# through the server ("KCLIENT: counters NAME"); they are kept as
+# $RUN/counters.NAME and the guest is told on its second serial port
+COUNTED=0
+take_counters() {
+	asked=$(lines 'KCLIENT: counters ' "$RUN/guest.log")
+	while [ "$COUNTED" -lt "$asked" ]; do
+		COUNTED=$((COUNTED + 1))
+		name=$(grep 'KCLIENT: counters ' "$RUN/guest.log" | sed -n "${COUNTED}p" |
+			tr -d '\r' | awk '{ print $3 }')
+		case $name in
+		[a-z]*) ;;
+		*) fail "the guest asked for counters under a bad name: '$name'" ;;
+		esac
+		jnfsd_dump
+		cp "$RUN/counters" "$RUN/counters.$name"
+		timeout 10 sh -c 'echo "counted $1" >"$2"' sh "$name" "$RUN/ctl.in" ||
+			fail "the guest's second serial port does not take the answer"
+	done
+}
+
 # the mount is hard: a guest whose server died would wait for it until the
 # timeout, so a dead server stops the guest at once
 while kill -0 "$QEMU_PID" 2>/dev/null; do
@@ -497,6 +571,7 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
 	elif [ -n "$RESTARTED" ] && [ -z "$GRACE_REPORT" ]; then
 		check_grace
 	fi
+	[ -z "$PNFS" ] || take_counters
 	if ! kill -0 "$SERVER_PID" 2>/dev/null; then
 		kill "$QEMU_PID" 2>/dev/null || true
 		echo "$SERVER died while the guest ran"
@@ -504,7 +579,7 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
 		[ "$SERVER" = ganesha ] && tail -5 "$GANESHA_LOG"
 		break
 	fi
-	if [ -n "$RESTARTED" ]; then sleep 0.5; else sleep 1; fi
+	if [ -n "$RESTARTED" ] || [ -n "$PNFS" ]; then sleep 0.5; else sleep 1; fi
 done
 qemu_status=0
 wait "$QEMU_PID" || qemu_status=$?
@@ -568,6 +643,7 @@ elif [ -n "$OP_COUNTER" ]; then
 		LOOKUP ACCESS OPEN CLOSE READ WRITE COMMIT CREATE REMOVE RENAME LINK READDIR
 		READLINK SETATTR SAVEFH LOCK LOCKT LOCKU DESTROY_SESSION"
 	[ "$VERS" = 4.1 ] || ops="$ops ALLOCATE DEALLOCATE SEEK COPY"
+	[ -z "$PNFS" ] || ops="$ops LAYOUTGET GETDEVICEINFO LAYOUTCOMMIT LAYOUTRETURN"
 	for op in $ops; do
 		# shellcheck disable=SC2059
 		name=$(printf "$OP_COUNTER" "$op")
@@ -584,6 +660,61 @@ if [ "$SERVER" = jnfsd ]; then
 		[ "$(counter $bad)" = 0 ] || fail "$bad $(counter $bad)"
 	done
 fi
+
+# --- pnfs: what went through the server, and the data read back through it
+# delta A B NAME: counter NAME in counters.B less that in counters.A
+delta() {
+	awk -v n="$3" 'FNR == 1 { f++ } $1 == n { v[f] = $2 } END { print v[2] - v[1] }' \
+		"$RUN/counters.$1" "$RUN/counters.$2"
+}
+# print_deltas A B: the counters about I/O and layouts that moved from A to B
+print_deltas() {
+	awk 'FNR == 1 { f++ }
+	     $1 ~ /^(nfs4\.op\.(READ|WRITE|COMMIT|LAYOUT[A-Z]*|GETDEVICE[A-Z]*)(\.errors)?|nfs4\.(layout|cb)\.[a-z_]+|fs\.[a-z_.]*(map|commit|layout|recall)[a-z_.]*)$/ {
+		if (f == 1) a[$1] = $2; else if ($2 != a[$1]) print "  " $1, $2 - a[$1]
+	     }' "$RUN/counters.$1" "$RUN/counters.$2"
+}
+check_pnfs() {
+	for c in pnfs-before pnfs-after mixed-before mixed-after; do
+		[ -s "$RUN/counters.$c" ] || fail "the guest never asked for the counters '$c'"
+	done
+	echo "pNFS: what the server counted while the guest wrote and read through its layouts:"
+	print_deltas pnfs-before pnfs-after
+	for op in READ WRITE; do
+		n=$(delta pnfs-before pnfs-after nfs4.op.$op)
+		[ "$n" = 0 ] ||
+			fail "$n $op operations went through the server while the guest used its layouts"
+	done
+	for name in nfs4.op.LAYOUTGET nfs4.op.GETDEVICEINFO nfs4.op.LAYOUTCOMMIT \
+		nfs4.layout.gets nfs4.layout.commits; do
+		n=$(delta pnfs-before pnfs-after $name)
+		[ "$n" -gt 0 ] || fail "the guest wrote through no layout: $name $n"
+	done
+	echo "pNFS: what the server counted while one file was written through the layout and through the server (kcio mixed):"
+	print_deltas mixed-before mixed-after
+	n=$(delta mixed-before mixed-after nfs4.op.WRITE)
+	[ "$n" -ge 16 ] || fail "the mixed writes sent $n WRITEs through the server, not 16 or more"
+	n=$(delta mixed-before mixed-after nfs4.layout.gets)
+	[ "$n" -gt 0 ] || fail "the mixed writes got no layout"
+	# every file the guest wrote through layouts, read back through jnfsd
+	# by a client without the disk (NFSv3, libnfs)
+	files=0
+	tr -d '\r' <"$RUN/guest.log" | sed -n 's/^KCLIENT: pnfs-file //p' >"$RUN/pnfs-files"
+	while read -r path size sum; do
+		ip netns exec "$NS" nfs-cat \
+			"nfs://$HOST_IP/$path?version=3&nfsport=$PORT&mountport=$PORT" \
+			>"$RUN/readback" || fail "nfs-cat $path through jnfsd"
+		got_size=$(stat -c %s "$RUN/readback")
+		got_sum=$(md5sum <"$RUN/readback" | cut -d' ' -f1)
+		[ "$got_size $got_sum" = "$size $sum" ] ||
+			fail "$path read back through jnfsd: $got_size bytes, MD5 $got_sum; the guest wrote $size, $sum"
+		files=$((files + 1))
+	done <"$RUN/pnfs-files"
+	[ "$files" -ge 6 ] || fail "the guest listed $files pNFS files, not 6"
+	rm -f "$RUN/readback"
+	echo "pNFS: $files files read back through jnfsd (NFSv3, nfs-cat) as the guest wrote them"
+}
+[ -z "$PNFS" ] || check_pnfs
 
 ${SERVER}_stop
 ${SERVER}_check

@@ -2,7 +2,7 @@
 # workload.sh - the workload of the kernel-client test, run by the guest's
 # /init (guest-init.sh, which also describes the "KCLIENT:" lines).
 #
-# usage: workload.sh SERVER PORT [VERS [PATH [MODE [COPY]]]]
+# usage: workload.sh SERVER PORT [VERS [PATH [MODE [COPY [PNFS]]]]]
 #   VERS  3 (default), 4.1 or 4.2: the NFS version mounted
 #   PATH  the path mounted on the server (default /)
 #   MODE  workload (default), or restart: the server is killed and
@@ -10,6 +10,9 @@
 #   COPY  required: copy_file_range must be done by the server's COPY
 #         (NFSv4.2); fallback (default): any correct copy will do, how it
 #         was done is reported
+#   PNFS  1: the export serves pNFS block layouts and the server's image is
+#         this machine's disk, blkmapd running (guest-init.sh): step 1p
+#         first; 0 (default): not
 # Exit status 0: passed; 77: the server does not serve this NFS version
 # (mount.nfs says "Protocol not supported"); anything else: failed.
 #
@@ -26,6 +29,22 @@
 #      COMMIT, SETATTR of mode, owner, mtime); 50 more written with fsync;
 #      1 MiB written and read with O_DIRECT; a 64 MiB file written
 #      sequentially with fsync
+#   1p. (pnfs) files written and read through the block layout, the host
+#      keeping the server's counters before and after (it checks that the
+#      server did no READ or WRITE meanwhile, and counted LAYOUTGET and
+#      LAYOUTCOMMIT): new files of several sizes through the page cache
+#      with fsync, O_DIRECT at page-aligned offsets, holes, an overwrite of
+#      written blocks, a partial block, an append; compared through the
+#      cache, after dropping the cache (the disk, through the layout) and
+#      after a remount (new layouts: the server's block map after the
+#      LAYOUTCOMMITs). Then read through a second mount that cannot use
+#      layouts (NFSv3: every byte through the server) while the first holds
+#      them, and listed for the host, which reads them back through the
+#      server too. Then one file written by one process both through the
+#      layout (1 MiB with O_DIRECT) and through the server (512 bytes with
+#      O_DIRECT inside each block just written: every such WRITE recalls
+#      the client's own layout), fsync, every byte read back (kcio mixed).
+#      Then the rest of the workload, on the pnfs export
 #   1b. (restart mode) open files, data written through one of them and not
 #      yet flushed, a byte-range write lock held by another process; the
 #      host kills the server with SIGKILL and restarts it; then the held
@@ -61,6 +80,7 @@ VERS=${3:-3}
 EXPORT=${4:-/}
 MODE=${5:-workload}
 COPY=${6:-fallback}
+PNFS=${7:-0}
 MNT=/mnt/nfs
 NFS=$MNT/kclient
 # NFSv4: a second mount of the same server with its own inodes, so that its
@@ -190,6 +210,103 @@ now() {
 }
 since() {
 	awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# --- 1p. pNFS block layouts (pnfs)
+
+# host_counters NAME: the host keeps the server's counters now, as NAME
+host_counters() {
+	stty -F /dev/ttyS1 clocal -echo 2>/dev/null
+	echo "KCLIENT: counters $1"
+	read -r ack </dev/ttyS1 || fail "no answer from the host on /dev/ttyS1"
+	[ "$ack" = "counted $1" ] || fail "the host answered '$ack' to 'counters $1'"
+}
+
+# pnfs_compare HOW [DIR]: the files below pnfs/ (of the NFS tree, or DIR)
+# must have the reference's sizes and data
+pnfs_compare() {
+	(cd "$REF/pnfs" && stat -c '%n %s' * && md5sum *) >/tmp/pnfs.want
+	(cd "${2:-$NFS/pnfs}" && stat -c '%n %s' * && md5sum *) >/tmp/pnfs.got ||
+		fail "listing the pNFS files ($1)"
+	if ! cmp -s /tmp/pnfs.want /tmp/pnfs.got; then
+		diff /tmp/pnfs.want /tmp/pnfs.got | head -20
+		fail "the pNFS files differ $1 (- reference, + NFS)"
+	fi
+}
+
+# client_ops: what this client sent on the mount at $MNT, as it counts
+# (/proc/self/mountstats), for the log: I/O through the server and layouts
+client_ops() {
+	awk -v mnt="$MNT" '
+		$1 == "device" { on = $5 == mnt; next }
+		on && $1 ~ /^(READ|WRITE|COMMIT|LAYOUT[A-Z]+|GETDEVICE[A-Z]+):$/ {
+			printf "%s%s%s", sep, $1, $2; sep = " "
+		}' /proc/self/mountstats
+}
+
+pnfs_steps() {
+	step pnfs-write
+	dd if=/dev/urandom of=/tmp/pnfs.src bs=1M count=8 2>/dev/null || fail "dd from /dev/urandom"
+	host_counters pnfs-before
+	both mkdir pnfs
+	# new files through the page cache, each made stable by fsync (the
+	# client's LAYOUTCOMMIT); a whole number of blocks, a partial one, one
+	# byte
+	both dd if=/tmp/pnfs.src of=pnfs/big bs=1M conv=fsync status=none
+	both dd if=/tmp/pnfs.src of=pnfs/odd bs=1000000 count=1 skip=3 conv=fsync status=none
+	both dd if=/tmp/pnfs.src of=pnfs/byte bs=1 count=1 skip=5 conv=fsync status=none
+	# holes: 64 KiB at 3 MiB of an empty file, then 4 KiB at 8 KiB
+	both dd if=/tmp/pnfs.src of=pnfs/sparse bs=64k count=1 seek=48 conv=fsync status=none
+	both dd if=/tmp/pnfs.src of=pnfs/sparse bs=4k count=1 seek=2 skip=5 conv=notrunc,fsync status=none
+	# O_DIRECT from page-aligned buffers at page-aligned offsets: the
+	# layout driver writes the disk itself; a hole between; no fsync
+	both kcio direct pnfs/direct 0 1048576 1
+	both kcio direct pnfs/direct 2097152 65536 2
+	# written blocks overwritten (the layout says READ_WRITE_DATA), part of
+	# a block (the client reads the rest from the disk first), an append
+	both dd if=/tmp/pnfs.src of=pnfs/big bs=4k count=256 seek=513 skip=7 conv=notrunc,fsync status=none
+	both dd if=/tmp/pnfs.src of=pnfs/odd bs=1000 count=1 seek=5 skip=77 conv=notrunc,fsync status=none
+	both dd if=/tmp/pnfs.src of=pnfs/odd bs=3000 count=1 skip=11 oflag=append conv=notrunc,fsync status=none
+	echo "KCLIENT: pnfs: the client sent $(client_ops)"
+
+	step pnfs-read
+	pnfs_compare "through the client's cache"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	pnfs_compare "read from the disk through the layout"
+	# a new mount gets new layouts: the server's block map after the
+	# LAYOUTCOMMITs (converted extents, sizes)
+	umount_nfs
+	mount_nfs ""
+	pnfs_compare "after a remount"
+	echo "KCLIENT: pnfs: after the remount the client sent $(client_ops)"
+	host_counters pnfs-after
+
+	# one file through the layout and through the server at once
+	step pnfs-mixed
+	host_counters mixed-before
+	t0=$(now)
+	both kcio mixed pnfs/mixed 16
+	echo "KCLIENT: pnfs: 16 rounds of kcio mixed took $(since "$t0") s"
+	host_counters mixed-after
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	pnfs_compare "after the mixed writes"
+
+	# A mount that cannot use layouts: NFSv3, every byte read by the
+	# server from its image, while the first mount still holds layouts
+	step pnfs-server-read
+	mkdir -p /mnt/nfs3 || fail "mkdir /mnt/nfs3"
+	o3=vers=3,proto=tcp,port=$PORT,mountport=$PORT,mountproto=tcp,nolock,retry=0
+	mount.nfs "$SERVER:$EXPORT" /mnt/nfs3 -o $o3 2>/tmp/mount.err ||
+		fail "mount.nfs -o $o3: $(cat /tmp/mount.err)"
+	pnfs_compare "read through the server (NFSv3)" /mnt/nfs3/kclient/pnfs
+	umount /mnt/nfs3 || fail "umount /mnt/nfs3"
+	# and for the host, which reads them back through the server too
+	for f in "$REF"/pnfs/*; do
+		echo "KCLIENT: pnfs-file kclient/pnfs/${f##*/} $(stat -c %s "$f") $(md5sum <"$f" | cut -d' ' -f1)"
+	done
+	both sh -c 'touch -d "$STAMP" pnfs/*'
 }
 
 # --- 1b. the server restarted under open files and a lock (restart mode)
@@ -364,8 +481,17 @@ v4_extras() {
 	if [ "$VERS" = 4.2 ] && [ "$COPY" = required ]; then
 		# shellcheck disable=SC2046
 		set -- $(awk '$1 == "COPY:" { print $2, $NF }' /proc/self/mountstats)
-		[ "${1:-0}" -gt 0 ] && [ "${2:-1}" = 0 ] ||
-			fail "copy_file_range was not done by the server's COPY (COPY calls ${1:-0}, errors ${2:-?})"
+		if [ "$PNFS" = 1 ]; then
+			# a COPY recalls the client's own layouts of both files
+			# and is answered DELAY meanwhile (docs/design.md rule
+			# 9); the client sends it again: three copies, three
+			# COPYs that succeeded
+			[ $((${1:-0} - ${2:-0})) -ge 3 ] ||
+				fail "copy_file_range was not done by the server's COPY (COPY calls ${1:-0}, errors ${2:-?})"
+		else
+			[ "${1:-0}" -gt 0 ] && [ "${2:-1}" = 0 ] ||
+				fail "copy_file_range was not done by the server's COPY (COPY calls ${1:-0}, errors ${2:-?})"
+		fi
 	fi
 
 	step direct-unaligned
@@ -401,6 +527,10 @@ v4_space() {
 step mount
 mkdir -p "$MNT" "$REF/tree" || fail "mkdir"
 mount_nfs ""
+mkdir -p "$NFS" || fail "mkdir $NFS"
+if [ "$PNFS" = 1 ]; then
+	pnfs_steps
+fi
 step generate
 # the files are slices of 1 MiB of random data
 dd if=/dev/urandom of=/tmp/src bs=64k count=16 2>/dev/null || fail "dd from /dev/urandom"
@@ -427,7 +557,7 @@ done
 ) || fail "modes and owners in the reference tree"
 
 step copy
-mkdir "$NFS" "$NFS/tree" || fail "mkdir $NFS/tree"
+mkdir "$NFS/tree" || fail "mkdir $NFS/tree"
 # ten copies at once: concurrent calls on the client's one connection
 pids=
 for d in 0 1 2 3 4 5 6 7 8 9; do
