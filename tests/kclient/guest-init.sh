@@ -15,6 +15,8 @@
 #                          under NAME and answers with a line on /dev/ttyS1
 #   pnfs-file PATH SIZE MD5  (pnfs) a file written through the layout, for
 #                          the host to read back through the server
+#   hung: TEXT             a task blocked for 60 s: the kernel stacks of the
+#                          blocked tasks, the processes (for the log only)
 #   result=PASS | result=FAIL | result=SKIP
 # The host passes the test only on "result=PASS"; a guest that dies before
 # printing a result (panic=-1 and QEMU's -no-reboot end it) is a failure.
@@ -114,6 +116,20 @@ if [ "$PNFS" = 1 ]; then
 		sleep 0.1
 	done
 fi
+
+# A task stuck for 60 s is reported once, with every blocked task's kernel
+# stack (the console shows only warnings, so they are taken from dmesg):
+# a hung guest then says where it hangs before the host's timeout ends it.
+echo 60 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
+(
+	until dmesg | grep -q 'blocked for more than'; do sleep 10; done
+	echo w >/proc/sysrq-trigger 2>/dev/null
+	sleep 1
+	echo "KCLIENT: a task hangs; blocked tasks and recent kernel messages:"
+	dmesg | tail -150 | sed 's/^/KCLIENT: hung: /'
+	{ ps -o pid,stat,args 2>/dev/null || ps; } | sed 's/^/KCLIENT: hung: ps: /'
+	[ "$PNFS" != 1 ] || sed 's/^/KCLIENT: hung: blkmapd: /' /tmp/blkmapd.log | tail -20
+) &
 
 status=0
 sh /workload.sh "$SERVER" "$PORT" "$VERS" "$EXPORT" "$MODE" "$COPY" "$PNFS" || status=$?

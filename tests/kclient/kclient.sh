@@ -702,7 +702,7 @@ check_pnfs() {
 	tr -d '\r' <"$RUN/guest.log" | sed -n 's/^KCLIENT: pnfs-file //p' >"$RUN/pnfs-files"
 	while read -r path size sum; do
 		ip netns exec "$NS" nfs-cat \
-			"nfs://$HOST_IP/$path?version=3&nfsport=$PORT&mountport=$PORT" \
+			"nfs://$HOST_IP//$path?version=3&nfsport=$PORT&mountport=$PORT" \
 			>"$RUN/readback" || fail "nfs-cat $path through jnfsd"
 		got_size=$(stat -c %s "$RUN/readback")
 		got_sum=$(md5sum <"$RUN/readback" | cut -d' ' -f1)

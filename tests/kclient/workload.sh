@@ -302,11 +302,17 @@ pnfs_steps() {
 		fail "mount.nfs -o $o3: $(cat /tmp/mount.err)"
 	pnfs_compare "read through the server (NFSv3)" /mnt/nfs3/kclient/pnfs
 	umount /mnt/nfs3 || fail "umount /mnt/nfs3"
-	# and for the host, which reads them back through the server too
+	# and for the host, which reads them back through the server too: at
+	# the export's root (libnfs mounts the directory a file's URL names,
+	# and jnfsd exports only its root), renamed there - the same inodes
+	# and blocks - and out of the trees the workload compares
 	for f in "$REF"/pnfs/*; do
-		echo "KCLIENT: pnfs-file kclient/pnfs/${f##*/} $(stat -c %s "$f") $(md5sum <"$f" | cut -d' ' -f1)"
+		name=${f##*/}
+		mv "$NFS/pnfs/$name" "$MNT/pnfs.$name" || fail "mv pnfs/$name to the export's root"
+		echo "KCLIENT: pnfs-file pnfs.$name $(stat -c %s "$f") $(md5sum <"$f" | cut -d' ' -f1)"
 	done
-	both sh -c 'touch -d "$STAMP" pnfs/*'
+	rm -r "$REF/pnfs" || fail "rm -r $REF/pnfs"
+	rmdir "$NFS/pnfs" || fail "rmdir $NFS/pnfs"
 }
 
 # --- 1b. the server restarted under open files and a lock (restart mode)
