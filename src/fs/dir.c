@@ -291,19 +291,25 @@ int dir_is_ancestor(struct fs_inode *a, struct fs_inode *d, bool *yes)
 	uint64_t root = le64toh(fs->f_sb->sb_root_ino);
 	struct fs_inode *p = d; /* the caller's reference, then ours */
 	int err = -ELOOP;
+	bool found = false;
 	*yes = false;
 	for (int depth = 0; depth < 4096; depth++) {
-		if (p->i_ino == a->i_ino) {
-			*yes = true;
-			err = 0;
+		/* the walk goes on to the root after finding a: on a damaged
+		 * image the parents may form a loop, and a directory that is
+		 * its own ancestor is corruption, not an order to lock by */
+		if (depth > 0 && (p->i_ino == d->i_ino || (found && p->i_ino == a->i_ino))) {
+			err = -EUCLEAN;
 			break;
 		}
+		if (p->i_ino == a->i_ino)
+			found = true;
 		mutex_lock(&p->i_ilock);
 		uint64_t parent = p->i_d.parent;
 		bool live = p->i_d.nlink > 0;
 		mutex_unlock(&p->i_ilock);
 		if (!live || p->i_ino == root) {
 			err = 0;
+			*yes = found;
 			break;
 		}
 		struct fs_inode *pp;
@@ -314,8 +320,10 @@ int dir_is_ancestor(struct fs_inode *a, struct fs_inode *d, bool *yes)
 		if (err) {
 			/* the parent went: only after d was removed meanwhile
 			 * (rmdir needs no rename lock), and then d has none */
-			if (err == -ESTALE)
+			if (err == -ESTALE) {
 				err = 0;
+				*yes = found;
+			}
 			break;
 		}
 		p = pp;

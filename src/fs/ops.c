@@ -520,6 +520,14 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 		return -EINVAL;
 	if (ddp->i_fs != fs)
 		return -EXDEV;
+	mutex_lock(&sdp->i_ilock);
+	bool dirs = S_ISDIR(sdp->i_d.mode);
+	mutex_unlock(&sdp->i_ilock);
+	mutex_lock(&ddp->i_ilock);
+	dirs = dirs && S_ISDIR(ddp->i_d.mode);
+	mutex_unlock(&ddp->i_ilock);
+	if (!dirs)
+		return -ENOTDIR; /* only directories are locked as parents (D1) */
 	bool cross = sdp != ddp;
 	err = dir_lock2(sdp, ddp);
 	if (err)
