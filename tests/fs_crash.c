@@ -83,6 +83,7 @@ struct file {
 	uint32_t igen;
 	uint32_t gen; /* last write generation */
 	uint64_t sync_off, sync_len; /* the last synchronous write's range (len 0: none) */
+	uint64_t unw_off, unw_len;   /* the last range fallocated or zeroed */
 };
 
 struct name {
@@ -93,6 +94,7 @@ struct thread {
 	unsigned t;
 	struct op ops[MAX_OPS];
 	unsigned nops;
+	int unw_name; /* 1 + the name the last fallocate or zeroing went through; 0: none */
 	struct file files[MAX_FILES];
 	unsigned nfiles;
 	struct name names[MAX_NAMES];
@@ -215,6 +217,11 @@ static void *run_thread(void *arg)
 			: OP_LAYOUT;
 		if (o->kind == OP_CREATE && (th->nfiles == MAX_FILES || th->nnames == MAX_NAMES))
 			continue;
+		/* writes often follow a fallocate or zeroing of the file
+		 * (whole blocks into its unwritten blocks, below) */
+		if (o->kind == OP_WRITE && th->unw_name && th->name_file[th->unw_name - 1] >= 0 &&
+		    rng_chance(&r, 60))
+			nm = th->unw_name - 1;
 		o->name = o->kind == OP_CREATE ? new_name(th) : nm;
 		o->file = o->kind == OP_CREATE ? (int)th->nfiles : th->name_file[nm];
 		if ((o->kind == OP_LINK || o->kind == OP_RENAME) && th->nnames == MAX_NAMES)
@@ -253,6 +260,8 @@ static void *run_thread(void *arg)
 			uint64_t off = ALIGN_DOWN(rng_below(&r, MAX_FILE - 8), 8ull);
 			uint64_t span = MIN(65536ull, MAX_FILE - off);
 			uint64_t len = ALIGN_UP(1 + rng_below(&r, span), 8ull);
+			uint64_t unw_lo = ALIGN_UP(f->unw_off, 4096ull);
+			uint64_t unw_hi = ALIGN_DOWN(MIN(f->unw_off + f->unw_len, at.size), 4096ull);
 			if (rng_chance(&r, 30) && at.size + 4096 <= MAX_FILE)
 				off = at.size, len = MIN(len, MAX_FILE - off); /* extend */
 			else if (f->sync_len && rng_chance(&r, 50)) {
@@ -260,6 +269,13 @@ static void *run_thread(void *arg)
 				 * overwritten in place */
 				off = f->sync_off + ALIGN_DOWN(rng_below(&r, f->sync_len), 8ull);
 				len = ALIGN_UP(1 + rng_below(&r, f->sync_off + f->sync_len - off), 8ull);
+			} else if (unw_hi > unw_lo && rng_chance(&r, 80)) {
+				/* whole blocks inside the file where the last
+				 * fallocate or zeroing went: into unwritten blocks
+				 * the data goes out under the shared I/O lock
+				 * (src/fs/file.c, write_unwritten) */
+				off = unw_lo + ALIGN_DOWN(rng_below(&r, unw_hi - unw_lo), 4096ull);
+				len = MIN(ALIGN_UP(MIN(len, 16384ull), 4096ull), unw_hi - off);
 			}
 			len = MIN(len, MAX_FILE - off);
 			o->off = off;
@@ -319,6 +335,10 @@ static void *run_thread(void *arg)
 				: o->kind == OP_PUNCH ? FS_FALLOC_PUNCH
 						      : FS_FALLOC_ZERO | FS_FALLOC_KEEP_SIZE,
 				o->off, o->len, &res);
+			if (!err && o->kind != OP_PUNCH) {
+				f->unw_off = o->off, f->unw_len = o->len;
+				th->unw_name = o->name + 1;
+			}
 			break;
 		case OP_LINK:
 		case OP_RENAME: {
@@ -616,6 +636,7 @@ struct totals {
 	uint64_t points, violations;
 	uint64_t eof_trims; /* preallocation trims recorded */
 	uint64_t logged, logged_overwrites; /* logged writes, and writes over them */
+	uint64_t shared_conversions; /* writes into unwritten blocks under the shared lock */
 };
 
 static bool verbose;
@@ -680,6 +701,7 @@ static void run_round(uint64_t seed, uint64_t budget, struct totals *tot)
 	tot->eof_trims += stat_table_get(&stats, "fs.eof_trims");
 	tot->logged += stat_table_get(&stats, "fs.logged_writes");
 	tot->logged_overwrites += stat_table_get(&stats, "fs.logged_overwrites");
+	tot->shared_conversions += stat_table_get(&stats, "fs.shared_conversions");
 	fs_shutdown(fs, "end of recorded workload");
 	fs_unmount(fs);
 
@@ -767,6 +789,8 @@ int main(int argc, char **argv)
 	printf("preallocation trims recorded: %llu\n", (unsigned long long)tot.eof_trims);
 	printf("logged synchronous writes: %llu, later writes that cancelled logged blocks: %llu\n",
 	       (unsigned long long)tot.logged, (unsigned long long)tot.logged_overwrites);
+	printf("whole-block writes converted under the shared I/O lock: %llu\n",
+	       (unsigned long long)tot.shared_conversions);
 	printf("crash points: %llu, violations: %llu\n", (unsigned long long)tot.points,
 	       (unsigned long long)tot.violations);
 	return tot.violations ? 1 : 0;

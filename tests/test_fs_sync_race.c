@@ -5,7 +5,8 @@
  *
  * Writer threads change one file concurrently: overwrites of their own
  * region, appends, writes into preallocated (unwritten) space that must be
- * converted. Syncer threads call fsync or fdatasync on the same file at the
+ * converted, past EOF and inside the file (the latter write their data
+ * under the shared I/O lock: src/fs/file.c, write_unwritten). Syncer threads call fsync or fdatasync on the same file at the
  * same time. Before a sync starts, it records how far every writer had got
  * (their completed operations); when it returns, a mark goes into the crash
  * device's recorded stream. Then for every sync, power is cut exactly at its
@@ -29,11 +30,12 @@
 #include "fs/fs.h"
 
 #define IMG       (32u << 20)
-#define WRITERS   3
+#define WRITERS   4
 #define SYNCERS   3
 #define REGION    (64u << 10) /* each writer's overwrite region */
 #define OPS       150
 #define APPEND_AT (4u << 20)
+#define FALLOC_AT (1u << 20) /* writer 3's fallocated space, inside the file */
 #define MAX_SYNCS 1500
 /* Syncs the writers wait for, spread over their operations, so that the
  * race is run whatever the scheduler does on a loaded machine (each
@@ -85,9 +87,11 @@ static void *writer(void *arg)
 			fill(buf, 8192, w, gen);
 			err = fs_write(s->ip, (uint64_t)w * REGION + rng_below(&r, 8) * 8192, buf, 8192,
 				       NULL);
-		} else if (w == 1) {
-			/* writes into preallocated space: conversions */
-			uint64_t off = APPEND_AT * 2 + (uint64_t)k * 8192;
+		} else if (w == 1 || w == 3) {
+			/* writes into preallocated space: conversions; writer
+			 * 3's space is inside the file, so its data goes out
+			 * under the shared I/O lock (file.c, write_unwritten) */
+			uint64_t off = (w == 1 ? APPEND_AT * 2 : FALLOC_AT) + (uint64_t)k * 8192;
 			fill(buf, 8192, w, gen);
 			err = fs_write(s->ip, off, buf, 8192, NULL);
 		} else {
@@ -161,15 +165,18 @@ static int verify(struct fs *fs, const uint32_t *cov, uint64_t id)
 			(unsigned long long)id, cov[0], best);
 		bad = 1;
 	}
-	/* writer 1: every converted block up to cov[1] */
-	for (uint32_t k = 0; k < cov[1] && !bad; k++) {
-		CHECK_OK(fs_read(ip, APPEND_AT * 2 + (uint64_t)k * 8192, buf, 8192, &n, &eof));
-		uint64_t v;
-		memcpy(&v, buf, 8);
-		if (n != 8192 || v != ((uint64_t)2 << 32 | (k + 1))) {
-			fprintf(stderr, "sync %llu: writer 1 op %u (covered %u) lost\n",
-				(unsigned long long)id, k + 1, cov[1]);
-			bad = 1;
+	/* writers 1 and 3: every converted block up to what was covered */
+	for (unsigned w = 1; w <= 3; w += 2) {
+		uint64_t at = w == 1 ? APPEND_AT * 2 : FALLOC_AT;
+		for (uint32_t k = 0; k < cov[w] && !bad; k++) {
+			CHECK_OK(fs_read(ip, at + (uint64_t)k * 8192, buf, 8192, &n, &eof));
+			uint64_t v;
+			memcpy(&v, buf, 8);
+			if (n != 8192 || v != ((uint64_t)(w + 1) << 32 | (k + 1))) {
+				fprintf(stderr, "sync %llu: writer %u op %u (covered %u) lost\n",
+					(unsigned long long)id, w, k + 1, cov[w]);
+				bad = 1;
+			}
 		}
 	}
 	/* writer 2: the appended blocks and the size that covers them */
@@ -219,6 +226,7 @@ int main(int argc, char **argv)
 	CHECK_OK(fs_write(ip, 0, zero, REGION, NULL));
 	CHECK_OK(fs_fallocate(ip, FS_FALLOC_ALLOC | FS_FALLOC_KEEP_SIZE, APPEND_AT * 2,
 			      OPS * 8192, NULL));
+	CHECK_OK(fs_fallocate(ip, FS_FALLOC_ALLOC, FALLOC_AT, OPS * 8192, NULL));
 	free(zero);
 	fs_iput(ip);
 	fs_iput(root);

@@ -353,6 +353,7 @@ int bmap_punch(struct fstx *tx, struct fs_inode *ip, uint64_t off, uint64_t len,
 	assert_wrlocked(&ip->i_iolock);
 	assert_locked(&ip->i_ilock); /* joined to tx */
 	uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+	ip->i_unmap_gen++;
 	struct fs_dext old[PUNCH_MAX], nw[2 * PUNCH_MAX];
 	unsigned nold, nn = 0;
 	bool more;

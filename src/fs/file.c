@@ -8,7 +8,9 @@
  *     rule 4), the timestamps at most once per FS_TIME_GRAN_NS, the change
  *     attribute alone otherwise (which fsync does not force either; see
  *     touch_write). Aligned overwrites run under the shared I/O lock, so
- *     writers of different ranges of one file proceed in parallel;
+ *     writers of different ranges of one file proceed in parallel; so do
+ *     whole-block writes into unwritten blocks inside the file, up to
+ *     their conversion (write_unwritten);
  *   - a write into holes or past EOF: (1) allocate unwritten blocks in a
  *     transaction, (2) write the data, (3) convert what was written and set
  *     the size in a second transaction. A crash between (2) and (3) leaves
@@ -189,24 +191,34 @@ static int touch_write(struct fs_inode *ip, struct fs_result *res)
 	return fstx_commit(tx, res);
 }
 
-/* Is [first, last] all written blocks? (I/O lock held) */
-static int all_written(struct fs_inode *ip, uint64_t first, uint64_t last, bool *yes)
+/* Is [first, last] all written blocks (*written), all allocated ones,
+ * written or unwritten (*mapped)? (I/O lock held) */
+static int range_state(struct fs_inode *ip, uint64_t first, uint64_t last, bool *written,
+		       bool *mapped)
 {
 	assert_rdlocked(&ip->i_iolock);
-	*yes = true;
+	*written = *mapped = true;
 	for (uint64_t b = first; b <= last;) {
 		struct bmap_ext e;
 		bool hole;
 		int err = bmap_lookup(ip, b, &e, &hole);
 		if (err)
 			return err;
-		if (hole || e.unwritten) {
-			*yes = false;
+		if (hole) {
+			*written = *mapped = false;
 			return 0;
 		}
+		if (e.unwritten)
+			*written = false;
 		b = e.off + e.len;
 	}
 	return 0;
+}
+
+static int all_written(struct fs_inode *ip, uint64_t first, uint64_t last, bool *yes)
+{
+	bool mapped;
+	return range_state(ip, first, last, yes, &mapped);
 }
 
 /*
@@ -489,6 +501,77 @@ static bool ldata_ok(struct fs_inode *ip, size_t len)
 	return !rw && res <= log_size_bytes(fs->f_log) / 8 && log_space_ample(fs->f_log, res);
 }
 
+/*
+ * A write of whole blocks that are all allocated inside the file, some of
+ * them unwritten (fallocated or zeroed space, an appender's preallocation
+ * that a truncate brought inside the file): the data goes to the device under
+ * the shared I/O lock, which the caller holds, so that writers of
+ * different ranges of one file overlap their device writes as they do for
+ * overwrites; only the conversion takes the lock exclusively. Kernel XFS
+ * does the same (direct I/O under the shared lock, unwritten extents
+ * converted at completion): eight threads converting their own parts of
+ * one fallocated file spent most of their time queued behind each other's
+ * data writes when the whole write was exclusive (bench/sync_loop.c,
+ * workload d).
+ *
+ * Between the shared lock and the exclusive one, another writer may
+ * write and convert some of the blocks (the same device blocks: its data
+ * came later and stays; converting them again changes nothing), zero them
+ * (the blocks become unwritten again and this write's conversion shows its
+ * data, as if it had come after the zeroing), or free them (a truncate or
+ * a punch; the blocks may then belong to another file). i_unmap_gen tells
+ * the last apart: if it moved, or the file is no longer as long, nothing
+ * is converted and *done says so: the caller redoes the whole write on the
+ * general path with the exclusive lock it now holds. Whole blocks only:
+ * two writers of different bytes of one unwritten block would each write
+ * the block with zeros around their bytes.
+ *
+ * The ordering is the general path's: the data is written before the
+ * conversion's transaction exists, an ordered one, whose checkpoint the
+ * journal writes only after a flush of the data device (log.h, G7), so a
+ * crash never shows the converted blocks without the data. Called with the
+ * I/O lock held shared; returns with it held exclusively, *done false when
+ * nothing was converted.
+ */
+static int write_unwritten(struct fs_inode *ip, uint64_t off, const void *buf, size_t len,
+			   struct fs_result *res, bool *done)
+{
+	struct fs *fs = ip->i_fs;
+	uint64_t first = off / FS_BLOCK_SIZE, last = (off + len - 1) / FS_BLOCK_SIZE;
+	assert_rdlocked(&ip->i_iolock);
+	*done = false;
+	uint64_t gen = ip->i_unmap_gen;
+	int err = write_mapped(ip, off, buf, len, NULL);
+	rwlock_unlock(&ip->i_iolock);
+	rwlock_wrlock(&ip->i_iolock);
+	if (err)
+		return err;
+	mutex_lock(&ip->i_ilock);
+	bool inside = off + len <= ip->i_d.size;
+	mutex_unlock(&ip->i_ilock);
+	if (ip->i_unmap_gen != gen || !inside) {
+		counter_inc(&fs->f_stats.shared_conversion_redos);
+		return 0;
+	}
+	struct fstx *tx;
+	err = fstx_begin(fs, 4 * bmap_res(ip), 0, &tx);
+	if (err)
+		return err;
+	ino_join(tx, ip);
+	res_pre(res, 0, ip);
+	err = bmap_set_written(tx, ip, first, last - first + 1, true);
+	ino_touch(ip, true);
+	ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE);
+	res_post(res, 0, ip);
+	int cerr = fstx_commit(tx, res);
+	if (!err)
+		err = cerr;
+	*done = !err;
+	if (*done)
+		counter_inc(&fs->f_stats.shared_conversions);
+	return err;
+}
+
 /* fs_write and fs_write_sync, without clearing res (fs_copy_range writes in
  * pieces): with log, the data goes into the journal too (and the I/O lock
  * is taken exclusively: D1 needs no other writer of the file between the
@@ -507,16 +590,18 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 	bool aligned = !(off % SECTOR) && !(len % SECTOR);
 	int err;
 
-	/* the common case first: an aligned overwrite inside the file */
+	/* the common cases first, under the shared I/O lock: an aligned
+	 * overwrite inside the file, and whole blocks allocated inside it */
+	bool excl = false;
 	if (aligned && !log) {
 		rwlock_rdlock(&ip->i_iolock);
 		mutex_lock(&ip->i_ilock);
 		err = check_reg(ip);
 		bool inside = off + len <= ip->i_d.size;
 		mutex_unlock(&ip->i_ilock);
-		bool written = false;
+		bool written = false, mapped = false;
 		if (!err && inside)
-			err = all_written(ip, first, last, &written);
+			err = range_state(ip, first, last, &written, &mapped);
 		if (!err && inside && written) {
 			err = write_mapped(ip, off, buf, len, NULL);
 			if (!err)
@@ -524,12 +609,23 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 			rwlock_unlock(&ip->i_iolock);
 			goto out;
 		}
-		rwlock_unlock(&ip->i_iolock);
-		if (err)
-			return err;
+		if (!err && inside && mapped && !(off % FS_BLOCK_SIZE) && !(len % FS_BLOCK_SIZE)) {
+			bool done;
+			err = write_unwritten(ip, off, buf, len, res, &done);
+			excl = true;
+			if (err || done)
+				goto out_unlock;
+			/* blocks left the map meanwhile: the general path redoes
+			 * the write */
+		} else {
+			rwlock_unlock(&ip->i_iolock);
+			if (err)
+				return err;
+		}
 	}
 
-	rwlock_wrlock(&ip->i_iolock);
+	if (!excl)
+		rwlock_wrlock(&ip->i_iolock);
 	mutex_lock(&ip->i_ilock);
 	err = check_reg(ip);
 	uint64_t size = ip->i_d.size;

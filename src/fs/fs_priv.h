@@ -376,6 +376,11 @@ struct fs_inode {
 	struct ino_item i_item;
 	struct list i_lru; /* every cached inode, oldest first (icache lock) */
 	uint64_t i_prealloc; /* speculative preallocation hint (blocks) */
+	/* bumped (i_iolock exclusive) whenever blocks leave the extent map: a
+	 * writer that wrote under the shared I/O lock and converts under the
+	 * exclusive one knows from it that its blocks are still its own
+	 * (file.c, write_unwritten) */
+	uint64_t i_unmap_gen;
 	struct list i_eof_link; /* on f_eof: preallocated past EOF (eofblocks.c) */
 	uint64_t i_eof_ns;       /* its last appending write (f_eof_lock) */
 	/* layouts (guarded by the fs layout lock) */
@@ -588,6 +593,7 @@ struct fs {
 
 	struct {
 		counter_t writes, write_bytes, reads, read_bytes;
+		counter_t shared_conversions, shared_conversion_redos;
 		counter_t fsyncs, fdatasyncs, fsync_log_writes, fsync_flushes;
 		counter_t allocs, alloc_blocks, frees, free_blocks, busy_forces;
 		counter_t inode_writebacks, inode_allocs, inode_frees;

@@ -464,6 +464,8 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(logged_writes);
 	C(logged_bytes);
 	C(logged_overwrites);
+	C(shared_conversions);
+	C(shared_conversion_redos);
 #undef C
 	stat_gauge(s, "fs.records", le32toh(fs->f_sb->sb_rec_count));
 	stat_gauge(s, "fs.free_blocks_now", (uint64_t)MAX(alloc_free_blocks(fs), 0));
