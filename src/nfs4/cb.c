@@ -210,6 +210,11 @@ static uint32_t cb_send(struct nfs4_cb *cb)
 	counter_inc(&s->st.cb_calls);
 	int err = svc_call_start(cb->conn, &cb->call);
 	if (err) {
+		/* the connection died after cb_new found it (its closed()
+		 * notice is still to run), or the call did not encode: the
+		 * caller hears it from the result, and done() must not run
+		 * too (it would release what the caller releases) */
+		cb->done = NULL;
 		cb_finish(cb, NFS4ERR_DELAY, false);
 		return NFS4ERR_DELAY;
 	}

@@ -267,7 +267,8 @@ void nfs4_conns_remove(struct nfs4_server *s, uint64_t id);
 /* A CB_NULL on the session's back channel; no reply marks it faulty. */
 void nfs4_cb_probe(struct nfs4_server *s, struct nfs4_session *sess);
 /* CB_SEQUENCE + op on the session's back channel: NFS4_OK (done() will
- * run on a worker), or DELAY (the slot is busy: try later),
+ * run on a worker, exactly once), or, and done() never runs, DELAY (the
+ * slot is busy, or the connection died a moment ago: try later),
  * CONN_NOT_BOUND_TO_SESSION, BADSESSION. */
 uint32_t nfs4_cb_compound(struct nfs4_server *s, struct nfs4_session *sess,
 			  const struct nfs_cb_argop4 *op, void (*done)(struct nfs4_cb *, uint32_t),
