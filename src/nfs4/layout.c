@@ -26,7 +26,7 @@
  * that wrote nothing. Ranges the client holds no layout for, or with no
  * blocks, are refused with INVAL.
  *
- * Recalls. The engine calls nfs4_layout_recall() when another client's
+ * Recalls. The engine calls engine_recall() when another client's
  * request (or the holder's own through the server) conflicts with a
  * layout; it sends CB_LAYOUTRECALL for the whole file on a session of the
  * holder that has a back channel, and never waits. A client that has not
@@ -47,6 +47,36 @@
  * fence stops the writers to one file, never the server, and never risks
  * another file's data. Without --fence-cmd there is nothing to run: the
  * leases go after the lease time, as the Linux server does.
+ *
+ * Resends. A client may answer a recall NFS4ERR_DELAY (RFC 8881 §20.3.4:
+ * a LAYOUTGET reply it has not seen yet, a return already under way, its
+ * callback slot busy), and a recall may fail to go out at all (the
+ * session's one back channel slot busy with another recall, no back
+ * channel bound for a moment) or get no answer (cb.c answers DELAY then).
+ * None of these is the client refusing: the recall is sent again, not by
+ * the worker that heard the answer but by the reaper (nfs4_layouts_reap,
+ * woken for it through nfs4_reaper_kick), so no thread waits for the
+ * client. The invariants:
+ *
+ *  1. A recall round starts when a layout that was not recalled is
+ *     recalled (recall_gen counts rounds) and ends with its return, its
+ *     revocation, or the fence. An answer to a call of an earlier round
+ *     changes nothing.
+ *  2. Resends are bounded: at most RECALL_RESENDS per round, the first
+ *     RECALL_RESEND_FIRST_NS after the answer, each delay twice the last,
+ *     and none due after the fence deadline (recall_ns + lease), which
+ *     resends never move.
+ *  3. A resend carries the seqid the recall carried when the layout's
+ *     stateid has not changed since (the client that answered DELAY did
+ *     not take the recall in, and one seqid further on it would answer
+ *     DELAY again: RFC 8881 §12.5.5.2.1); if a LAYOUTRETURN of a part
+ *     changed it meanwhile, the next one.
+ *  4. No resend for a layout returned (recalled false), revoked or
+ *     unhashed (nfs4_stid_tryget fails) before it is due.
+ *
+ * When the resends are spent, or the client answers anything else but OK
+ * or NOMATCHING_LAYOUT, the recall has failed: counted, logged with the
+ * client ID and the status (rate limited), and the fence decides.
  *
  * Lock order: the layout table's mutex (nfs4.layouts, 535) is a leaf; no
  * engine call, state-core call or callback happens under it.
@@ -74,6 +104,14 @@
 #define LAYOUT_MAX_LEN	   (1ull << 30)
 /* Bytes of one pnfs_block_extent4 on the wire. */
 #define BLOCK_EXTENT_XDR (NFS4_DEVICEID4_SIZE + 8 + 8 + 8 + 4)
+/* Resends of one recall (invariant 2): 10, 20, ... 1280 ms after the
+ * answers, 2.55 s in all, far inside any lease (5 s at least). */
+#define RECALL_RESENDS	       8
+#define RECALL_RESEND_FIRST_NS (10 * NSEC_PER_MSEC)
+/* Failed recalls logged at most this many per RECALL_LOG_WINDOW_NS; the
+ * next line after a quiet window says how many went unlogged. */
+#define RECALL_LOG_BURST     10
+#define RECALL_LOG_WINDOW_NS (60 * NSEC_PER_SEC)
 
 static struct lock_class layouts_class = LOCK_CLASS(NFS4_LAYOUTS);
 
@@ -84,9 +122,13 @@ struct nfs4_layout {
 	uint64_t clientid;
 	uint64_t file; /* inode number */
 	struct fs_inode *ip;
-	nfs_fh4 fh;    /* for CB_LAYOUTRECALL */
-	bool recalled; /* [table] a recall was sent and not answered by a return */
-	uint64_t recall_ns;
+	nfs_fh4 fh;		      /* for CB_LAYOUTRECALL */
+	bool recalled;		      /* [table] a recall was sent and not answered by a return */
+	uint64_t recall_ns;	      /* [table] the round began: the fence is due a lease on */
+	uint32_t recall_gen;	      /* [table] rounds begun (invariant 1) */
+	uint32_t recall_seqid;	      /* [table] the seqid the last recall carried */
+	unsigned resends;	      /* [table] of this round so far */
+	uint64_t resend_ns;	      /* [table] a resend is due then; 0: none */
 	uint64_t fence_retry_ns;      /* [table] a failed fence: not again before */
 	struct sockaddr_storage peer; /* where the client was: --fence-cmd's argument */
 };
@@ -94,6 +136,9 @@ struct nfs4_layout {
 struct nfs4_layout_table {
 	struct mutex lock;
 	struct nfs4_layout *b[LAYOUT_BUCKETS];
+	/* failed recalls logged in this window, and those left unlogged */
+	uint64_t log_window_ns;
+	unsigned log_lines, log_dropped;
 };
 
 static unsigned lbucket(uint64_t clientid, uint64_t file)
@@ -724,34 +769,141 @@ uint32_t nfs4_op_layoutreturn(struct nfs4_compound *c, struct nfs_argop4 *a, str
 
 /* ---- recalls and fencing ---- */
 
+/* What a client may answer CB_LAYOUTRECALL and its CB_SEQUENCE with (RFC
+ * 8881 §20.3.4, §20.9.4), and CB_PATH_DOWN for no back channel: for the
+ * log. */
+static const char *cb_status_name(uint32_t st)
+{
+	static const struct {
+		uint32_t st;
+		const char *name;
+	} names[] = {
+		{NFS4ERR_BADHANDLE, "BADHANDLE"},
+		{NFS4ERR_BADIOMODE, "BADIOMODE"},
+		{NFS4ERR_BADXDR, "BADXDR"},
+		{NFS4ERR_BAD_STATEID, "BAD_STATEID"},
+		{NFS4ERR_OLD_STATEID, "OLD_STATEID"},
+		{NFS4ERR_DELAY, "DELAY"},
+		{NFS4ERR_INVAL, "INVAL"},
+		{NFS4ERR_NOTSUPP, "NOTSUPP"},
+		{NFS4ERR_OP_NOT_IN_SESSION, "OP_NOT_IN_SESSION"},
+		{NFS4ERR_REP_TOO_BIG, "REP_TOO_BIG"},
+		{NFS4ERR_REP_TOO_BIG_TO_CACHE, "REP_TOO_BIG_TO_CACHE"},
+		{NFS4ERR_REQ_TOO_BIG, "REQ_TOO_BIG"},
+		{NFS4ERR_RETRY_UNCACHED_REP, "RETRY_UNCACHED_REP"},
+		{NFS4ERR_SERVERFAULT, "SERVERFAULT"},
+		{NFS4ERR_TOO_MANY_OPS, "TOO_MANY_OPS"},
+		{NFS4ERR_UNKNOWN_LAYOUTTYPE, "UNKNOWN_LAYOUTTYPE"},
+		{NFS4ERR_WRONG_TYPE, "WRONG_TYPE"},
+		{NFS4ERR_BADSESSION, "BADSESSION"},
+		{NFS4ERR_BADSLOT, "BADSLOT"},
+		{NFS4ERR_BAD_HIGH_SLOT, "BAD_HIGH_SLOT"},
+		{NFS4ERR_CONN_NOT_BOUND_TO_SESSION, "CONN_NOT_BOUND_TO_SESSION"},
+		{NFS4ERR_SEQ_FALSE_RETRY, "SEQ_FALSE_RETRY"},
+		{NFS4ERR_SEQ_MISORDERED, "SEQ_MISORDERED"},
+		{NFS4ERR_SEQUENCE_POS, "SEQUENCE_POS"},
+		{NFS4ERR_MINOR_VERS_MISMATCH, "MINOR_VERS_MISMATCH"},
+		{NFS4ERR_OP_ILLEGAL, "OP_ILLEGAL"},
+		{NFS4ERR_CB_PATH_DOWN, "CB_PATH_DOWN"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (names[i].st == st)
+			return names[i].name;
+	return "?";
+}
+
+/* A failed recall, counted and said, with at most RECALL_LOG_BURST lines
+ * a window: a client that fails every recall cannot flood the log. */
+static void recall_failed(struct nfs4_server *s, uint64_t clientid, uint32_t st, const char *how)
+{
+	struct nfs4_layout_table *t = s->layouts;
+	uint64_t now = now_ns();
+	unsigned dropped = 0;
+	counter_inc(&s->st.recalls_failed);
+	mutex_lock(&t->lock);
+	if (!t->log_window_ns || now - t->log_window_ns >= RECALL_LOG_WINDOW_NS) {
+		t->log_window_ns = now;
+		t->log_lines = 0;
+		dropped = t->log_dropped;
+		t->log_dropped = 0;
+	}
+	bool say = t->log_lines < RECALL_LOG_BURST;
+	if (say)
+		t->log_lines++;
+	else
+		t->log_dropped++;
+	mutex_unlock(&t->lock);
+	if (dropped)
+		msg_warn("nfs4: %u more failed layout recalls were not logged", dropped);
+	if (say)
+		msg_warn(
+			"nfs4: layout recall of client %016llx failed (%s: NFS4ERR_%s, status %u): "
+			"the layout stays recalled until the client returns it, or is fenced one "
+			"lease after the recall",
+			(unsigned long long)clientid, how, cb_status_name(st), st);
+}
+
+/*
+ * A call of round gen got DELAY (or no answer), or could not go out (st):
+ * its resend is due after the next delay (invariant 2) and the reaper is
+ * told; nothing when the round is over (invariants 1, 4); a failure when
+ * the resends are spent or the next would come after the fence deadline.
+ */
+static void recall_again(struct nfs4_server *s, struct nfs4_layout *lo, uint32_t gen, uint32_t st,
+			 const char *how)
+{
+	struct nfs4_layout_table *t = s->layouts;
+	uint64_t lease = (uint64_t)s->lease_s * NSEC_PER_SEC, now = now_ns(), due = 0;
+	bool over, again = false;
+	mutex_lock(&t->lock);
+	over = !lo->recalled || lo->recall_gen != gen;
+	if (!over && lo->resends < RECALL_RESENDS) {
+		due = now + (RECALL_RESEND_FIRST_NS << lo->resends);
+		again = due < lo->recall_ns + lease;
+		if (again)
+			lo->resend_ns = due;
+	}
+	mutex_unlock(&t->lock);
+	if (again)
+		nfs4_reaper_kick(s, due);
+	else if (!over)
+		recall_failed(s, lo->clientid, st, how);
+}
+
+/* What recall_done gets: the layout's stateid and the round. */
+struct recall_call {
+	struct nfs4_stid *sp; /* referenced */
+	uint32_t gen;
+};
+
 static void recall_done(struct nfs4_cb *cb, uint32_t status)
 {
 	struct nfs4_server *s = cb->s;
-	struct nfs4_stid *sp = cb->arg; /* referenced by send_recall */
-	counter_inc(status == NFS4_OK || status == NFS4ERR_NOMATCHING_LAYOUT
-			    ? &s->st.recalls_answered
-			    : &s->st.recalls_failed);
-	if (status == NFS4ERR_NOMATCHING_LAYOUT) {
-		/* the client holds none (returned meanwhile, or never used it):
-		 * as if it had returned everything */
-		nfs4_stid_unhash(sp);
+	struct recall_call *rc = cb->arg;
+	struct nfs4_stid *sp = rc->sp;
+	struct nfs4_layout *lo = nfs4_stid_payload(sp); /* kept by the reference */
+	if (status == NFS4_OK || status == NFS4ERR_NOMATCHING_LAYOUT) {
+		counter_inc(&s->st.recalls_answered);
+		/* NOMATCHING: the client holds none (returned meanwhile, or
+		 * never used it): as if it had returned everything */
+		if (status == NFS4ERR_NOMATCHING_LAYOUT)
+			nfs4_stid_unhash(sp);
+	} else if (status == NFS4ERR_DELAY) {
+		/* the client asked for time, or no answer came (cb.c) */
+		recall_again(s, lo, rc->gen, status, "DELAY or no answer, no resend left");
+	} else {
+		recall_failed(s, lo->clientid, status, "answered");
 	}
 	nfs4_stid_put(sp);
+	free(rc);
 }
 
-/* Send CB_LAYOUTRECALL for lo's file (no lock held). */
-static void send_recall(struct nfs4_server *s, struct nfs4_layout *lo, struct nfs4_stid *sp)
+/* CB_LAYOUTRECALL of lo's whole file on sess: NFS4_OK when it went out
+ * (recall_done will run), else why not. */
+static uint32_t call_recall(struct nfs4_server *s, struct nfs4_session *sess,
+			    struct nfs4_layout *lo, struct nfs4_stid *sp, uint32_t gen, bool resend)
 {
-	assert_no_locks();
-	struct nfs4_client *clp = nfs4_client_find(s->state, lo->clientid);
-	if (!clp)
-		return;
-	struct nfs4_session *sess = nfs4_client_back_session(clp);
-	nfs4_client_put(clp);
-	if (!sess) {
-		counter_inc(&s->st.recalls_failed);
-		return; /* no back channel: fenced after a lease */
-	}
+	struct nfs4_layout_table *t = s->layouts;
 	struct nfs_cb_argop4 op;
 	memset(&op, 0, sizeof(op));
 	op.argop = OP_CB_LAYOUTRECALL;
@@ -766,21 +918,59 @@ static void send_recall(struct nfs4_server *s, struct nfs4_layout *lo, struct nf
 	/* A recall changes the layout state: it carries the stateid's next
 	 * seqid (RFC 8881 §12.5.3), and the client refuses one that is not
 	 * exactly one past the seqid it holds (OLD_STATEID), or waits for the
-	 * reply it must have missed (DELAY; §12.5.5.2.1). */
+	 * reply it must have missed (DELAY; §12.5.5.2.1). A resend carries
+	 * the same one unless the stateid changed since (invariant 3). */
+	mutex_lock(&t->lock);
+	uint32_t last = lo->recall_seqid;
+	mutex_unlock(&t->lock);
 	struct nfs4_stateid sid;
 	nfs4_stid_lock(sp);
-	nfs4_stid_bump(sp, &sid);
+	nfs4_stid_value(sp, &sid);
+	if (!resend || sid.seqid != last)
+		nfs4_stid_bump(sp, &sid);
 	nfs4_stid_unlock(sp);
+	mutex_lock(&t->lock);
+	lo->recall_seqid = sid.seqid;
+	mutex_unlock(&t->lock);
 	nfs4_sid_to_wire(&sid, &ra->clora_recall.lor_layout.lor_stateid);
+	struct recall_call *rc = xmalloc(sizeof(*rc));
+	rc->sp = sp;
+	rc->gen = gen;
 	nfs4_stid_get(sp); /* recall_done's */
-	uint32_t st = nfs4_cb_compound(s, sess, &op, recall_done, sp);
-	if (!st) {
-		counter_inc(&s->st.recalls_sent);
-	} else {
-		counter_inc(&s->st.recalls_failed);
+	uint32_t st = nfs4_cb_compound(s, sess, &op, recall_done, rc);
+	if (st) {
+		/* recall_done will not run */
 		nfs4_stid_put(sp);
+		free(rc);
 	}
-	nfs4_session_put(sess);
+	return st;
+}
+
+/* Send CB_LAYOUTRECALL for lo's file, a call of round gen, a resend or
+ * not (no lock held). One that cannot go out now (the session's back
+ * channel slot busy with another call, no back channel bound for a
+ * moment) is tried again as a DELAY answer is. */
+static void send_recall(struct nfs4_server *s, struct nfs4_layout *lo, struct nfs4_stid *sp,
+			uint32_t gen, bool resend)
+{
+	assert_no_locks();
+	struct nfs4_client *clp = nfs4_client_find(s->state, lo->clientid);
+	if (!clp)
+		return; /* gone: its layouts go with its state */
+	struct nfs4_session *sess = nfs4_client_back_session(clp);
+	nfs4_client_put(clp);
+	uint32_t st = NFS4ERR_CB_PATH_DOWN; /* no back channel (yet) */
+	if (sess) {
+		st = call_recall(s, sess, lo, sp, gen, resend);
+		nfs4_session_put(sess);
+	}
+	if (st == NFS4_OK) {
+		counter_inc(&s->st.recalls_sent);
+		if (resend)
+			counter_inc(&s->st.recalls_resent);
+		return;
+	}
+	recall_again(s, lo, gen, st, "not sent, no resend left");
 }
 
 /* The engine's recall (fs_layout_ops.recall): holder's layouts of ip. */
@@ -791,11 +981,18 @@ static void engine_recall(void *arg, struct fs_inode *ip, uint64_t holder)
 	mutex_lock(&t->lock);
 	struct nfs4_layout *lo = find_locked(t, holder, fs_ino(ip));
 	struct nfs4_stid *sp = NULL;
+	uint32_t gen = 0;
 	if (lo) {
 		if (!lo->recalled) {
+			/* a new round (invariant 1) */
 			lo->recalled = true;
 			lo->recall_ns = now_ns();
+			lo->recall_gen++;
+			lo->recall_seqid = 0; /* no seqid: the first call bumps */
+			lo->resends = 0;
+			lo->resend_ns = 0;
 		}
+		gen = lo->recall_gen;
 		sp = lo->stid;
 		if (!nfs4_stid_tryget(sp)) {
 			/* going: its release returns the lease */
@@ -809,7 +1006,7 @@ static void engine_recall(void *arg, struct fs_inode *ip, uint64_t holder)
 		fs_layout_return(ip, holder, 0, UINT64_MAX, FS_LAYOUT_ANY);
 		return;
 	}
-	send_recall(s, lo, sp);
+	send_recall(s, lo, sp, gen, false);
 	nfs4_stid_put(sp);
 }
 
@@ -855,10 +1052,52 @@ static bool fence(struct nfs4_server *s, const struct nfs4_layout *lo)
 	return true;
 }
 
-void nfs4_layouts_reap(struct nfs4_server *s)
+/* The first layout whose resend is due, referenced, its resend taken and
+ * counted; *next the earliest resend still to come (UINT64_MAX: none). */
+static struct nfs4_stid *resend_due_locked(struct nfs4_layout_table *t, uint64_t now, uint32_t *gen,
+					   uint64_t *next)
 {
-	uint64_t lease = (uint64_t)s->lease_s * NSEC_PER_SEC, now = now_ns();
+	assert_locked(&t->lock);
+	*next = UINT64_MAX;
+	for (unsigned b = 0; b < LAYOUT_BUCKETS; b++) {
+		for (struct nfs4_layout *lo = t->b[b]; lo; lo = lo->next) {
+			if (!lo->resend_ns)
+				continue;
+			if (lo->resend_ns > now) {
+				if (lo->resend_ns < *next)
+					*next = lo->resend_ns;
+				continue;
+			}
+			lo->resend_ns = 0;
+			/* returned, revoked or going meanwhile: no resend
+			 * (invariant 4) */
+			if (!lo->recalled || !nfs4_stid_tryget(lo->stid))
+				continue;
+			lo->resends++;
+			*gen = lo->recall_gen;
+			return lo->stid;
+		}
+	}
+	return NULL;
+}
+
+uint64_t nfs4_layouts_reap(struct nfs4_server *s)
+{
 	struct nfs4_layout_table *t = s->layouts;
+	/* the resends due first: a fence command below may take a while */
+	uint64_t next;
+	for (;;) {
+		uint32_t gen = 0;
+		mutex_lock(&t->lock);
+		struct nfs4_stid *sp = resend_due_locked(t, now_ns(), &gen, &next);
+		mutex_unlock(&t->lock);
+		if (!sp)
+			break;
+		send_recall(s, nfs4_stid_payload(sp), sp, gen, true);
+		nfs4_stid_put(sp);
+	}
+
+	uint64_t lease = (uint64_t)s->lease_s * NSEC_PER_SEC, now = now_ns();
 	for (;;) {
 		struct nfs4_stid *sp = NULL;
 		struct nfs4_layout copy;
@@ -868,6 +1107,7 @@ void nfs4_layouts_reap(struct nfs4_server *s)
 				if (lo->recalled && now - lo->recall_ns > lease &&
 				    now >= lo->fence_retry_ns) {
 					lo->recalled = false;
+					lo->resend_ns = 0; /* the round is over */
 					if (!nfs4_stid_tryget(lo->stid))
 						continue; /* going: nothing to fence */
 					sp = lo->stid;
@@ -877,7 +1117,7 @@ void nfs4_layouts_reap(struct nfs4_server *s)
 		}
 		mutex_unlock(&t->lock);
 		if (!sp)
-			return;
+			return next;
 		if (!fence(s, &copy)) {
 			/* still recalled; the reference keeps lo */
 			struct nfs4_layout *lo = nfs4_stid_payload(sp);

@@ -216,25 +216,55 @@ static void trim_after_shrink(struct nfs4_server *s)
 	}
 }
 
+/* The reaper's round: client leases and memory, every REAP_PERIOD_NS.
+ * Layouts (fences, and recalls to send again) are looked at on every
+ * pass, and a recall due sooner than the next round wakes it
+ * (nfs4_reaper_kick). */
+#define REAP_PERIOD_NS (2 * NSEC_PER_SEC)
+
+void nfs4_reaper_kick(struct nfs4_server *s, uint64_t due_ns)
+{
+	pthread_mutex_lock(&s->reap_mu);
+	if (due_ns < s->reap_due_ns) {
+		s->reap_due_ns = due_ns;
+		pthread_cond_signal(&s->reap_cv);
+	}
+	pthread_mutex_unlock(&s->reap_mu);
+}
+
 static void *reaper_main(void *arg)
 {
 	struct nfs4_server *s = arg;
 	pthread_setname_np(pthread_self(), "nfs4-reaper");
+	uint64_t round_ns = 0; /* the next round is due then */
 	pthread_mutex_lock(&s->reap_mu);
 	while (!s->reap_stop) {
+		/* a kick from now on is seen before the wait below */
+		s->reap_due_ns = UINT64_MAX;
 		pthread_mutex_unlock(&s->reap_mu);
-		uint64_t seq = 0;
-		nfs4_state_reap(s->state, &seq);
-		nfs4_layouts_reap(s);
+		uint64_t now = now_ns(), seq = 0;
+		bool round = now >= round_ns;
+		if (round) {
+			nfs4_state_reap(s->state, &seq);
+			round_ns = now + REAP_PERIOD_NS;
+		}
+		uint64_t resend_ns = nfs4_layouts_reap(s);
 		if (seq)
 			/* forgotten records: no hurry, but durable */
 			fs_force(s->srv->fs, seq, NULL);
-		trim_after_shrink(s);
+		if (round)
+			trim_after_shrink(s);
 		pthread_mutex_lock(&s->reap_mu);
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += 2;
-		pthread_cond_timedwait(&s->reap_cv, &s->reap_mu, &until);
+		uint64_t until = round_ns;
+		if (resend_ns < until)
+			until = resend_ns;
+		if (s->reap_due_ns < until)
+			until = s->reap_due_ns;
+		if (!s->reap_stop && until > now_ns()) {
+			struct timespec ts = {.tv_sec = (time_t)(until / NSEC_PER_SEC),
+					      .tv_nsec = (long)(until % NSEC_PER_SEC)};
+			pthread_cond_timedwait(&s->reap_cv, &s->reap_mu, &ts);
+		}
 	}
 	pthread_mutex_unlock(&s->reap_mu);
 	return NULL;
@@ -309,6 +339,7 @@ struct nfs4_server *nfs4_server_create(struct srv *srv, const struct nfs4_server
 		 gi.known == 1 ? "" : "s", gi.active ? "started" : "not needed");
 
 	pthread_mutex_init(&s->reap_mu, NULL);
+	s->reap_due_ns = UINT64_MAX;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -367,6 +398,7 @@ void nfs4_stats(struct nfs4_server *s, const struct stat_sink *sink)
 	stat_emit(sink, "nfs4.layout.commits", counter_get(&s->st.layoutcommits));
 	stat_emit(sink, "nfs4.layout.returns", counter_get(&s->st.layoutreturns));
 	stat_emit(sink, "nfs4.layout.recalls_sent", counter_get(&s->st.recalls_sent));
+	stat_emit(sink, "nfs4.layout.recalls_resent", counter_get(&s->st.recalls_resent));
 	stat_emit(sink, "nfs4.layout.recalls_answered", counter_get(&s->st.recalls_answered));
 	stat_emit(sink, "nfs4.layout.recalls_failed", counter_get(&s->st.recalls_failed));
 	stat_emit(sink, "nfs4.layout.fenced", counter_get(&s->st.fenced));

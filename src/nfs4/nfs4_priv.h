@@ -76,14 +76,15 @@ struct nfs4_server {
 		counter_t compounds, replays, too_many_ops, minor_mismatch;
 		counter_t cb_calls, cb_replies, cb_failures;
 		counter_t layoutgets, layoutcommits, layoutreturns;
-		counter_t recalls_sent, recalls_answered, recalls_failed, fenced, fence_failed;
-		counter_t recall_waits;
+		counter_t recalls_sent, recalls_resent, recalls_answered, recalls_failed;
+		counter_t fenced, fence_failed, recall_waits;
 	} st;
 	pthread_t reaper;
 	pthread_mutex_t reap_mu;
 	pthread_cond_t reap_cv;
 	bool reap_stop;
-	uint64_t trim_peak; /* reaper only: state held at most since the last trim */
+	uint64_t reap_due_ns; /* [reap_mu] a pass is due then at the latest */
+	uint64_t trim_peak;   /* reaper only: state held at most since the last trim */
 };
 
 /* An open (op_open.c): the payload of an open stateid. */
@@ -276,6 +277,10 @@ uint32_t nfs4_cb_compound(struct nfs4_server *s, struct nfs4_session *sess,
 
 /* ---- what the files share ---- */
 
+/* nfs4.c: have the reaper make a pass at due_ns at the latest (a recall
+ * to resend then); any thread, no lock of ours held. */
+void nfs4_reaper_kick(struct nfs4_server *s, uint64_t due_ns);
+
 /* compound.c */
 uint32_t nfs4_op_sequence(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
 /* nfs4.c: the connection's closing unbinds it from every session */
@@ -348,8 +353,10 @@ void nfs4_layouts_init(struct nfs4_server *s);
 void nfs4_layouts_start(struct nfs4_server *s);
 void nfs4_layouts_destroy(struct nfs4_server *s);
 void nfs4_layout_release(struct nfs4_server *s, struct nfs4_layout *lo);
-/* Fence and revoke layouts recalled a lease ago and never returned. */
-void nfs4_layouts_reap(struct nfs4_server *s);
+/* On the reaper: resend the recalls that are due, fence and revoke the
+ * layouts recalled a lease ago and never returned. Returns when the next
+ * resend is due (UINT64_MAX: none). */
+uint64_t nfs4_layouts_reap(struct nfs4_server *s);
 uint32_t nfs4_layoutget_reply_size(const struct nfs_argop4 *a);
 
 /* op_io.c, op_io42.c */

@@ -1,20 +1,40 @@
 /*
- * test_pnfs_recall.c - CB_LAYOUTRECALL when the recall does not simply go
- * out and come back OK (docs/pnfs.md, "Recalls").
+ * test_pnfs_recall.c - CB_LAYOUTRECALL when the holder does not simply
+ * answer OK: it asks for time (NFS4ERR_DELAY), answers an error, or the
+ * recall cannot go out at once (docs/pnfs.md, "Recalls").
  *
- *   test-pnfs-recall JNFSD JNFS
+ *   test-pnfs-recall JNFSD JNFS [CASE]
  *
- * Client A (the project's NFSv4.1 library, its own handler for
- * CB_LAYOUTRECALL) holds an RW layout; client B conflicts with it through
- * the server. The back channel connection dies just before the recall is
- * sent (jnfsd with one worker thread, kept busy by a LAYOUTCOMMIT on a
- * slow device, so that the recall is sent after the connection closed and
- * before jnfsd unbound it): jnfsd stays up (it released the layout
- * stateid twice there and stopped on a BUG), A binds another connection
- * for its back channel and returns the layout, and B's WRITE goes through.
+ * jnfsd serves a pnfs export with a 60 s lease; its stderr goes to a file
+ * of the test. Client A (the project's NFSv4.1 library, its own handler
+ * for CB_LAYOUTRECALL) holds RW layouts; client B conflicts with them
+ * through the server. Each case:
  *
- * Nothing is checked about time but a watchdog on each wait (20 s, a
- * third of the lease) and on the whole test.
+ *  1. A answers the recall DELAY once: jnfsd sends it again, with the
+ *     same stateid and seqid (one further, and the Linux client would
+ *     answer DELAY again), A answers OK and returns the layout, and B's
+ *     WRITE goes through, long before the lease-long fence (no client is
+ *     fenced, A's LAYOUTRETURN is accepted, not refused as revoked).
+ *  2. A holds layouts of two files and B's COPY from one to the other
+ *     recalls both at once: the session's one back channel slot is busy
+ *     with the first recall when the second is sent, and the second goes
+ *     out once the slot is free; B's COPY then goes through.
+ *  3. A answers BAD_STATEID: the failure is logged with A's client ID and
+ *     the status, and counted; A returns the layout itself and B goes on.
+ *  4. A answers DELAY to every recall: jnfsd resends exactly as often as
+ *     docs/pnfs.md says (8 times), all with the same seqid, then counts
+ *     and logs the failure; A returns the layout, B goes on.
+ *  5. A returns the layout while it answers DELAY: no resend follows.
+ *  6. The back channel connection dies just before a recall is sent
+ *     (jnfsd with one worker thread, kept busy by a LAYOUTCOMMIT on a
+ *     slow device, so that the recall is sent after the connection closed
+ *     and before jnfsd unbound it): jnfsd stays up (it once released the
+ *     layout stateid twice there and stopped on a BUG), and the recall
+ *     reaches A on the connection A binds next.
+ *
+ * CASE (1-6) runs that case alone. Nothing is checked about time but a
+ * watchdog on each wait (20 s, a third of the lease) and on the whole
+ * test; how long B waited is printed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +56,7 @@
 
 #define LEASE_S	    "60"
 #define WAIT_NS	    (20 * NSEC_PER_SEC)
+#define RESENDS	    8 /* docs/pnfs.md: a recall is sent again at most 8 times */
 #define LAYOUT_LEN  (64u << 10)
 #define MAX_RECALLS 64
 
@@ -99,9 +120,19 @@ static void holder_reset(nfsstat4 answer, unsigned delays, bool ret_first)
 	atomic_store(&h.ret_first, ret_first);
 }
 
+/* Wait for the holder's nth recall; false when the watchdog ran out. */
+static bool wait_recalls(unsigned n)
+{
+	uint64_t give_up = now_ns() + WAIT_NS;
+	while (atomic_load(&h.recalls) < n && now_ns() < give_up)
+		usleep(2000);
+	return atomic_load(&h.recalls) >= n;
+}
+
 /* ---- the cases ---- */
 
 static struct pu_server srv;
+static char log_path[160];
 static struct nfs4c_client *b;
 static struct nfs4c_fh aroot, broot;
 
@@ -160,6 +191,217 @@ static void give_back(const struct file *f, const struct stateid4 *recall_sid)
 	CHECK_EQ(pu_layoutreturn(h.cl, &f->fh, LAYOUTIOMODE4_ANY, LAYOUTRETURN4_FILE, 0, UINT64_MAX,
 				 recall_sid, NULL),
 		 NFS4_OK);
+}
+
+/* Does the recall name f's file? */
+static bool names(const struct recall_seen *r, const struct file *f)
+{
+	return r->fh.len == f->fh.len && !memcmp(r->fh.val, f->fh.val, f->fh.len);
+}
+
+/* Every recall seen names f's layout with the seqid after the one A got
+ * from LAYOUTGET. */
+static void check_recalls_name(const struct file *f, unsigned from, unsigned to)
+{
+	for (unsigned i = from; i < to; i++) {
+		const struct recall_seen *r = &h.seen[i];
+		if (memcmp(r->sid.other, f->lay.stateid.other, 12) ||
+		    r->sid.seqid != f->lay.stateid.seqid + 1)
+			fprintf(stderr, "recall %u: seqid %u, the layout's was %u\n", i,
+				r->sid.seqid, f->lay.stateid.seqid);
+		CHECK(!memcmp(r->sid.other, f->lay.stateid.other, 12));
+		CHECK_EQ(r->sid.seqid, f->lay.stateid.seqid + 1);
+		CHECK(names(r, f));
+	}
+}
+
+static void case_delay_once(void)
+{
+	struct file f;
+	file_held("delay-once", &f, NULL, 0);
+	uint64_t sent0 = stat_of("nfs4.layout.recalls_sent");
+	holder_reset(NFS4_OK, 1, false);
+	uint64_t t0 = now_ns();
+	uint8_t data[100] = {0};
+	CHECK_EQ(pu_write(b, &f.fh, &f.b_open, 8192, data, sizeof(data), FILE_SYNC4),
+		 NFS4ERR_DELAY);
+	CHECK(wait_recalls(1));
+	if (!wait_recalls(2)) {
+		fprintf(stderr, "the recall A answered DELAY was never sent again: B would wait "
+				"for the fence, a lease\n");
+		CHECK(0);
+	}
+	check_recalls_name(&f, 0, 2);
+	give_back(&f, &h.seen[1].sid);
+	unsigned delays = write_until_done(&f);
+	printf("delay once: the recall came again %.1f ms after the first; B's WRITE went "
+	       "through %.1f ms after it was first sent, after %u more DELAYs\n",
+	       (double)(h.seen[1].at_ns - h.seen[0].at_ns) / 1e6, (double)(now_ns() - t0) / 1e6,
+	       delays);
+	CHECK_EQ(atomic_load(&h.recalls), 2);
+	CHECK_EQ(stat_of("nfs4.layout.recalls_sent"), sent0 + 2);
+	CHECK(stat_of("nfs4.layout.recalls_resent") >= 1);
+	TEST_PASS("a recall answered DELAY is sent again, with the same seqid");
+}
+
+/* PUTFH src, SAVEFH, PUTFH dst, COPY of 4 KiB: its status. */
+static nfsstat4 copy(const struct file *src, const struct file *dst)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, b);
+	nfs4c_op_putfh(&c, &src->fh);
+	nfs4c_op_savefh(&c);
+	nfs4c_op_putfh(&c, &dst->fh);
+	nfs4c_op_copy(&c, &src->b_open, &dst->b_open, 0, 0, 4096);
+	CHECK_OK(nfs4c_send(&c));
+	nfsstat4 st = c.status;
+	nfs4c_compound_destroy(&c);
+	return st;
+}
+
+/* The recall of f among the first n, or -1. */
+static int recall_of(const struct file *f, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (names(&h.seen[i], f))
+			return (int)i;
+	return -1;
+}
+
+static void case_two_at_once(void)
+{
+	struct file src, dst;
+	uint8_t data[4096];
+	pu_pattern(data, sizeof(data), 0, 7);
+	file_held("copy-src", &src, data, sizeof(data));
+	file_held("copy-dst", &dst, NULL, 0);
+	holder_reset(NFS4_OK, 0, false);
+
+	CHECK_EQ(copy(&src, &dst), NFS4ERR_DELAY);
+	uint64_t give_up = now_ns() + WAIT_NS;
+	unsigned n;
+	while (((n = atomic_load(&h.recalls)), recall_of(&src, n) < 0 || recall_of(&dst, n) < 0) &&
+	       now_ns() < give_up)
+		usleep(2000);
+	int rs = recall_of(&src, n), rd = recall_of(&dst, n);
+	if (rs < 0 || rd < 0) {
+		fprintf(stderr,
+			"%u recall(s) reached A, of the source %s, of the destination %s: "
+			"a recall found the back channel busy and was dropped\n",
+			n, rs < 0 ? "no" : "yes", rd < 0 ? "no" : "yes");
+		CHECK(0);
+	}
+	CHECK_EQ(n, 2);
+	check_recalls_name(&src, (unsigned)rs, (unsigned)rs + 1);
+	check_recalls_name(&dst, (unsigned)rd, (unsigned)rd + 1);
+	give_back(&src, &h.seen[rs].sid);
+	give_back(&dst, &h.seen[rd].sid);
+	nfsstat4 st;
+	give_up = now_ns() + WAIT_NS;
+	while ((st = copy(&src, &dst)) == NFS4ERR_DELAY) {
+		CHECK(now_ns() < give_up);
+		usleep(10000);
+	}
+	CHECK_EQ(st, NFS4_OK);
+	uint8_t back[4096];
+	uint32_t got;
+	CHECK_EQ(pu_read(b, &dst.fh, &dst.b_open, 0, back, sizeof(back), &got), NFS4_OK);
+	CHECK(got == sizeof(back) && !memcmp(back, data, sizeof(data)));
+	TEST_PASS("two recalls at once on one back channel both reach the client");
+}
+
+static void case_error_logged(void)
+{
+	struct file f;
+	file_held("bad-stateid", &f, NULL, 0);
+	uint64_t failed0 = stat_of("nfs4.layout.recalls_failed");
+	holder_reset(NFS4ERR_BAD_STATEID, 0, false);
+	uint8_t data[100] = {0};
+	CHECK_EQ(pu_write(b, &f.fh, &f.b_open, 8192, data, sizeof(data), FILE_SYNC4),
+		 NFS4ERR_DELAY);
+	CHECK(wait_recalls(1));
+	uint64_t give_up = now_ns() + WAIT_NS;
+	while (stat_of("nfs4.layout.recalls_failed") == failed0 && now_ns() < give_up)
+		usleep(10000);
+	CHECK_EQ(stat_of("nfs4.layout.recalls_failed"), failed0 + 1);
+	usleep(100000); /* an error is not sent again: none came */
+	CHECK_EQ(atomic_load(&h.recalls), 1);
+	give_back(&f, &h.seen[0].sid);
+	write_until_done(&f);
+	TEST_PASS("a recall answered with an error is counted (the log is checked at the end)");
+}
+
+static void case_delay_always(void)
+{
+	struct file f;
+	file_held("delay-always", &f, NULL, 0);
+	uint64_t failed0 = stat_of("nfs4.layout.recalls_failed");
+	uint64_t sent0 = stat_of("nfs4.layout.recalls_sent");
+	holder_reset(NFS4_OK, 1000, false);
+	uint8_t data[100] = {0};
+	CHECK_EQ(pu_write(b, &f.fh, &f.b_open, 8192, data, sizeof(data), FILE_SYNC4),
+		 NFS4ERR_DELAY);
+	uint64_t give_up = now_ns() + WAIT_NS;
+	while (stat_of("nfs4.layout.recalls_failed") == failed0 && now_ns() < give_up)
+		usleep(20000);
+	CHECK_EQ(stat_of("nfs4.layout.recalls_failed"), failed0 + 1);
+	unsigned n = atomic_load(&h.recalls);
+	printf("delay always: %u recalls, then given up\n", n);
+	CHECK_EQ(n, 1 + RESENDS);
+	CHECK_EQ(stat_of("nfs4.layout.recalls_sent"), sent0 + 1 + RESENDS);
+	CHECK(stat_of("nfs4.layout.recalls_resent") >= RESENDS);
+	check_recalls_name(&f, 0, n);
+	give_back(&f, &h.seen[n - 1].sid);
+	write_until_done(&f);
+	CHECK_EQ(atomic_load(&h.recalls), 1 + RESENDS);
+	TEST_PASS("a recall answered DELAY every time is sent again 8 times, then fails");
+}
+
+static void case_returned_meanwhile(void)
+{
+	struct file f;
+	file_held("returned", &f, NULL, 0);
+	uint64_t sent0 = stat_of("nfs4.layout.recalls_sent");
+	uint64_t failed0 = stat_of("nfs4.layout.recalls_failed");
+	holder_reset(NFS4_OK, 1, true);
+	uint8_t data[100] = {0};
+	/* OK when the return came while the WRITE was parked for it */
+	nfsstat4 st = pu_write(b, &f.fh, &f.b_open, 8192, data, sizeof(data), FILE_SYNC4);
+	CHECK(st == NFS4_OK || st == NFS4ERR_DELAY);
+	CHECK(wait_recalls(1));
+	if (st)
+		write_until_done(&f);
+	/* a resend would have come 10 ms after the DELAY */
+	usleep(300000);
+	CHECK_EQ(atomic_load(&h.recalls), 1);
+	CHECK_EQ(stat_of("nfs4.layout.recalls_sent"), sent0 + 1);
+	CHECK_EQ(stat_of("nfs4.layout.recalls_failed"), failed0);
+	TEST_PASS("no recall is sent again for a layout returned meanwhile");
+}
+
+/* The log lines of jnfsd that say a recall of client failed. */
+static void check_log(uint64_t clientid, bool want_bad_stateid, bool want_given_up)
+{
+	FILE *f = fopen(log_path, "r");
+	CHECK(f);
+	char line[512], id[32];
+	snprintf(id, sizeof(id), "client %016llx", (unsigned long long)clientid);
+	unsigned bad_stateid = 0, given_up = 0;
+	while (fgets(line, sizeof(line), f)) {
+		printf("jnfsd: %s", line);
+		if (!strstr(line, "layout recall") || !strstr(line, id))
+			continue;
+		bad_stateid += strstr(line, "answered: NFS4ERR_BAD_STATEID, status 10025") != NULL;
+		given_up += strstr(line, "no resend left: NFS4ERR_DELAY") != NULL;
+	}
+	fclose(f);
+	if (bad_stateid != want_bad_stateid || given_up != want_given_up)
+		fprintf(stderr,
+			"jnfsd logged %u BAD_STATEID answers (%d expected) and %u recalls "
+			"given up after DELAYs (%d expected) of %s\n",
+			bad_stateid, want_bad_stateid, given_up, want_given_up, id);
+	CHECK_EQ(bad_stateid, want_bad_stateid);
+	CHECK_EQ(given_up, want_given_up);
 }
 
 /* ---- the back channel connection dies as the recall goes out ---- */
@@ -273,27 +515,70 @@ static void case_conn_dies(const char *jnfsd, const char *jnfs)
 	/* and another one for the back channel */
 	CHECK_OK(nfs4c_open_conn(h.cl, &back));
 	bind_back(back);
-	give_back(&dying, &dying.lay.stateid);
+	CHECK(wait_recalls(1));
+	check_recalls_name(&dying, 0, atomic_load(&h.recalls));
+	give_back(&dying, &h.seen[0].sid);
 	CHECK_OK(pthread_join(wt, NULL));
 	CHECK_OK(pthread_join(ct, NULL));
 	CHECK_EQ(slow.st, NFS4_OK);
+	printf("conn dies: %llu recalls sent, %llu resent\n",
+	       (unsigned long long)stat_of("nfs4.layout.recalls_sent"),
+	       (unsigned long long)stat_of("nfs4.layout.recalls_resent"));
 	CHECK_EQ(stat_of("nfs4.layout.fenced"), 0);
 	nfs4c_destroy(slow.committer);
 	nfs4c_destroy(b);
 	nfs4c_conn_close(back);
 	nfs4c_destroy(h.cl);
 	pu_finish(&srv);
-	TEST_PASS("a recall sent on a connection that just died leaves jnfsd up");
+	TEST_PASS("a recall sent on a connection that just died is sent again on the next one");
 }
 
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	alarm(300);
-	if (argc != 3) {
-		fprintf(stderr, "usage: test-pnfs-recall JNFSD JNFS\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: test-pnfs-recall JNFSD JNFS [CASE]\n");
 		return 2;
 	}
-	case_conn_dies(argv[1], argv[2]);
+	/* one case (1-6) alone, or all */
+	int only = argc == 4 ? atoi(argv[3]) : 0;
+	pu_init(&srv, argv[1], argv[2], NULL);
+	/* jnfsd's messages to a file of ours */
+	snprintf(log_path, sizeof(log_path), "%s/jnfsd.log", srv.dir);
+	int logfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(logfd >= 0);
+	int saved = dup(2);
+	CHECK(saved >= 0);
+	CHECK(dup2(logfd, 2) == 2);
+	const char *extra[] = {"--lease-seconds", LEASE_S, NULL};
+	pu_start(&srv, extra);
+	CHECK(dup2(saved, 2) == 2);
+	close(saved);
+	close(logfd);
+
+	h.cl = pu_client(&srv, "recall-holder", &aroot);
+	CHECK_OK(nfs4c_set_cb(h.cl, OP_CB_LAYOUTRECALL, on_recall, NULL));
+	b = pu_client(&srv, "recall-writer", &broot);
+	uint64_t holder_id = nfs4c_clientid(h.cl);
+
+	void (*cases[])(void) = {case_delay_once, case_two_at_once, case_error_logged,
+				 case_delay_always, case_returned_meanwhile};
+	for (int i = 0; i < 5; i++)
+		if (!only || only == i + 1)
+			cases[i]();
+	/* nobody waited for the fence */
+	CHECK_EQ(stat_of("nfs4.layout.fenced"), 0);
+
+	/* their opens are left to the server's stop */
+	nfs4c_destroy(b);
+	nfs4c_destroy(h.cl);
+	pu_stop(&srv);
+	check_log(holder_id, !only || only == 3, !only || only == 4);
+	pu_finish(&srv);
+
+	if (!only || only == 6)
+		case_conn_dies(argv[1], argv[2]);
+	TEST_PASS("pnfs recalls answered DELAY, errors, busy and dying back channels");
 	return 0;
 }
