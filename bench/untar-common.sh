@@ -66,7 +66,10 @@
 #   (jnfsd --threads, default 8), BENCH_DIR, IMAGE_MIB (4096), JNFS_LOG_MIB
 #   (jnfs journal size, default: the size of the XFS journal), OUT
 #   (build/bench-results), BASELINE_JNFSD, BASELINE_JNFS, LOOP_DIRECT_IO
-#   (on; off: the loop device goes through the page cache to its image)
+#   (on; off: the loop device goes through the page cache to its image),
+#   JNFSD_ARGS (more options for jnfsd and the baseline, e.g.
+#   "--flush-latency-us 1000", the 1 ms flush model: Ganesha's disk does
+#   not get them, so the ratio to Ganesha then compares unlike disks)
 # Results in $OUT: $UNTAR-runs.csv (every run), $UNTAR.csv (the table),
 # $UNTAR.txt (as printed), $UNTAR.png (gnuplot).
 
@@ -187,12 +190,12 @@ untar_servers() {
 
 	printf '/ 127.0.0.1(rw,sync,insecure,no_root_squash)\n' >"$TMP/exports"
 	./build/jnfsd --image "$TMP/jnfs.img" --exports "$TMP/exports" \
-		--listen "127.0.0.1:$JPORT" --threads "$THREADS" --rpcbind off \
+		--listen "127.0.0.1:$JPORT" --threads "$THREADS" --rpcbind off ${JNFSD_ARGS:-} \
 		>"$TMP/jnfsd.out" 2>"$TMP/jnfsd.err" &
 	JPID=$!
 	if [ -n "$BASELINE_JNFSD" ]; then
 		"$BASELINE_JNFSD" --image "$TMP/base.img" --exports "$TMP/exports" \
-			--listen "127.0.0.1:$BPORT" --threads "$THREADS" --rpcbind off \
+			--listen "127.0.0.1:$BPORT" --threads "$THREADS" --rpcbind off ${JNFSD_ARGS:-} \
 			>"$TMP/base.out" 2>"$TMP/base.err" &
 		BPID=$!
 	fi
@@ -392,6 +395,7 @@ untar_report() {
 	{
 		echo "$UNTAR: jnfsd (sync export, --threads $THREADS) vs NFS-Ganesha $(dpkg-query -W -f='${Version}' nfs-ganesha 2>/dev/null) (FSAL_VFS, XFS mounted wsync on $LOOP)"
 		[ -n "$BASELINE_JNFSD" ] && echo "baseline: $BASELINE_JNFSD (mkfs: $BASELINE_JNFS), same exports and threads; new_over_old = median (min, max) of per-round jnfsd/baseline files/s"
+		[ -n "${JNFSD_ARGS:-}" ] && echo "jnfsd${BASELINE_JNFSD:+ and the baseline} ran with $JNFSD_ARGS (Ganesha did not: its ratio compares unlike disks)"
 		echo "storage: $STORAGE"
 		echo "kernel $(uname -r); $(nproc) CPUs; load average $LOAD0 before, $(cut -d' ' -f1-3 /proc/loadavg) after"
 		echo "median of $ROUNDS rounds, servers taking turns; ratio = median (min, max) of per-round jnfsd/Ganesha files/s"
