@@ -1268,7 +1268,13 @@ static void test_client(void)
 	CHECK(M.ret.kind == LAYOUTRETURN4_FILE && M.ret.off == 0 && M.ret.len == NFS4_UINT64_MAX);
 	CHECK_EQ(M.ret.sid.seqid, rseq);
 	CHECK_EQ(M.size, 204800 + 5000);
+	/* the client counts the return when the server's reply reaches its
+	 * return thread, which is after the server saw the LAYOUTRETURN */
 	nfs4c_pnfs_stats(p, &st);
+	for (int i = 0; i < 1000 && st.recalls_returned == 0; i++) {
+		sleep_ns(NSEC_PER_MSEC);
+		nfs4c_pnfs_stats(p, &st);
+	}
 	CHECK(st.recalls == 1 && st.recalls_returned == 1);
 	/* after it the layout is gone: the next LAYOUTGET presents the open
 	 * stateid again, and the data is still there */
