@@ -910,11 +910,32 @@ static void test_backchannel(void)
 	CHECK_EQ(cb.cb_program, 0x40000000);
 	CHECK_EQ(memcmp(cb.sessionid, cr.sessionid, 16), 0);
 	CHECK_EQ(nfs4_cb_sequence_begin(s, &cb2), NFS4S_DELAY); /* one slot */
-	nfs4_cb_sequence_end(s, cb.slotid, true);
+	nfs4_cb_sequence_end(s, cb.slotid, NFS4_CB_ACCEPTED);
 	CHECK_EQ(nfs4_cb_sequence_begin(s, &cb), NFS4S_OK);
 	CHECK_EQ(cb.sequenceid, 2);
+	/* DELAY: the same sequence id again, and no fault */
+	nfs4_cb_sequence_end(s, cb.slotid, NFS4_CB_REFUSED);
+	CHECK_OK(nfs4_sequence_done(s, 0, NULL, 0));
+	nfs4_session_put(s);
+	CHECK_EQ(do_seq(st, cr.sessionid, 0, n++, false, false, &r, &s), NFS4S_OK);
+	CHECK_EQ(r.status_flags & (NFS4_SEQ_CB_PATH_DOWN | NFS4_SEQ_CB_PATH_DOWN_SESSION |
+				   NFS4_SEQ_BACKCHANNEL_FAULT),
+		 0);
+	CHECK_EQ(nfs4_cb_sequence_begin(s, &cb), NFS4S_OK);
+	CHECK_EQ(cb.sequenceid, 2);
+	/* resynchronised (SEQ_MISORDERED): 1 next, the slot still held */
+	CHECK_EQ(nfs4_cb_sequence_resync(s, cb.slotid, 0), 1);
+	CHECK_EQ(nfs4_cb_sequence_begin(s, &cb2), NFS4S_DELAY);
+	nfs4_cb_sequence_end(s, cb.slotid, NFS4_CB_ACCEPTED);
+	CHECK_EQ(nfs4_cb_sequence_begin(s, &cb), NFS4S_OK);
+	CHECK_EQ(cb.sequenceid, 2);
+	/* resynchronised (RETRY_UNCACHED_REP): the client holds 2 already */
+	CHECK_EQ(nfs4_cb_sequence_resync(s, cb.slotid, 2), 3);
+	nfs4_cb_sequence_end(s, cb.slotid, NFS4_CB_ACCEPTED);
+	CHECK_EQ(nfs4_cb_sequence_begin(s, &cb), NFS4S_OK);
+	CHECK_EQ(cb.sequenceid, 4);
 	/* no reply: the same sequence id again, and the fault is reported */
-	nfs4_cb_sequence_end(s, cb.slotid, false);
+	nfs4_cb_sequence_end(s, cb.slotid, NFS4_CB_LOST);
 	CHECK_OK(nfs4_sequence_done(s, 0, NULL, 0));
 	nfs4_session_put(s);
 	CHECK_EQ(do_seq(st, cr.sessionid, 0, n++, false, false, &r, &s), NFS4S_OK);
@@ -934,8 +955,8 @@ static void test_backchannel(void)
 	CHECK_EQ(do_seq(st, cr.sessionid, 0, n++, false, false, &r, &s), NFS4S_OK);
 	CHECK_EQ(r.status_flags & (NFS4_SEQ_CB_PATH_DOWN | NFS4_SEQ_BACKCHANNEL_FAULT), 0);
 	CHECK_EQ(nfs4_cb_sequence_begin(s, &cb), NFS4S_OK);
-	CHECK_EQ(cb.sequenceid, 2);
-	nfs4_cb_sequence_end(s, cb.slotid, true);
+	CHECK_EQ(cb.sequenceid, 4);
+	nfs4_cb_sequence_end(s, cb.slotid, NFS4_CB_ACCEPTED);
 	CHECK_OK(nfs4_sequence_done(s, 0, NULL, 0));
 	nfs4_session_put(s);
 	/* both connections close: the path is down */
@@ -958,7 +979,7 @@ static void test_backchannel(void)
 	CHECK_EQ(nfs4_bind_conn_to_session(st, bad, NFS4_CDFC_FORE, NULL, 99, &dir),
 		 NFS4S_BADSESSION);
 	nfs4_state_destroy(st);
-	TEST_PASS("back channel: CB_SEQUENCE slot, faults, binding, CB_PATH_DOWN");
+	TEST_PASS("back channel: CB_SEQUENCE slot, DELAY, resync, faults, binding, CB_PATH_DOWN");
 }
 
 static void test_destroy_session_busy(void)

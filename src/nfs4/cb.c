@@ -25,6 +25,40 @@
  * the client (SEQ4_STATUS_BACKCHANNEL_FAULT, CB_PATH_DOWN_SESSION), which
  * binds another connection.
  *
+ * CB_SEQUENCE's answer (RFC 8881 §20.9.3, §2.10.6). A CB_SEQUENCE that
+ * failed leaves the client's slot as it was, and most failures say
+ * nothing against the back channel itself, so only those that do mark it
+ * faulty, as the Linux server does:
+ *
+ *   OK                     the slot advances; done() gets the compound's
+ *                          status (RETRY_UNCACHED_REP there: see below)
+ *   DELAY                  the client is busy with the slot (a callback
+ *                          still running, a reply it has not seen): done()
+ *                          gets DELAY and its caller sends again later,
+ *                          with the same sequence id; no fault
+ *   SEQ_MISORDERED         the client's slot is not where ours is; a
+ *                          client that reset its slot table expects 1:
+ *                          sent again at once with 1 (unless it was 1)
+ *   RETRY_UNCACHED_REP,    the client already holds the id just sent (it
+ *   SEQ_FALSE_RETRY        ran a call whose reply we lost): the slot takes
+ *                          it and the call goes again at once with the next
+ *   BADSLOT                sent again at once, as it was (a client
+ *                          changing its slot table a moment ago)
+ *   anything else, or no   (BADSESSION, CONN_NOT_BOUND_TO_SESSION, the
+ *   reply at all           sizes...) the back channel is faulty: done()
+ *                          gets DELAY, the slot keeps its id
+ *
+ * Invariants:
+ *  1. done() runs exactly once for a call nfs4_cb_compound() started, and
+ *     never for one it did not: a call sent again at once is the same
+ *     call, holding the same slot, session and connection references,
+ *     released once, when it is finished.
+ *  2. done() sees DELAY for every call whose operation the client did not
+ *     run (no reply, CB_SEQUENCE refused): the caller may send it again.
+ *  3. A call is sent again at once at most CB_RETRIES times; one that
+ *     still finds the slots out of step marks the back channel faulty,
+ *     so that the client is told and can make a new session.
+ *
  * Lock order: the registry's mutex (nfs4.conns, 530) is a leaf.
  */
 #include <errno.h>
@@ -41,6 +75,10 @@
 #define CB_PROBE_TIMEOUT (5 * NSEC_PER_SEC)
 #define CB_CALL_TIMEOUT	 (10 * NSEC_PER_SEC)
 #define CONN_BUCKETS	 256
+/* Times one call is sent again at once (invariant 3): one resync, and one
+ * more for a client that answers the resynced call with another of the
+ * answers above (e.g. SEQ_MISORDERED, then RETRY_UNCACHED_REP for 1). */
+#define CB_RETRIES 2
 
 static struct lock_class conns_class = LOCK_CLASS(NFS4_CONNS);
 
@@ -128,13 +166,20 @@ static int cb_dec_res(struct xdr_dec *x, void *res)
 	return nfs4_rpc_dec_CB_COMPOUND4res(x, res);
 }
 
-static void cb_finish(struct nfs4_cb *cb, uint32_t status, bool replied)
+/* The call is over: the slot given back as how says, done() told status,
+ * every reference dropped (invariant 1). */
+static void cb_finish(struct nfs4_cb *cb, uint32_t status, enum nfs4_cb_end how)
 {
 	if (cb->probe)
-		nfs4_cb_probe_end(cb->sess, replied);
+		nfs4_cb_probe_end(cb->sess, how != NFS4_CB_LOST);
 	else
-		nfs4_cb_sequence_end(cb->sess, cb->seq.slotid, replied);
-	counter_inc(replied ? &cb->s->st.cb_replies : &cb->s->st.cb_failures);
+		nfs4_cb_sequence_end(cb->sess, cb->seq.slotid, how);
+	if (how == NFS4_CB_ACCEPTED)
+		counter_inc(&cb->s->st.cb_replies);
+	else if (how == NFS4_CB_REFUSED)
+		counter_inc(&cb->s->st.cb_delays);
+	else
+		counter_inc(&cb->s->st.cb_failures);
 	if (cb->done)
 		cb->done(cb, status);
 	nfs4_session_put(cb->sess);
@@ -143,24 +188,86 @@ static void cb_finish(struct nfs4_cb *cb, uint32_t status, bool replied)
 	free(cb);
 }
 
+/*
+ * Send cb again at once on the slot it holds, now that the client's slot
+ * is known to hold sequence id last: true when it went out (cb_done will
+ * run again), false when its retries are spent (invariant 3) or it could
+ * not go out; the caller then finishes it.
+ */
+static bool cb_resend(struct nfs4_cb *cb, uint32_t last)
+{
+	if (cb->retries == CB_RETRIES)
+		return false;
+	cb->retries++;
+	cb->seq.sequenceid = nfs4_cb_sequence_resync(cb->sess, cb->seq.slotid, last);
+	cb->ops[0].opcbsequence.csa_sequenceid = cb->seq.sequenceid;
+	/* the last reply's results go; the next decodes afresh */
+	xdr_arena_reset(&cb->arena);
+	memset(&cb->res, 0, sizeof(cb->res));
+	counter_inc(&cb->s->st.cb_resyncs);
+	counter_inc(&cb->s->st.cb_calls);
+	/* once started, the reply may come and cb_done run at once */
+	return svc_call_start(cb->conn, &cb->call) == 0;
+}
+
 static void cb_done(struct svc_call *call, int err)
 {
 	struct nfs4_cb *cb = container_of(call, struct nfs4_cb, call);
 	if (err) {
 		msg_debug("nfs4: back channel call failed: %s", strerror(-err));
-		cb_finish(cb, NFS4ERR_DELAY, false);
+		cb_finish(cb, NFS4ERR_DELAY, NFS4_CB_LOST);
 		return;
 	}
 	if (cb->probe) {
-		cb_finish(cb, NFS4_OK, true);
+		cb_finish(cb, NFS4_OK, NFS4_CB_ACCEPTED);
 		return;
 	}
-	/* the slot moves on only if CB_SEQUENCE was accepted; the compound's
-	 * status is the last op's, the answer the caller wants */
+	/* the table of the header; the compound's status is the last op's,
+	 * the answer the caller wants */
 	const struct CB_COMPOUND4res *r = &cb->res;
-	bool seq_ok = r->resarray.len >= 1 && r->resarray.val[0].resop == OP_CB_SEQUENCE &&
-		      r->resarray.val[0].opcbsequence.csr_status == NFS4_OK;
-	cb_finish(cb, (uint32_t)r->status, seq_ok);
+	uint32_t sent = cb->seq.sequenceid, status = (uint32_t)r->status, seq, last;
+	if (r->resarray.len < 1 || r->resarray.val[0].resop != OP_CB_SEQUENCE) {
+		/* the client did not get as far as CB_SEQUENCE (say
+		 * MINOR_VERS_MISMATCH): "anything else" */
+		seq = status;
+		goto lost;
+	}
+	seq = r->resarray.val[0].opcbsequence.csr_status;
+	switch (seq) {
+	case NFS4_OK:
+		if (status != NFS4ERR_RETRY_UNCACHED_REP) {
+			cb_finish(cb, status, NFS4_CB_ACCEPTED);
+			return;
+		}
+		/* a retry as far as the client knows: its reply is gone */
+		last = sent;
+		break;
+	case NFS4ERR_DELAY:
+		cb_finish(cb, NFS4ERR_DELAY, NFS4_CB_REFUSED);
+		return;
+	case NFS4ERR_SEQ_MISORDERED:
+		last = 0;
+		if (sent == 1)
+			goto lost; /* 1 is what a resync would send */
+		break;
+	case NFS4ERR_RETRY_UNCACHED_REP:
+	case NFS4ERR_SEQ_FALSE_RETRY:
+		last = sent;
+		break;
+	case NFS4ERR_BADSLOT:
+		last = sent - 1; /* the slot stays where it is */
+		break;
+	default:
+		goto lost;
+	}
+	if (cb_resend(cb, last))
+		return;
+lost:
+	msg_debug("nfs4: back channel of client %016llx faulty: it answered status %u "
+		  "(CB_SEQUENCE %u) to sequence id %u, after %u resends",
+		  (unsigned long long)nfs4_client_id(nfs4_session_client(cb->sess)), status, seq,
+		  sent, cb->retries);
+	cb_finish(cb, NFS4ERR_DELAY, NFS4_CB_LOST);
 }
 
 static struct nfs4_cb *cb_new(struct nfs4_server *s, struct nfs4_session *sess, bool probe,
@@ -182,7 +289,7 @@ static struct nfs4_cb *cb_new(struct nfs4_server *s, struct nfs4_session *sess, 
 		if (probe)
 			nfs4_cb_probe_end(sess, false);
 		else
-			nfs4_cb_sequence_end(sess, cb->seq.slotid, false);
+			nfs4_cb_sequence_end(sess, cb->seq.slotid, NFS4_CB_LOST);
 		free(cb);
 		*status = NFS4ERR_CONN_NOT_BOUND_TO_SESSION;
 		return NULL;
@@ -215,7 +322,7 @@ static uint32_t cb_send(struct nfs4_cb *cb)
 		 * caller hears it from the result, and done() must not run
 		 * too (it would release what the caller releases) */
 		cb->done = NULL;
-		cb_finish(cb, NFS4ERR_DELAY, false);
+		cb_finish(cb, NFS4ERR_DELAY, NFS4_CB_LOST);
 		return NFS4ERR_DELAY;
 	}
 	return NFS4_OK;

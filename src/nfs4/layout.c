@@ -49,10 +49,12 @@
  * leases go after the lease time, as the Linux server does.
  *
  * Resends. A client may answer a recall NFS4ERR_DELAY (RFC 8881 §20.3.4:
- * a LAYOUTGET reply it has not seen yet, a return already under way, its
- * callback slot busy), and a recall may fail to go out at all (the
- * session's one back channel slot busy with another recall, no back
- * channel bound for a moment) or get no answer (cb.c answers DELAY then).
+ * a LAYOUTGET reply it has not seen yet, a return already under way), or
+ * its CB_SEQUENCE (§20.9.3: its callback slot busy), and a recall may fail
+ * to go out at all (the session's one back channel slot busy with another
+ * recall, no back channel bound for a moment) or get no answer (cb.c
+ * answers DELAY for both: only the lost answer marks the back channel
+ * faulty, and a CB_SEQUENCE out of step is put right by cb.c itself).
  * None of these is the client refusing: the recall is sent again, not by
  * the worker that heard the answer but by the reaper (nfs4_layouts_reap,
  * woken for it through nfs4_reaper_kick), so no thread waits for the
@@ -889,7 +891,8 @@ static void recall_done(struct nfs4_cb *cb, uint32_t status)
 		if (status == NFS4ERR_NOMATCHING_LAYOUT)
 			nfs4_stid_unhash(sp);
 	} else if (status == NFS4ERR_DELAY) {
-		/* the client asked for time, or no answer came (cb.c) */
+		/* the client asked for time, for the recall or its
+		 * CB_SEQUENCE, or no answer came (cb.c) */
 		recall_again(s, lo, rc->gen, status, "DELAY or no answer, no resend left");
 	} else {
 		recall_failed(s, lo->clientid, status, "answered");

@@ -393,6 +393,8 @@ void nfs4_stats(struct nfs4_server *s, const struct stat_sink *sink)
 	stat_emit(sink, "nfs4.minor_vers_mismatch", counter_get(&s->st.minor_mismatch));
 	stat_emit(sink, "nfs4.cb.calls", counter_get(&s->st.cb_calls));
 	stat_emit(sink, "nfs4.cb.replies", counter_get(&s->st.cb_replies));
+	stat_emit(sink, "nfs4.cb.delays", counter_get(&s->st.cb_delays));
+	stat_emit(sink, "nfs4.cb.resyncs", counter_get(&s->st.cb_resyncs));
 	stat_emit(sink, "nfs4.cb.failures", counter_get(&s->st.cb_failures));
 	stat_emit(sink, "nfs4.layout.gets", counter_get(&s->st.layoutgets));
 	stat_emit(sink, "nfs4.layout.commits", counter_get(&s->st.layoutcommits));

@@ -74,7 +74,7 @@ struct nfs4_server {
 	struct nfs4_op_stats ops[OP_CLONE + 1];
 	struct {
 		counter_t compounds, replays, too_many_ops, minor_mismatch;
-		counter_t cb_calls, cb_replies, cb_failures;
+		counter_t cb_calls, cb_replies, cb_delays, cb_resyncs, cb_failures;
 		counter_t layoutgets, layoutcommits, layoutreturns;
 		counter_t recalls_sent, recalls_resent, recalls_answered, recalls_failed;
 		counter_t fenced, fence_failed, recall_waits;
@@ -250,13 +250,14 @@ struct nfs4_cb {
 	struct svc_conn *conn;	   /* referenced */
 	struct nfs4_cb_seq seq;
 	bool probe;
+	unsigned retries;     /* sent again at once (cb.c invariant 3) */
 	struct rpc_cred cred; /* call.cred points here for AUTH_SYS */
 	struct CB_COMPOUND4args args;
 	struct nfs_cb_argop4 ops[2];
 	struct CB_COMPOUND4res res;
 	struct xdr_arena arena;
 	_Alignas(16) uint8_t arena_buf[512];
-	/* the answer: the compound's status, or DELAY when none came */
+	/* the answer: the op's status, or DELAY when the client did not run it */
 	void (*done)(struct nfs4_cb *cb, uint32_t status);
 	void *arg;
 };
@@ -268,9 +269,12 @@ void nfs4_conns_remove(struct nfs4_server *s, uint64_t id);
 /* A CB_NULL on the session's back channel; no reply marks it faulty. */
 void nfs4_cb_probe(struct nfs4_server *s, struct nfs4_session *sess);
 /* CB_SEQUENCE + op on the session's back channel: NFS4_OK (done() will
- * run on a worker, exactly once), or, and done() never runs, DELAY (the
- * slot is busy, or the connection died a moment ago: try later),
- * CONN_NOT_BOUND_TO_SESSION, BADSESSION. */
+ * run on a worker, exactly once, with the op's status, or DELAY when the
+ * client did not run it: cb.c's table), or, and done() never runs, DELAY
+ * (the slot is busy, or the connection died a moment ago: try later),
+ * CONN_NOT_BOUND_TO_SESSION, BADSESSION. op is copied; it may be encoded
+ * again until done() (a call resent at once), so what it points to must
+ * live that long. */
 uint32_t nfs4_cb_compound(struct nfs4_server *s, struct nfs4_session *sess,
 			  const struct nfs_cb_argop4 *op, void (*done)(struct nfs4_cb *, uint32_t),
 			  void *arg);

@@ -769,16 +769,25 @@ void nfs4_cb_probe_end(struct nfs4_session *s, bool replied)
 	mutex_unlock(&s->se_lock);
 }
 
-void nfs4_cb_sequence_end(struct nfs4_session *s, uint32_t slotid, bool replied)
+void nfs4_cb_sequence_end(struct nfs4_session *s, uint32_t slotid, enum nfs4_cb_end how)
 {
 	mutex_lock(&s->se_lock);
 	BUG_ON(slotid != 0 || !s->se_cb_busy);
 	s->se_cb_busy = false;
-	if (replied) {
+	if (how == NFS4_CB_ACCEPTED) {
 		s->se_cb_seqid++;
-	} else {
+	} else if (how == NFS4_CB_LOST) {
 		s->se_cb_fault = true;
 		update_cb_locked(s);
 	}
 	mutex_unlock(&s->se_lock);
+}
+
+uint32_t nfs4_cb_sequence_resync(struct nfs4_session *s, uint32_t slotid, uint32_t last)
+{
+	mutex_lock(&s->se_lock);
+	BUG_ON(slotid != 0 || !s->se_cb_busy);
+	s->se_cb_seqid = last;
+	mutex_unlock(&s->se_lock);
+	return last + 1;
 }

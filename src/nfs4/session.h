@@ -262,13 +262,32 @@ uint32_t nfs4_cb_sequence_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb);
 uint32_t nfs4_cb_probe_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb);
 void nfs4_cb_probe_end(struct nfs4_session *s, bool replied);
 
+/* How a CB_COMPOUND's CB_SEQUENCE ended (RFC 8881 §20.9.3: a CB_SEQUENCE
+ * that failed leaves the client's slot as it was). */
+enum nfs4_cb_end {
+	/* the client took it: the slot's sequence id advances */
+	NFS4_CB_ACCEPTED,
+	/* the client asked for time (DELAY): the same sequence id goes out
+	 * again, and the back channel is fine */
+	NFS4_CB_REFUSED,
+	/* no reply, or the client cannot take calls on this session as it
+	 * is: the same sequence id goes out again, and the back channel is
+	 * marked faulty (BACKCHANNEL_FAULT, CB_PATH_DOWN_SESSION) until a
+	 * connection is bound for it again */
+	NFS4_CB_LOST,
+};
+
+/* The CB_COMPOUND is over: the back channel slot is free again. */
+void nfs4_cb_sequence_end(struct nfs4_session *s, uint32_t slotid, enum nfs4_cb_end how);
+
 /*
- * The CB_COMPOUND is over. replied: the client answered CB_SEQUENCE (its
- * status decided), so the slot's sequence id advances. Otherwise (no reply,
- * connection lost) the same sequence id is used again and the back channel
- * is marked faulty (BACKCHANNEL_FAULT, CB_PATH_DOWN_SESSION) until a
- * connection is bound for it again.
+ * The call holding the back channel slot found the client's slot at
+ * sequence id last (SEQ_MISORDERED: last = 0, as a client that reset its
+ * slot table expects; RETRY_UNCACHED_REP or SEQ_FALSE_RETRY: last = the
+ * id just sent, which the client already holds). The slot takes last as
+ * its own and stays held; the call goes out again with the id returned,
+ * last + 1.
  */
-void nfs4_cb_sequence_end(struct nfs4_session *s, uint32_t slotid, bool replied);
+uint32_t nfs4_cb_sequence_resync(struct nfs4_session *s, uint32_t slotid, uint32_t last);
 
 #endif

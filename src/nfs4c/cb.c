@@ -71,6 +71,24 @@ void nfs4c_cb_clear_session(struct nfs4c_cb *cb)
 	mutex_unlock(&cb->lock);
 }
 
+void nfs4c_cb_delay(struct nfs4c_cb *cb, unsigned n)
+{
+	mutex_lock(&cb->lock);
+	cb->delay = n;
+	mutex_unlock(&cb->lock);
+}
+
+void nfs4c_cb_set_slot(struct nfs4c_cb *cb, uint32_t slotid, uint32_t seqid)
+{
+	mutex_lock(&cb->lock);
+	if (slotid < NFS4C_MAX_CB_SLOTS) {
+		struct nfs4c_cb_slot *sl = &cb->slot[slotid];
+		free(sl->cached);
+		*sl = (struct nfs4c_cb_slot){.seqid = seqid};
+	}
+	mutex_unlock(&cb->lock);
+}
+
 void nfs4c_cb_stats(struct nfs4c_cb *cb, struct nfs4c_cb_stats *st)
 {
 	mutex_lock(&cb->lock);
@@ -182,6 +200,10 @@ static nfsstat4 cb_sequence(struct nfs4c_cb *cb, const struct CB_SEQUENCE4args *
 		status = NFS4ERR_BADSLOT;
 	} else if (a->csa_highest_slotid >= cb->nslots) {
 		status = NFS4ERR_BAD_HIGH_SLOT;
+	} else if (cb->delay) {
+		cb->delay--;
+		status = NFS4ERR_DELAY;
+		cb->st.delayed++;
 	} else {
 		struct nfs4c_cb_slot *sl = &cb->slot[a->csa_slotid];
 		if (a->csa_sequenceid == sl->seqid + 1) {

@@ -27,6 +27,8 @@
  *
  *   no session yet, one being created   DELAY (the server may call before
  *                                       the CREATE_SESSION reply arrives)
+ *   a test asked for DELAY              DELAY, the slot unchanged
+ *   (nfs4c_cb_delay)                    (as a client still busy with it)
  *   another session id                  BADSESSION
  *   slot >= nslots                      BADSLOT
  *   highest slot >= nslots              BAD_HIGH_SLOT
@@ -91,7 +93,7 @@ struct nfs4c_cb_slot {
 };
 
 struct nfs4c_cb_stats {
-	uint64_t nulls, compounds, replays, replays_uncached, misordered, bad_session;
+	uint64_t nulls, compounds, replays, replays_uncached, misordered, bad_session, delayed;
 	uint64_t garbage, rpc_errors;
 };
 
@@ -108,6 +110,7 @@ struct nfs4c_cb {
 	uint8_t sid[NFS4_SESSIONID_SIZE];
 	uint32_t nslots;
 	struct nfs4c_cb_slot slot[NFS4C_MAX_CB_SLOTS];
+	unsigned delay; /* CB_SEQUENCEs still to answer DELAY (nfs4c_cb_delay) */
 	struct nfs4c_cb_stats st;
 };
 
@@ -122,6 +125,16 @@ void nfs4c_cb_creating(struct nfs4c_cb *cb, bool on);
 void nfs4c_cb_set_session(struct nfs4c_cb *cb, const uint8_t sid[NFS4_SESSIONID_SIZE],
 			  uint32_t nslots);
 void nfs4c_cb_clear_session(struct nfs4c_cb *cb);
+
+/* Tests: answer the next n CB_SEQUENCEs NFS4ERR_DELAY, as a client still
+ * busy with the slot does (RFC 8881 §20.9.3), leaving the slot as it is. */
+void nfs4c_cb_delay(struct nfs4c_cb *cb, unsigned n);
+/* Tests: the slot at seqid with nothing cached (a slot past the table:
+ * nothing). 0: a client that reset its slot table, so the server's next
+ * call is SEQ_MISORDERED unless it carries 1. The seqid the server will
+ * send next: a client that ran that call and lost its reply, so the call
+ * gets CB_SEQUENCE's result, then RETRY_UNCACHED_REP. */
+void nfs4c_cb_set_slot(struct nfs4c_cb *cb, uint32_t slotid, uint32_t seqid);
 
 /*
  * Answer one CALL record: append the whole reply record (RPC header and

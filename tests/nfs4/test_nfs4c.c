@@ -1030,6 +1030,44 @@ static void test_cb(void)
 		xdr_enc_destroy(&out);
 	}
 
+	/* a test's DELAY leaves the slot as it was: the same seqid is then
+	 * taken as new; a slot set back to 0 takes only 1, one set to the
+	 * next seqid answers it RETRY_UNCACHED_REP */
+	nfs4c_cb_set_session(&cb, sid, 2);
+	int any = seen.calls[OP_CB_RECALL_ANY];
+	nfs4c_cb_delay(&cb, 1);
+	cb_compound_hdr(&w, 42, 1, 2);
+	cb_seq(&w, sid, 1, 0, 1);
+	cb_recall_any(&w);
+	CHECK_OK(cb_run_one(&cb, &w, &r, NULL, NULL));
+	CHECK(r.nres == 1 && r.st[0] == NFS4ERR_DELAY && r.status == NFS4ERR_DELAY);
+	CHECK_EQ(seen.calls[OP_CB_RECALL_ANY], any);
+	w.b[3] = 43;
+	CHECK_OK(cb_run_one(&cb, &w, &r, NULL, NULL));
+	CHECK(r.st[0] == NFS4_OK && r.seqid == 1 && r.st[1] == NFS4_OK);
+	CHECK_EQ(seen.calls[OP_CB_RECALL_ANY], any + 1);
+	cb_compound_hdr(&w, 44, 1, 2);
+	cb_seq(&w, sid, 2, 0, 1);
+	cb_recall_any(&w);
+	nfs4c_cb_set_slot(&cb, 0, 0);
+	CHECK_OK(cb_run_one(&cb, &w, &r, NULL, NULL));
+	CHECK_EQ(r.st[0], NFS4ERR_SEQ_MISORDERED);
+	cb_compound_hdr(&w, 45, 1, 2);
+	cb_seq(&w, sid, 1, 0, 1);
+	cb_recall_any(&w);
+	CHECK_OK(cb_run_one(&cb, &w, &r, NULL, NULL));
+	CHECK(r.st[0] == NFS4_OK && r.seqid == 1 && r.st[1] == NFS4_OK);
+	CHECK_EQ(seen.calls[OP_CB_RECALL_ANY], any + 2);
+	nfs4c_cb_set_slot(&cb, 0, 2);
+	cb_compound_hdr(&w, 46, 1, 2);
+	cb_seq(&w, sid, 2, 0, 1);
+	cb_recall_any(&w);
+	CHECK_OK(cb_run_one(&cb, &w, &r, NULL, NULL));
+	CHECK(r.st[0] == NFS4_OK && r.st[1] == NFS4ERR_RETRY_UNCACHED_REP);
+	CHECK_EQ(seen.calls[OP_CB_RECALL_ANY], any + 2);
+	nfs4c_cb_stats(&cb, &st);
+	CHECK_EQ(st.delayed, 1);
+
 	nfs4c_cb_clear_session(&cb);
 	cb_compound_hdr(&w, 41, 1, 1);
 	cb_seq(&w, sid, 8, 0, 1);

@@ -32,7 +32,28 @@
  *     layout stateid twice there and stopped on a BUG), and the recall
  *     reaches A on the connection A binds next.
  *
- * CASE (1-6) runs that case alone. Nothing is checked about time but a
+ * Cases 7-9 are about the recall's CB_SEQUENCE, not the recall: A's back
+ * channel answers it
+ *
+ *  7. DELAY once (a client still busy with its slot): jnfsd sends the
+ *     recall again with the same sequence id;
+ *  8. SEQ_MISORDERED once (A reset its slot table): jnfsd starts the slot
+ *     again at 1;
+ *  9. as a retry of a call A ran and whose reply was lost (CB_SEQUENCE's
+ *     result, then RETRY_UNCACHED_REP): jnfsd goes on with the next id.
+ *
+ * In each, A gets the recall and B's WRITE goes through long before the
+ * fence, and the back channel stays as it was: jnfsd never marks it
+ * faulty (A's SEQUENCE reports no fault, nfs4.cb.failures does not move)
+ * and the next recall reaches A on the same connection with the next
+ * sequence id.
+ *
+ * 10. A's slot is far ahead, SEQ_MISORDERED even for 1: jnfsd tries once
+ *     with 1, then marks the back channel faulty, once; A's SEQUENCE
+ *     says so, A starts its slot again and binds the back channel anew,
+ *     and the recall, sent again, reaches it with 1.
+ *
+ * CASE (1-10) runs that case alone. Nothing is checked about time but a
  * watchdog on each wait (20 s, a third of the lease) and on the whole
  * test; how long B waited is printed.
  */
@@ -65,7 +86,8 @@
 struct recall_seen {
 	struct stateid4 sid;
 	struct nfs4c_fh fh;
-	uint64_t at_ns; /* when it came */
+	uint32_t cb_seqid; /* its CB_SEQUENCE's sequence id */
+	uint64_t at_ns;	   /* when it came */
 };
 
 /* Written by A's callback thread; recalls is the last store, so what it
@@ -83,7 +105,6 @@ static nfsstat4 on_recall(void *arg, const struct nfs4c_cb_req *rq, const struct
 			  struct nfs_cb_resop4 *res)
 {
 	(void)arg;
-	(void)rq;
 	(void)res;
 	const struct CB_LAYOUTRECALL4args *a = &op->opcblayoutrecall;
 	CHECK_EQ(a->clora_recall.lor_recalltype, LAYOUTRECALL4_FILE);
@@ -91,6 +112,7 @@ static nfsstat4 on_recall(void *arg, const struct nfs4c_cb_req *rq, const struct
 	unsigned n = atomic_load(&h.recalls);
 	CHECK(n < MAX_RECALLS);
 	h.seen[n].sid = r->lor_stateid;
+	h.seen[n].cb_seqid = rq->seq->csa_sequenceid;
 	h.seen[n].at_ns = now_ns();
 	h.seen[n].fh.len = r->lor_fh.len;
 	CHECK(r->lor_fh.len <= sizeof(h.seen[n].fh.val));
@@ -379,6 +401,172 @@ static void case_returned_meanwhile(void)
 	TEST_PASS("no recall is sent again for a layout returned meanwhile");
 }
 
+/* ---- the recall's CB_SEQUENCE refused ---- */
+
+/* A whole round on a new file: B's WRITE recalls A's layout, A answers
+ * OK and gives it back, B's WRITE goes through. The recall's CB_SEQUENCE
+ * sequence id. */
+static uint32_t recall_round(const char *name)
+{
+	struct file f;
+	file_held(name, &f, NULL, 0);
+	holder_reset(NFS4_OK, 0, false);
+	uint8_t data[100] = {0};
+	CHECK_EQ(pu_write(b, &f.fh, &f.b_open, 8192, data, sizeof(data), FILE_SYNC4),
+		 NFS4ERR_DELAY);
+	if (!wait_recalls(1)) {
+		fprintf(stderr, "%s: the recall never reached A\n", name);
+		CHECK(0);
+	}
+	check_recalls_name(&f, 0, 1);
+	give_back(&f, &h.seen[0].sid);
+	write_until_done(&f);
+	CHECK_EQ(atomic_load(&h.recalls), 1);
+	return h.seen[0].cb_seqid;
+}
+
+/* How a case has A's back channel answer the recall's CB_SEQUENCE. */
+enum seq_answer { SEQ_DELAY, SEQ_MISORDERED, SEQ_UNCACHED };
+
+static void case_seq(enum seq_answer how)
+{
+	static const char *const what[] = {"DELAY", "SEQ_MISORDERED", "RETRY_UNCACHED_REP"};
+	struct nfs4c_cb *cb = nfs4c_get_cb(h.cl);
+	/* jnfsd's slot one past A's (on a first use, 1 would not be
+	 * misordered) */
+	uint32_t last = recall_round("seq-before");
+	struct nfs4c_cb_stats cs0, cs;
+	nfs4c_cb_stats(cb, &cs0);
+	uint64_t failures0 = stat_of("nfs4.cb.failures");
+	uint64_t sent0 = stat_of("nfs4.layout.recalls_sent");
+	uint64_t failed0 = stat_of("nfs4.layout.recalls_failed");
+
+	struct file f;
+	file_held(what[how], &f, NULL, 0);
+	holder_reset(NFS4_OK, 0, false);
+	uint32_t want; /* the sequence id of the call A takes */
+	if (how == SEQ_DELAY) {
+		nfs4c_cb_delay(cb, 1);
+		want = last + 1; /* the refused one, again */
+	} else if (how == SEQ_MISORDERED) {
+		nfs4c_cb_set_slot(cb, 0, 0);
+		want = 1;
+	} else {
+		nfs4c_cb_set_slot(cb, 0, last + 1);
+		want = last + 2;
+	}
+	uint64_t t0 = now_ns();
+	uint8_t data[100] = {0};
+	CHECK_EQ(pu_write(b, &f.fh, &f.b_open, 8192, data, sizeof(data), FILE_SYNC4),
+		 NFS4ERR_DELAY);
+	if (!wait_recalls(1)) {
+		fprintf(stderr,
+			"A's back channel answered the recall's CB_SEQUENCE %s and the recall "
+			"never reached A: B would wait for the fence, a lease\n",
+			what[how]);
+		CHECK(0);
+	}
+	check_recalls_name(&f, 0, 1);
+	if (h.seen[0].cb_seqid != want)
+		fprintf(stderr, "the recall came with sequence id %u, %u expected\n",
+			h.seen[0].cb_seqid, want);
+	CHECK_EQ(h.seen[0].cb_seqid, want);
+	give_back(&f, &h.seen[0].sid);
+	unsigned delays = write_until_done(&f);
+	printf("CB_SEQUENCE answered %s: the recall reached A %.1f ms after B's WRITE; the "
+	       "WRITE went through after %.1f ms and %u more DELAYs\n",
+	       what[how], (double)(h.seen[0].at_ns - t0) / 1e6, (double)(now_ns() - t0) / 1e6,
+	       delays);
+	nfs4c_cb_stats(cb, &cs);
+	CHECK_EQ(cs.delayed, cs0.delayed + (how == SEQ_DELAY));
+	CHECK_EQ(cs.misordered, cs0.misordered + (how == SEQ_MISORDERED));
+	CHECK_EQ(cs.replays_uncached, cs0.replays_uncached + (how == SEQ_UNCACHED));
+	CHECK_EQ(atomic_load(&h.recalls), 1);
+
+	/* the back channel as it was: no fault reported, and the next
+	 * recall reaches A on it with the next sequence id */
+	CHECK_OK(nfs4c_sequence(h.cl));
+	struct nfs4c_info info;
+	nfs4c_get_info(h.cl, &info);
+	if (info.status_flags & (SEQ4_STATUS_BACKCHANNEL_FAULT | SEQ4_STATUS_CB_PATH_DOWN |
+				 SEQ4_STATUS_CB_PATH_DOWN_SESSION))
+		fprintf(stderr, "A's SEQUENCE reports a back channel fault (flags 0x%x)\n",
+			info.status_flags);
+	CHECK_EQ(info.status_flags & (SEQ4_STATUS_BACKCHANNEL_FAULT | SEQ4_STATUS_CB_PATH_DOWN |
+				      SEQ4_STATUS_CB_PATH_DOWN_SESSION),
+		 0);
+	CHECK_EQ(stat_of("nfs4.cb.failures"), failures0);
+	CHECK_EQ(recall_round("seq-after"), want + 1);
+	CHECK_EQ(stat_of("nfs4.cb.failures"), failures0);
+	/* this round's recall and the next; the DELAY's resend counts */
+	CHECK_EQ(stat_of("nfs4.layout.recalls_sent"), sent0 + 2 + (how == SEQ_DELAY));
+	CHECK_EQ(stat_of("nfs4.layout.recalls_failed"), failed0);
+	char done[96];
+	snprintf(done, sizeof(done), "a recall whose CB_SEQUENCE got %s reaches the client",
+		 what[how]);
+	TEST_PASS(done);
+}
+
+static void case_seq_delay(void)
+{
+	case_seq(SEQ_DELAY);
+}
+
+static void case_seq_misordered(void)
+{
+	case_seq(SEQ_MISORDERED);
+}
+
+static void case_seq_uncached(void)
+{
+	case_seq(SEQ_UNCACHED);
+}
+
+static void case_seq_out_of_step(void)
+{
+	struct nfs4c_cb *cb = nfs4c_get_cb(h.cl);
+	recall_round("step-before");
+	struct nfs4c_cb_stats cs0, cs;
+	nfs4c_cb_stats(cb, &cs0);
+	uint64_t failures0 = stat_of("nfs4.cb.failures");
+	struct file f;
+	file_held("out-of-step", &f, NULL, 0);
+	holder_reset(NFS4_OK, 0, false);
+	/* far ahead: SEQ_MISORDERED for jnfsd's id and for 1 */
+	nfs4c_cb_set_slot(cb, 0, 1000);
+	uint8_t data[100] = {0};
+	CHECK_EQ(pu_write(b, &f.fh, &f.b_open, 8192, data, sizeof(data), FILE_SYNC4),
+		 NFS4ERR_DELAY);
+	/* jnfsd tries its id, then 1, then gives the back channel up, once */
+	uint64_t give_up = now_ns() + WAIT_NS;
+	while (stat_of("nfs4.cb.failures") == failures0 && now_ns() < give_up)
+		usleep(2000);
+	CHECK_EQ(stat_of("nfs4.cb.failures"), failures0 + 1);
+	nfs4c_cb_stats(cb, &cs);
+	CHECK_EQ(cs.misordered, cs0.misordered + 2);
+	CHECK_EQ(atomic_load(&h.recalls), 0);
+	CHECK_OK(nfs4c_sequence(h.cl));
+	struct nfs4c_info info;
+	nfs4c_get_info(h.cl, &info);
+	CHECK(info.status_flags & SEQ4_STATUS_BACKCHANNEL_FAULT);
+	/* A starts its slot again and binds the back channel anew: the
+	 * recall, sent again, reaches it with 1 */
+	nfs4c_cb_set_slot(cb, 0, 0);
+	CHECK_OK(nfs4c_bind_conn(h.cl, NULL, CDFC4_BACK_OR_BOTH, NULL));
+	if (!wait_recalls(1)) {
+		fprintf(stderr,
+			"the recall never reached A after it bound its back channel again\n");
+		CHECK(0);
+	}
+	check_recalls_name(&f, 0, 1);
+	CHECK_EQ(h.seen[0].cb_seqid, 1);
+	give_back(&f, &h.seen[0].sid);
+	write_until_done(&f);
+	CHECK_EQ(recall_round("step-after"), 2);
+	CHECK_EQ(stat_of("nfs4.cb.failures"), failures0 + 1);
+	TEST_PASS("a back channel out of step past a resync is faulty once, and bound again");
+}
+
 /* The log lines of jnfsd that say a recall of client failed. */
 static void check_log(uint64_t clientid, bool want_bad_stateid, bool want_given_up)
 {
@@ -541,7 +729,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test-pnfs-recall JNFSD JNFS [CASE]\n");
 		return 2;
 	}
-	/* one case (1-6) alone, or all */
+	/* one case (1-10) alone, or all */
 	int only = argc == 4 ? atoi(argv[3]) : 0;
 	pu_init(&srv, argv[1], argv[2], NULL);
 	/* jnfsd's messages to a file of ours */
@@ -562,13 +750,21 @@ int main(int argc, char **argv)
 	b = pu_client(&srv, "recall-writer", &broot);
 	uint64_t holder_id = nfs4c_clientid(h.cl);
 
-	void (*cases[])(void) = {case_delay_once, case_two_at_once, case_error_logged,
-				 case_delay_always, case_returned_meanwhile};
-	for (int i = 0; i < 5; i++)
-		if (!only || only == i + 1)
+	/* case 6 needs a jnfsd of its own: below */
+	void (*cases[])(void) = {case_delay_once,     case_two_at_once,	       case_error_logged,
+				 case_delay_always,   case_returned_meanwhile, NULL,
+				 case_seq_delay,      case_seq_misordered,     case_seq_uncached,
+				 case_seq_out_of_step};
+	for (int i = 0; i < (int)ARRAY_SIZE(cases); i++)
+		if (cases[i] && (!only || only == i + 1))
 			cases[i]();
 	/* nobody waited for the fence */
 	CHECK_EQ(stat_of("nfs4.layout.fenced"), 0);
+	/* CB_SEQUENCE was answered DELAY in case 7 only, and the slot
+	 * resynchronised once in each of cases 8-10 */
+	CHECK_EQ(stat_of("nfs4.cb.delays"), (uint64_t)(!only || only == 7));
+	CHECK_EQ(stat_of("nfs4.cb.resyncs"),
+		 (uint64_t)(!only || only == 8) + (!only || only == 9) + (!only || only == 10));
 
 	/* their opens are left to the server's stop */
 	nfs4c_destroy(b);
