@@ -845,6 +845,60 @@ static void test_stateids(void)
 		"stateids: special, seqid, type, client scope, revoke, TEST/FREE_STATEID, bounds");
 }
 
+/* nfs4_stid_hold_ends (jnfsd --test-hold-ends): the entries that end while
+ * it is on (unhashed by CLOSE's nfs4_stid_unhash or by FREE_STATEID) keep
+ * their payload, and refuse nfs4_stid_tryget, until it is turned off;
+ * then each payload goes once. What ends after it is off goes at once, and
+ * what a test left held goes with the state. */
+static void test_hold_ends(void)
+{
+	struct nfs4_state *st = make(32, NULL);
+	uint8_t sid[16];
+	struct nfs4_client *clp = nfs4_client_find(st, new_client(st, "h1", 1, sid));
+	struct payload pl[4] = {{0}};
+	struct nfs4_stid *open, *lock, *f;
+	struct nfs4_stateid v;
+
+	CHECK_EQ(nfs4_stid_alloc(clp, NFS4_STID_OPEN, &pl[0], &open), NFS4S_OK);
+	CHECK_EQ(nfs4_stid_alloc(clp, NFS4_STID_LOCK, &pl[1], &lock), NFS4S_OK);
+	nfs4_stid_value(lock, &v);
+	nfs4_stid_put(lock);
+	nfs4_stid_hold_ends(st, true);
+	nfs4_stid_unhash(open); /* CLOSE */
+	nfs4_stid_put(open);	/* the op's: the last but the hold's */
+	CHECK_EQ(nfs4_free_stateid(clp, &v), NFS4S_OK);
+	CHECK_EQ(nfs4_stid_find(clp, &v, NFS4_STID_ANY, &f), NFS4S_BAD_STATEID);
+	/* dying: unhashed, payload still there, no new reference */
+	CHECK_EQ(atomic_load(&pl[0].released), 0);
+	CHECK_EQ(atomic_load(&pl[1].released), 0);
+	CHECK(nfs4_stid_payload(open) == &pl[0] && nfs4_stid_payload(lock) == &pl[1]);
+	CHECK_EQ(nfs4_stid_tryget(open), false);
+	CHECK_EQ(nfs4_stid_tryget(lock), false);
+	nfs4_stid_hold_ends(st, false);
+	CHECK_EQ(atomic_load(&pl[0].released), 1);
+	CHECK_EQ(atomic_load(&pl[1].released), 1);
+	struct nfs4_state_counts c;
+	nfs4_state_counts(st, &c);
+	CHECK_EQ(c.stateids, 0);
+
+	/* off: an end releases at once */
+	CHECK_EQ(nfs4_stid_alloc(clp, NFS4_STID_OPEN, &pl[2], &open), NFS4S_OK);
+	nfs4_stid_unhash(open);
+	nfs4_stid_put(open);
+	CHECK_EQ(atomic_load(&pl[2].released), 1);
+
+	/* left held: released when the state goes */
+	CHECK_EQ(nfs4_stid_alloc(clp, NFS4_STID_LAYOUT, &pl[3], &open), NFS4S_OK);
+	nfs4_stid_hold_ends(st, true);
+	nfs4_stid_unhash(open);
+	nfs4_stid_put(open);
+	CHECK_EQ(atomic_load(&pl[3].released), 0);
+	nfs4_client_put(clp);
+	nfs4_state_destroy(st);
+	CHECK_EQ(atomic_load(&pl[3].released), 1);
+	TEST_PASS("hold ends: CLOSE and FREE_STATEID held back until released, once each");
+}
+
 /* A restart: a new state with another boot epoch. Old clientids are stale,
  * old stateids STALE_STATEID. */
 static void test_restart_stale(void)
@@ -1079,6 +1133,7 @@ int main(void)
 	test_grace_timeout();
 	test_grace_early();
 	test_stateids();
+	test_hold_ends();
 	test_restart_stale();
 	test_backchannel();
 	test_destroy_session_busy();

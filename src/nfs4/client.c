@@ -649,6 +649,7 @@ uint64_t nfs4_state_reap(struct nfs4_state *st, uint64_t *seq)
 
 void nfs4_state_destroy(struct nfs4_state *st)
 {
+	nfs4_stid_hold_ends(st, false); /* what a test left held */
 	struct nfs4_work w;
 	nfs4_work_init(&w);
 	mutex_lock(&st->registry);

@@ -385,6 +385,11 @@ void nfs4_pseudo_put(struct nfs4_pseudo *p)
 	nfs4_pseudo_free(p);
 }
 
+void nfs4_test_hold_ends(struct nfs4_server *s, bool on)
+{
+	nfs4_stid_hold_ends(s->state, on);
+}
+
 void nfs4_stats(struct nfs4_server *s, const struct stat_sink *sink)
 {
 	stat_emit(sink, "nfs4.compounds", counter_get(&s->st.compounds));

@@ -11,6 +11,7 @@
 #ifndef JNFS_NFS4_NFS4_H
 #define JNFS_NFS4_NFS4_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/stats.h"
@@ -53,5 +54,9 @@ extern const struct svc_version nfs4_version;
 
 /* "nfs4.*" counters: per operation count, errors and latency; state. */
 void nfs4_stats(struct nfs4_server *s, const struct stat_sink *sink);
+
+/* Tests only (jnfsd --test-hold-ends): hold back, or no longer, the
+ * releases of the stateids that end (stateid.h, nfs4_stid_hold_ends). */
+void nfs4_test_hold_ends(struct nfs4_server *s, bool on);
 
 #endif

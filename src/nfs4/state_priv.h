@@ -164,6 +164,7 @@ struct nfs4_stid {
 	enum nfs4_revoke_reason sd_why; /* [client] */
 	void *sd_payload;		/* [client] NULL once released */
 	atomic_bool sd_release_pending; /* [client] revoked, payload still held */
+	struct nfs4_stid *sd_held_next; /* in st->held (nfs4_stid_hold_ends) */
 	struct mutex sd_op_lock;	/* nfs4_stid_lock(): the caller's operations */
 };
 
@@ -191,6 +192,10 @@ struct nfs4_state {
 	atomic_bool grace_active;
 	enum nfs4_grace_end grace_end;
 	uint64_t grace_start_ns, grace_end_ns;
+
+	/* tests only (nfs4_stid_hold_ends): ends keep a reference [atomic] */
+	atomic_bool hold_ends;
+	struct nfs4_stid *_Atomic held;
 
 	/* counters [atomic] */
 	atomic_uint nstids;

@@ -298,6 +298,28 @@ static void unhash_locked(struct nfs4_client *clp, struct nfs4_stid *s)
 	if (s->sd_revoked)
 		clp->cl_revoked[s->sd_why]--;
 	s->sd_hashed = false;
+	struct nfs4_state *st = s->sd_st;
+	if (atomic_load(&st->hold_ends)) {
+		/* a push onto a stack that is only ever emptied whole: no ABA */
+		nfs4_stid_get(s);
+		s->sd_held_next = atomic_load(&st->held);
+		while (!atomic_compare_exchange_weak(&st->held, &s->sd_held_next, s))
+			;
+	}
+}
+
+void nfs4_stid_hold_ends(struct nfs4_state *st, bool on)
+{
+	assert_none_held(LOCK_RANK_NFS4_CLIENTS, LOCK_RANK_NFS4_CLIENT); /* no state lock */
+	atomic_store(&st->hold_ends, on);
+	if (on)
+		return;
+	struct nfs4_stid *s = atomic_exchange(&st->held, NULL);
+	while (s) {
+		struct nfs4_stid *next = s->sd_held_next;
+		nfs4_stid_put(s); /* the release it held back runs now */
+		s = next;
+	}
 }
 
 void nfs4_stid_unhash(struct nfs4_stid *s)

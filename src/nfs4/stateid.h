@@ -47,7 +47,8 @@
  *     takes a reference only with nfs4_stid_tryget(): between the last put
  *     and the release unlinking the payload, the entry is still reachable
  *     there with no reference left (tests/nfs4/test_nfs4_hostile.c, FREE_STATEID
- *     racing CLOSE).
+ *     racing CLOSE). An OPEN, LOCK or LAYOUTGET that finds its state so
+ *     answers DELAY (tests/nfs4/test_nfs4_dying.c).
  */
 #ifndef JNFS_NFS4_STATEID_H
 #define JNFS_NFS4_STATEID_H
@@ -133,6 +134,19 @@ void nfs4_stid_unhash(struct nfs4_stid *s);
  * using it; the entry stays until FREE_STATEID (invariant 3). Call with no
  * state lock held. */
 void nfs4_stid_revoke(struct nfs4_stid *s, enum nfs4_revoke_reason why);
+
+/*
+ * Tests only (jnfsd --test-hold-ends): while on, every entry that is
+ * unhashed (CLOSE, FREE_STATEID, LAYOUTRETURN, the lock stateids a CLOSE
+ * ends) keeps one more reference, so that its payload's release is held
+ * back: the entry is dying (unhashed, its payload still linked where the
+ * op layer finds it) for as long as a test wants, where otherwise it is
+ * so only for a moment. Turning it off drops those references (the
+ * releases run then, in the caller); an end racing that may stay held
+ * until the next time it is turned off, or until nfs4_state_destroy(),
+ * which lets go of whatever is held. Call with no state lock held.
+ */
+void nfs4_stid_hold_ends(struct nfs4_state *st, bool on);
 
 /*
  * Serialize the operations that change one stateid's state (OPEN upgrade,

@@ -25,7 +25,10 @@
  * power failure. Tests use it; nobody else should. The same goes for
  * --test-flush-fault: SIGUSR2 then makes the next flush of the data device
  * fail (dev_inject_flush_fault), so that a test can watch a failed flush
- * move the write verifier.
+ * move the write verifier. And for --test-hold-ends: SIGUSR2 then turns
+ * on and off the holding back of the releases of the NFSv4 stateids that
+ * end (nfs4_test_hold_ends), so that a test can meet an open, lock or
+ * layout state on its way out at will.
  *
  * Signals: they are blocked in every thread (the mask is set before any
  * thread starts) and taken synchronously by the main thread with
@@ -238,6 +241,9 @@ static void usage(FILE *f)
 		"  --metrics-remote       allow --metrics on a non-loopback address\n"
 		"  --test-flush-fault     tests only: SIGUSR2 makes the next flush of the data\n"
 		"                         device fail with EIO (prints 'flush fault armed')\n"
+		"  --test-hold-ends       tests only: SIGUSR2 turns on and off the holding back\n"
+		"                         of the releases of NFSv4 stateids that end (prints\n"
+		"                         'stateid ends held' or 'stateid ends released')\n"
 		"  --bench-sync-layoutcommit\n"
 		"                         benchmarks only: every LAYOUTCOMMIT logs the whole\n"
 		"                         inode and forces the journal, as a synchronous\n"
@@ -470,6 +476,7 @@ int main(int argc, char **argv)
 		{"send-timeout", required_argument, NULL, 'T'},
 		{"port-file", required_argument, NULL, 'p'},
 		{"test-flush-fault", no_argument, NULL, 'F'},
+		{"test-hold-ends", no_argument, NULL, 'H'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{"metrics", required_argument, NULL, 'M'},
@@ -487,6 +494,7 @@ int main(int argc, char **argv)
 	const char *image = DEFAULT_IMAGE, *logdev = NULL, *exports_file = NULL;
 	uint64_t size = DEFAULT_SIZE, flush_us = 0;
 	bool crash = false, max_conns_given = false, flush_fault = false, buffered = false;
+	bool hold_ends = false, holding = false;
 	bool bench_sync_lc = false;
 	uint32_t ldata_max = 0; /* the engine's default */
 	struct svc_config cfg;
@@ -617,6 +625,9 @@ int main(int argc, char **argv)
 		case 'F':
 			flush_fault = true;
 			break;
+		case 'H':
+			hold_ends = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -636,6 +647,10 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc) {
 		usage(stderr);
+		return 2;
+	}
+	if (flush_fault && hold_ends) {
+		msg_err("--test-flush-fault and --test-hold-ends both take SIGUSR2: give one");
 		return 2;
 	}
 	if (!nlisten)
@@ -678,7 +693,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGUSR1);
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGPIPE);
-	if (flush_fault)
+	if (flush_fault || hold_ends)
 		sigaddset(&sigs, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
@@ -819,6 +834,13 @@ int main(int argc, char **argv)
 		}
 		if (sig == SIGHUP) {
 			reload_exports(&srv, exports_file);
+			continue;
+		}
+		if (sig == SIGUSR2 && hold_ends) {
+			holding = !holding;
+			nfs4_test_hold_ends(srv.nfs4, holding);
+			printf("stateid ends %s\n", holding ? "held" : "released");
+			fflush(stdout);
 			continue;
 		}
 		if (sig == SIGUSR2) {
