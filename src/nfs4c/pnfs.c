@@ -698,6 +698,22 @@ static int io_end(struct nfs4c_pnfs_file *f, bool wr, const struct nfs4c_blk_pie
 	return err;
 }
 
+/* One disk I/O of a read or write at off (of a request ending at end) in
+ * the piece pc: the bytes [off, *uend) of the caller's buffer, in the
+ * whole blocks [*a, *b) around them; at most IO_CHUNK, and then *uend is
+ * cut to *b, a block boundary, so that the next I/O starts aligned. */
+static void io_window(uint32_t bs, uint64_t off, uint64_t end, const struct nfs4c_blk_piece *pc,
+		      uint64_t *a, uint64_t *b, uint64_t *uend)
+{
+	*uend = MIN(end, pc->foff + pc->len);
+	*a = ALIGN_DOWN(off, (uint64_t)bs);
+	*b = ALIGN_UP(*uend, (uint64_t)bs);
+	if (*b - *a > IO_CHUNK) {
+		*b = *a + IO_CHUNK;
+		*uend = *b;
+	}
+}
+
 /* Block blk of the piece as it is before the write: for the rest of a
  * block the write covers only in part. */
 static int fill_block(struct nfs4c_pnfs *p, const struct nfs4c_blk_piece *pc, uint64_t blk,
@@ -725,12 +741,8 @@ int nfs4c_pnfs_write(struct nfs4c_pnfs_file *f, uint64_t off, const void *buf, s
 		err = io_begin(f, true, off, end, &pc);
 		if (err)
 			break;
-		uint64_t uend = MIN(end, pc.foff + pc.len);
-		uint64_t a = ALIGN_DOWN(off, (uint64_t)bs), b = ALIGN_UP(uend, (uint64_t)bs);
-		if (b - a > IO_CHUNK) {
-			b = a + IO_CHUNK;
-			uend = b;
-		}
+		uint64_t a, b, uend;
+		io_window(bs, off, end, &pc, &a, &b, &uend);
 		if (off > a)
 			err = fill_block(p, &pc, a, bb);
 		if (!err && uend < b && (b - bs > a || off == a))
@@ -762,12 +774,8 @@ int nfs4c_pnfs_read(struct nfs4c_pnfs_file *f, uint64_t off, void *buf, size_t l
 		err = io_begin(f, false, off, end, &pc);
 		if (err)
 			break;
-		uint64_t uend = MIN(end, pc.foff + pc.len);
-		uint64_t a = ALIGN_DOWN(off, (uint64_t)bs), b = ALIGN_UP(uend, (uint64_t)bs);
-		if (b - a > IO_CHUNK) {
-			b = a + IO_CHUNK;
-			uend = b;
-		}
+		uint64_t a, b, uend;
+		io_window(bs, off, end, &pc, &a, &b, &uend);
 		uint8_t *dst = (uint8_t *)buf + (off - off0);
 		if (pc.how == NFS4C_BLK_ZERO) {
 			memset(dst, 0, uend - off);
