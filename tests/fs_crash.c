@@ -11,7 +11,9 @@
  * (map_blocks, writes straight to the device, commit_blocks). Half of the
  * plain writes and layout writes go where the file's last synchronous
  * write went: in-place overwrites, truncates and direct writes of logged
- * blocks. Some metadata operations are followed by a force of their
+ * blocks. Writes often follow a fallocate or zeroing of their file, in
+ * whole blocks inside it: into unwritten blocks, whose data goes out under
+ * the shared I/O lock before the conversion. Some metadata operations are followed by a force of their
  * own sequence (as a sync export does). Meanwhile the engine's trimmer gives
  * back the preallocation of files not appended to for 2 ms. Marks in the recorded stream tell
  * when each operation started and when each acknowledgement returned.
