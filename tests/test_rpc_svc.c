@@ -546,6 +546,16 @@ static void test_conn_data(void)
 	TEST_PASS("per-connection data: closed() then free(), once each");
 }
 
+/* Wait until the server has let go of the calls it answered: a worker
+ * sends a reply, then releases what the call held, so a client can read
+ * its reply while its connection still counts as busy. */
+static void wait_buffered(struct svc *s, uint64_t want)
+{
+	for (int i = 0; i < 1000 && stat_of(s, "rpc.buffered") != want; i++)
+		usleep(5000);
+	CHECK_EQ(stat_of(s, "rpc.buffered"), want);
+}
+
 static void test_conn_limit(void)
 {
 	struct svc_config cfg;
@@ -560,7 +570,9 @@ static void test_conn_limit(void)
 	tc_send_call(a, 1, TESTPROG, 3, TP_PARK, NULL, park, 8);
 	for (int i = 0; i < 1000 && stat_of(s, "rpc.deferred") < 1; i++)
 		usleep(5000);
+	uint64_t held = stat_of(s, "rpc.buffered"); /* a's parked call */
 	null_ok(b, 1);
+	wait_buffered(s, held); /* b idle */
 	int c = tc_connect(port, false);
 	null_ok(c, 1);
 	CHECK(tc_wait_closed(b, 5000));
