@@ -502,6 +502,33 @@ static bool ldata_ok(struct fs_inode *ip, size_t len)
 }
 
 /*
+ * The second transaction of a write into unwritten blocks (tx, begun by
+ * the caller, which wrote or logged the data): convert [off, off+len) to
+ * written, grow the size over it, touch the times and commit, with fields
+ * (FS_ILOG_LDATA for a logged write) logged too. err is an earlier error
+ * of the caller's: the transaction still commits what it holds.
+ */
+static int convert_commit(struct fstx *tx, struct fs_inode *ip, uint64_t off, size_t len,
+			  unsigned fields, int err, struct fs_result *res)
+{
+	uint64_t first = off / FS_BLOCK_SIZE, last = (off + len - 1) / FS_BLOCK_SIZE;
+	ino_join(tx, ip);
+	res_pre(res, 0, ip);
+	if (!err)
+		err = bmap_set_written(tx, ip, first, last - first + 1, true);
+	fields |= FS_ILOG_EXTENTS;
+	if (!err && off + len > ip->i_d.size) {
+		ip->i_d.size = off + len;
+		fields |= FS_ILOG_CORE;
+	}
+	ino_touch(ip, true);
+	ino_log(tx, ip, fields | FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE);
+	res_post(res, 0, ip);
+	int cerr = fstx_commit(tx, res);
+	return err ? err : cerr;
+}
+
+/*
  * A write of whole blocks that are all allocated inside the file, some of
  * them unwritten (fallocated or zeroed space, an appender's preallocation
  * that a truncate brought inside the file): the data goes to the device under
@@ -537,7 +564,6 @@ static int write_unwritten(struct fs_inode *ip, uint64_t off, const void *buf, s
 			   struct fs_result *res, bool *done)
 {
 	struct fs *fs = ip->i_fs;
-	uint64_t first = off / FS_BLOCK_SIZE, last = (off + len - 1) / FS_BLOCK_SIZE;
 	assert_rdlocked(&ip->i_iolock);
 	*done = false;
 	uint64_t gen = ip->i_unmap_gen;
@@ -557,15 +583,7 @@ static int write_unwritten(struct fs_inode *ip, uint64_t off, const void *buf, s
 	err = fstx_begin(fs, 4 * bmap_res(ip), 0, &tx);
 	if (err)
 		return err;
-	ino_join(tx, ip);
-	res_pre(res, 0, ip);
-	err = bmap_set_written(tx, ip, first, last - first + 1, true);
-	ino_touch(ip, true);
-	ino_log(tx, ip, FS_ILOG_EXTENTS | FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE);
-	res_post(res, 0, ip);
-	int cerr = fstx_commit(tx, res);
-	if (!err)
-		err = cerr;
+	err = convert_commit(tx, ip, off, len, 0, 0, res);
 	*done = !err;
 	if (*done)
 		counter_inc(&fs->f_stats.shared_conversions);
@@ -704,22 +722,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		if (err)
 			goto out_unlock;
 	}
-	/* convert and grow */
-	ino_join(tx, ip);
-	res_pre(res, 0, ip);
-	if (!err)
-		err = bmap_set_written(tx, ip, first, last - first + 1, true);
-	unsigned fields = FS_ILOG_EXTENTS | (log ? FS_ILOG_LDATA : 0);
-	if (!err && off + len > ip->i_d.size) {
-		ip->i_d.size = off + len;
-		fields |= FS_ILOG_CORE;
-	}
-	ino_touch(ip, true);
-	ino_log(tx, ip, fields | FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE);
-	res_post(res, 0, ip);
-	int cerr = fstx_commit(tx, res);
-	if (!err)
-		err = cerr;
+	err = convert_commit(tx, ip, off, len, log ? FS_ILOG_LDATA : 0, err, res);
 out_unlock:
 	rwlock_unlock(&ip->i_iolock);
 out:
