@@ -178,6 +178,40 @@ void nfs4t_close(struct nfs4c_client *cl, const struct nfs4c_fh *fh, const struc
 	nfs4c_compound_destroy(&c);
 }
 
+nfsstat4 nfs4t_stateid_op(struct nfs4c_client *cl, const struct nfs4c_fh *fh, nfs_opnum4 op,
+			  const struct stateid4 *sid, struct stateid4 *out)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, cl);
+	nfs4c_op_putfh(&c, fh);
+	switch (op) {
+	case OP_CLOSE:
+		nfs4c_op_close(&c, sid);
+		break;
+	case OP_LOCKU:
+		nfs4c_op_locku(&c, WRITE_LT, sid, 0, 10);
+		break;
+	case OP_FREE_STATEID:
+		nfs4c_op_free_stateid(&c, sid);
+		break;
+	case OP_OPEN_DOWNGRADE:
+		nfs4c_op_open_downgrade(&c, sid, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE);
+		break;
+	case OP_LOCK: {
+		struct nfs4c_lock l = {.type = WRITE_LT, .off = 0, .len = 10, .lock_stateid = *sid};
+		nfs4c_op_lock(&c, &l);
+		break;
+	}
+	default:
+		CHECK(false);
+	}
+	nfsstat4 st = nfs4t_send(&c);
+	if (st == NFS4_OK && op == OP_LOCKU && out)
+		*out = nfs4c_res(&c, OP_LOCKU, 0)->oplocku.lock_stateid;
+	nfs4c_compound_destroy(&c);
+	return st;
+}
+
 void nfs4t_stats(struct tc_jnfsd *j, struct nfs4t_stats *st)
 {
 	char line[256];

@@ -77,6 +77,12 @@ nfsstat4 nfs4t_exists(struct nfs4c_client *cl, const struct nfs4c_fh *dir, const
 void nfs4t_open_create(struct nfs4c_client *cl, const struct nfs4c_fh *dir, const char *name,
 		       const char *owner, struct nfs4c_fh *fh, struct stateid4 *sid);
 void nfs4t_close(struct nfs4c_client *cl, const struct nfs4c_fh *fh, const struct stateid4 *sid);
+/* One operation on fh that takes a stateid: CLOSE, LOCKU or LOCK of [0, 10)
+ * for writing (LOCK with an existing lock stateid), FREE_STATEID, or
+ * OPEN_DOWNGRADE to READ/NONE. Its status; *out (may be NULL) gets the
+ * stateid LOCKU returns. */
+nfsstat4 nfs4t_stateid_op(struct nfs4c_client *cl, const struct nfs4c_fh *fh, nfs_opnum4 op,
+			  const struct stateid4 *sid, struct stateid4 *out);
 
 /* jnfsd's counters, from one SIGUSR1 dump. */
 #define NFS4T_MAX_STATS 1024

@@ -121,29 +121,6 @@ static nfsstat4 lock(struct nfs4c_client *cl, const struct nfs4c_fh *fh,
 	return st;
 }
 
-static nfsstat4 one_op(struct nfs4c_client *cl, const struct nfs4c_fh *fh, nfs_opnum4 op,
-		       const struct stateid4 *sid, struct stateid4 *out)
-{
-	struct nfs4c_compound c;
-	nfs4c_compound_init(&c, cl);
-	nfs4c_op_putfh(&c, fh);
-	switch (op) {
-	case OP_LOCKU:
-		nfs4c_op_locku(&c, WRITE_LT, sid, 0, 10);
-		break;
-	case OP_FREE_STATEID:
-		nfs4c_op_free_stateid(&c, sid);
-		break;
-	default:
-		CHECK(false);
-	}
-	nfsstat4 st = nfs4t_send(&c);
-	if (st == NFS4_OK && op == OP_LOCKU)
-		*out = nfs4c_res(&c, OP_LOCKU, 0)->oplocku.lock_stateid;
-	nfs4c_compound_destroy(&c);
-	return st;
-}
-
 /* ---- 1. OPEN ---- */
 
 static void open_dying(void)
@@ -189,9 +166,9 @@ static void lock_dying(void)
 	struct stateid4 osid, osid_b, l1, l1u, l2, l2u, lb, lbu;
 	nfs4t_open_create(a, &dir, "lock", "owner-1", &fh, &osid);
 	CHECK_EQ(lock(a, &fh, &osid, "locker", NULL, &l1), NFS4_OK);
-	CHECK_EQ(one_op(a, &fh, OP_LOCKU, &l1, &l1u), NFS4_OK);
+	CHECK_EQ(nfs4t_stateid_op(a, &fh, OP_LOCKU, &l1, &l1u), NFS4_OK);
 	hold_ends(true);
-	CHECK_EQ(one_op(a, &fh, OP_FREE_STATEID, &l1u, NULL), NFS4_OK);
+	CHECK_EQ(nfs4t_stateid_op(a, &fh, OP_FREE_STATEID, &l1u, NULL), NFS4_OK);
 	/* the lock stateid of (locker, lock) is on its way out */
 	CHECK_EQ(lock(a, &fh, &osid, "locker", NULL, &l2), NFS4ERR_DELAY);
 	CHECK_EQ(lock(a, &fh, &osid, "locker", NULL, &l2), NFS4ERR_DELAY);
@@ -201,9 +178,9 @@ static void lock_dying(void)
 	/* the lock holds: another client cannot take the range */
 	nfs4t_open_create(b, &dir, "lock", "owner-2", &fh_b, &osid_b);
 	CHECK_EQ(lock(b, &fh_b, &osid_b, "locker-b", NULL, NULL), NFS4ERR_DENIED);
-	CHECK_EQ(one_op(a, &fh, OP_LOCKU, &l2, &l2u), NFS4_OK);
+	CHECK_EQ(nfs4t_stateid_op(a, &fh, OP_LOCKU, &l2, &l2u), NFS4_OK);
 	CHECK_EQ(lock(b, &fh_b, &osid_b, "locker-b", NULL, &lb), NFS4_OK);
-	CHECK_EQ(one_op(b, &fh_b, OP_LOCKU, &lb, &lbu), NFS4_OK);
+	CHECK_EQ(nfs4t_stateid_op(b, &fh_b, OP_LOCKU, &lb, &lbu), NFS4_OK);
 	nfs4t_close(b, &fh_b, &osid_b);
 	nfs4t_close(a, &fh, &osid);
 	printf("ok LOCK of a lock stateid on its way out: DELAY, then a new lock that holds\n");

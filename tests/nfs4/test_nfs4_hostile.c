@@ -645,38 +645,6 @@ static nfsstat4 write_with(struct nfs4c_client *cl, const struct stateid4 *sid)
 	return st;
 }
 
-static nfsstat4 one_op(struct nfs4c_client *cl, const struct nfs4c_fh *fh, nfs_opnum4 op,
-		       const struct stateid4 *sid)
-{
-	struct nfs4c_compound c;
-	nfs4c_compound_init(&c, cl);
-	nfs4c_op_putfh(&c, fh);
-	switch (op) {
-	case OP_CLOSE:
-		nfs4c_op_close(&c, sid);
-		break;
-	case OP_LOCKU:
-		nfs4c_op_locku(&c, WRITE_LT, sid, 0, 10);
-		break;
-	case OP_FREE_STATEID:
-		nfs4c_op_free_stateid(&c, sid);
-		break;
-	case OP_OPEN_DOWNGRADE:
-		nfs4c_op_open_downgrade(&c, sid, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE);
-		break;
-	case OP_LOCK: {
-		struct nfs4c_lock l = {.type = WRITE_LT, .off = 0, .len = 10, .lock_stateid = *sid};
-		nfs4c_op_lock(&c, &l);
-		break;
-	}
-	default:
-		CHECK(false);
-	}
-	nfsstat4 st = nfs4t_send(&c);
-	nfs4c_compound_destroy(&c);
-	return st;
-}
-
 static nfsstat4 test_stateid(struct nfs4c_client *cl, const struct stateid4 *sid)
 {
 	struct nfs4c_compound c;
@@ -717,26 +685,26 @@ static void stateids(void)
 	struct stateid4 current = {.seqid = 1}, invalid = {.seqid = UINT32_MAX};
 	CHECK_EQ(write_with(a, &current), NFS4ERR_BAD_STATEID);
 	CHECK_EQ(write_with(a, &invalid), NFS4ERR_BAD_STATEID);
-	CHECK_EQ(one_op(a, &file, OP_CLOSE, &current), NFS4ERR_BAD_STATEID);
-	CHECK_EQ(one_op(a, &file, OP_CLOSE, &invalid), NFS4ERR_BAD_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(a, &file, OP_CLOSE, &current, NULL), NFS4ERR_BAD_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(a, &file, OP_CLOSE, &invalid, NULL), NFS4ERR_BAD_STATEID);
 
 	/* old: the open was upgraded (seqid 2), the lock moved on */
 	s = open_sid;
 	s.seqid--;
 	CHECK_EQ(write_with(a, &s), NFS4ERR_OLD_STATEID);
-	CHECK_EQ(one_op(a, &file, OP_CLOSE, &s), NFS4ERR_OLD_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(a, &file, OP_CLOSE, &s, NULL), NFS4ERR_OLD_STATEID);
 	CHECK_EQ(test_stateid(a, &s), NFS4ERR_OLD_STATEID);
 	s = lock_sid;
 	s.seqid--;
-	CHECK_EQ(one_op(a, &file, OP_LOCKU, &s), NFS4ERR_OLD_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(a, &file, OP_LOCKU, &s, NULL), NFS4ERR_OLD_STATEID);
 
 	/* another client's */
 	CHECK_EQ(write_with(b, &open_sid), NFS4ERR_BAD_STATEID);
-	CHECK_EQ(one_op(b, &file, OP_CLOSE, &open_sid), NFS4ERR_BAD_STATEID);
-	CHECK_EQ(one_op(b, &file, OP_OPEN_DOWNGRADE, &open_sid), NFS4ERR_BAD_STATEID);
-	CHECK_EQ(one_op(b, &file, OP_LOCK, &lock_sid), NFS4ERR_BAD_STATEID);
-	CHECK_EQ(one_op(b, &file, OP_LOCKU, &lock_sid), NFS4ERR_BAD_STATEID);
-	CHECK_EQ(one_op(b, &file, OP_FREE_STATEID, &lock_sid), NFS4ERR_BAD_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(b, &file, OP_CLOSE, &open_sid, NULL), NFS4ERR_BAD_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(b, &file, OP_OPEN_DOWNGRADE, &open_sid, NULL), NFS4ERR_BAD_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(b, &file, OP_LOCK, &lock_sid, NULL), NFS4ERR_BAD_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(b, &file, OP_LOCKU, &lock_sid, NULL), NFS4ERR_BAD_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(b, &file, OP_FREE_STATEID, &lock_sid, NULL), NFS4ERR_BAD_STATEID);
 	CHECK_EQ(test_stateid(b, &open_sid), NFS4ERR_BAD_STATEID);
 	/* all of them still good for their owner */
 	CHECK_EQ(test_stateid(a, &open_sid), NFS4_OK);
@@ -805,12 +773,12 @@ static void restart(void)
 	 * gets a new one (its state is lost: it does not reclaim here) */
 	struct nfs4c_client *c = nfs4t_client(srv.addr, "hostile-c", &root_c);
 	CHECK_EQ(write_with(c, &open_sid), NFS4ERR_STALE_STATEID);
-	CHECK_EQ(one_op(c, &file, OP_CLOSE, &open_sid), NFS4ERR_STALE_STATEID);
-	CHECK_EQ(one_op(c, &file, OP_LOCKU, &lock_sid), NFS4ERR_STALE_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(c, &file, OP_CLOSE, &open_sid, NULL), NFS4ERR_STALE_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(c, &file, OP_LOCKU, &lock_sid, NULL), NFS4ERR_STALE_STATEID);
 	CHECK_EQ(test_stateid(c, &open_sid), NFS4ERR_BAD_STATEID); /* its list has no STALE */
 	recovered(a);
 	CHECK_EQ(write_with(a, &open_sid), NFS4ERR_STALE_STATEID);
-	CHECK_EQ(one_op(a, &file, OP_CLOSE, &open_sid), NFS4ERR_STALE_STATEID);
+	CHECK_EQ(nfs4t_stateid_op(a, &file, OP_CLOSE, &open_sid, NULL), NFS4ERR_STALE_STATEID);
 	nfs4t_unmount(c);
 	recovered(b);
 	TEST_PASS("after a restart: STALE_STATEID");

@@ -188,6 +188,16 @@ static uint64_t stat_of(const char *name)
 	return v;
 }
 
+/* Wait until jnfsd's counter name has moved from from (the watchdog
+ * bounds it), and return it. */
+static uint64_t wait_stat_moves(const char *name, uint64_t from)
+{
+	uint64_t give_up = now_ns() + WAIT_NS, v;
+	while ((v = stat_of(name)) == from && now_ns() < give_up)
+		usleep(2000);
+	return v;
+}
+
 /* B's WRITE of 100 bytes at 8 KiB, sent again after each DELAY (10 ms
  * apart, under the watchdog) until it goes through: how many DELAYs. */
 static unsigned write_until_done(const struct file *f)
@@ -342,10 +352,7 @@ static void case_error_logged(void)
 	CHECK_EQ(pu_write(b, &f.fh, &f.b_open, 8192, data, sizeof(data), FILE_SYNC4),
 		 NFS4ERR_DELAY);
 	CHECK(wait_recalls(1));
-	uint64_t give_up = now_ns() + WAIT_NS;
-	while (stat_of("nfs4.layout.recalls_failed") == failed0 && now_ns() < give_up)
-		usleep(10000);
-	CHECK_EQ(stat_of("nfs4.layout.recalls_failed"), failed0 + 1);
+	CHECK_EQ(wait_stat_moves("nfs4.layout.recalls_failed", failed0), failed0 + 1);
 	usleep(100000); /* an error is not sent again: none came */
 	CHECK_EQ(atomic_load(&h.recalls), 1);
 	give_back(&f, &h.seen[0].sid);
@@ -363,10 +370,7 @@ static void case_delay_always(void)
 	uint8_t data[100] = {0};
 	CHECK_EQ(pu_write(b, &f.fh, &f.b_open, 8192, data, sizeof(data), FILE_SYNC4),
 		 NFS4ERR_DELAY);
-	uint64_t give_up = now_ns() + WAIT_NS;
-	while (stat_of("nfs4.layout.recalls_failed") == failed0 && now_ns() < give_up)
-		usleep(20000);
-	CHECK_EQ(stat_of("nfs4.layout.recalls_failed"), failed0 + 1);
+	CHECK_EQ(wait_stat_moves("nfs4.layout.recalls_failed", failed0), failed0 + 1);
 	unsigned n = atomic_load(&h.recalls);
 	printf("delay always: %u recalls, then given up\n", n);
 	CHECK_EQ(n, 1 + RESENDS);
@@ -538,10 +542,7 @@ static void case_seq_out_of_step(void)
 	CHECK_EQ(pu_write(b, &f.fh, &f.b_open, 8192, data, sizeof(data), FILE_SYNC4),
 		 NFS4ERR_DELAY);
 	/* jnfsd tries its id, then 1, then gives the back channel up, once */
-	uint64_t give_up = now_ns() + WAIT_NS;
-	while (stat_of("nfs4.cb.failures") == failures0 && now_ns() < give_up)
-		usleep(2000);
-	CHECK_EQ(stat_of("nfs4.cb.failures"), failures0 + 1);
+	CHECK_EQ(wait_stat_moves("nfs4.cb.failures", failures0), failures0 + 1);
 	nfs4c_cb_stats(cb, &cs);
 	CHECK_EQ(cs.misordered, cs0.misordered + 2);
 	CHECK_EQ(atomic_load(&h.recalls), 0);
