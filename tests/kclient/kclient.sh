@@ -610,9 +610,9 @@ fi
 ${SERVER}_counters
 
 # Not served: the guest saw "Protocol not supported" (PROG_MISMATCH, or
-# MINOR_VERS_MISMATCH); or jnfsd, which knows NFSv4's NULL procedure
-# before it knows COMPOUND, answered COMPOUND with PROC_UNAVAIL (mount.nfs
-# then only says "mount system call failed").
+# MINOR_VERS_MISMATCH); or a jnfsd answered COMPOUND with PROC_UNAVAIL
+# (the jnfsd of before NFSv4 knew its NULL procedure alone; mount.nfs then
+# only says "mount system call failed").
 skip=
 if grep -q 'KCLIENT: result=SKIP' "$RUN/guest.log"; then
 	skip=$(sed -n 's/^KCLIENT: skip //p' "$RUN/guest.log" | tr -d '\r')

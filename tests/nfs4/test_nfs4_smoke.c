@@ -15,8 +15,9 @@
  * it free; CLOSE, REMOVE (LOOKUP then NOENT), destroy both sessions and
  * client IDs, stop jnfsd cleanly.
  *
- * While jnfsd does not serve NFSv4 (a COMPOUND gets PROG_MISMATCH,
- * PROG_UNAVAIL or PROC_UNAVAIL), the test is skipped (exit 77).
+ * A server that does not serve NFSv4 (a COMPOUND gets PROG_MISMATCH,
+ * PROG_UNAVAIL or PROC_UNAVAIL: --server naming an NFSv3-only one, or the
+ * jnfsd of before NFSv4) makes the test skip (exit 77).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,8 +45,8 @@ static int enc_empty_compound(struct xdr_enc *x, const void *args)
 	return xdr_enc_u32(x, 0) || xdr_enc_u32(x, 1) || xdr_enc_u32(x, 0) ? -EMSGSIZE : 0;
 }
 
-/* 1: the server runs COMPOUNDs; 0: it does not serve NFSv4 (jnfsd answers
- * NULL on version 4 before it serves COMPOUND: PROC_UNAVAIL). */
+/* 1: the server runs COMPOUNDs; 0: it does not serve NFSv4 (the jnfsd of
+ * before NFSv4 answered NULL alone on version 4: PROC_UNAVAIL). */
 static int serves_v4(const char *addr)
 {
 	struct rpc_reply_hdr rh;
@@ -263,7 +264,7 @@ int main(int argc, char **argv)
 	tc_jnfsd_start(&j, argv[1], args);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", j.port[0]);
 	if (!serves_v4(addr)) {
-		printf("SKIP: jnfsd does not serve NFSv4 COMPOUND yet\n");
+		printf("SKIP: jnfsd does not serve NFSv4 COMPOUND\n");
 		tc_jnfsd_stop(&j);
 		return 77;
 	}

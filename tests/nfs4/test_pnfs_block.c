@@ -29,8 +29,8 @@
  *     returns it, the WRITE succeeds and its data is read back.
  *  6. jnfsd stops cleanly and `jnfs check` finds the image clean.
  *
- * While jnfsd answers LAYOUTGET with NOTSUPP (the server side is not
- * there yet), the test is skipped (exit 77).
+ * A jnfsd that answered LAYOUTGET with NOTSUPP (one of before the server
+ * side of pNFS) would make the test skip (exit 77).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -93,7 +93,7 @@ static uint8_t *slurp(const char *name, size_t *len)
 }
 
 /* 1: the server is a pNFS block metadata server for this export; 0: it
- * answers LAYOUTGET with NOTSUPP (not built yet). */
+ * answers LAYOUTGET with NOTSUPP (a jnfsd of before pNFS). */
 static int probe(struct nfs4c_client *cl, const struct nfs4c_fh *root)
 {
 	struct nfs4c_info info;
