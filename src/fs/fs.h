@@ -473,18 +473,25 @@ void fs_layout_trim(struct fs_inode *ip, uint64_t id, uint64_t len);
 bool fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len,
 		      unsigned modes);
 bool fs_layout_recalling(struct fs_inode *ip);
+/* Is a layout of ip held by another holder than requester being recalled? */
+bool fs_layout_recalling_other(struct fs_inode *ip, uint64_t requester);
 /* Does holder hold layouts of ip covering [off, off+len) (rw: for
  * writing)? A LAYOUTCOMMIT may name only what its client holds. */
 bool fs_layout_covers(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw);
 
 /*
- * Break conflicting layouts of holders other than requester on ip (and ip2
- * if not NULL). Returns 0 when there are none. Otherwise starts the recall
- * of idle ones and returns:
- *   -EINPROGRESS  this call started the recall of another holder's idle
- *                 layout: the caller may wait up to 30 ms (fs_layout_wait);
- *   -EWOULDBLOCK  a recall was already under way, or the layout is the
- *                 requester's own: answer "delay" at once.
+ * Break the layouts of ip (and ip2 if not NULL) that conflict with a change
+ * by requester (docs/design.md rule 9): its own layouts too, since the
+ * blocks they map may change under them. Returns 0 when there are none.
+ * Otherwise starts the recall of idle ones and returns:
+ *   -EINPROGRESS  the caller may wait for the return (fs_layout_on_return):
+ *                 this call started the recall, or only the requester's own
+ *                 layouts are being recalled; up to 30 ms when another
+ *                 holder's layout is recalled (fs_layout_recalling_other),
+ *                 longer for the requester's own: it is the client that
+ *                 sent the request, so it is busy with nothing else;
+ *   -EWOULDBLOCK  the recall of another holder's layout was already under
+ *                 way: answer "delay" at once.
  */
 int fs_break_layouts(struct fs_inode *ip, struct fs_inode *ip2, uint64_t requester);
 /* Wait up to timeout_ns for the layouts of ip to be returned (0 if they

@@ -245,6 +245,15 @@ static bool any_recalling(struct fs_inode *ip)
 	return false;
 }
 
+/* Is a layout of ip held by another holder than requester being recalled? */
+static bool other_recalling(struct fs_inode *ip, uint64_t requester)
+{
+	for (struct fs_layout *l = ip->i_layouts; l; l = l->next)
+		if (l->recalling && l->holder != requester)
+			return true;
+	return false;
+}
+
 /* Mark the holder's layouts recalling; returns how many were idle. */
 static unsigned mark_recall(struct fs_inode *ip, uint64_t holder)
 {
@@ -414,6 +423,14 @@ bool fs_layout_covers(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64
 	return off >= end;
 }
 
+bool fs_layout_recalling_other(struct fs_inode *ip, uint64_t requester)
+{
+	mutex_lock(&ip->i_fs->f_layout_lock);
+	bool r = other_recalling(ip, requester);
+	mutex_unlock(&ip->i_fs->f_layout_lock);
+	return r;
+}
+
 bool fs_layout_recalling(struct fs_inode *ip)
 {
 	mutex_lock(&ip->i_fs->f_layout_lock);
@@ -422,28 +439,23 @@ bool fs_layout_recalling(struct fs_inode *ip)
 	return r;
 }
 
-/* One inode: 0 no layouts, 1 this call started recalling another holder's
- * idle layout, 2 a recall was under way or the layout is the requester's. */
+/* One inode: 0 no layouts, 1 the caller may wait for the return (this call
+ * started recalling idle layouts, or only the requester's own are being
+ * recalled), 2 another holder's recall was under way already. */
 static int break_one(struct fs_inode *ip, uint64_t requester, uint64_t *recall, unsigned *nrecall,
 		     unsigned max)
 {
 	if (!ip->i_layouts)
 		return 0;
-	bool under_way = any_recalling(ip), own = false, started_other = false;
+	bool under_way = other_recalling(ip, requester);
 	for (struct fs_layout *l = ip->i_layouts; l; l = l->next) {
 		if (l->recalling)
 			continue;
 		uint64_t h = l->holder;
 		if (mark_recall(ip, h) && *nrecall < max)
 			recall[(*nrecall)++] = h;
-		if (h == requester)
-			own = true;
-		else
-			started_other = true;
 	}
-	if (under_way || own || !started_other)
-		return 2;
-	return 1;
+	return under_way ? 2 : 1;
 }
 
 int fs_break_layouts(struct fs_inode *ip, struct fs_inode *ip2, uint64_t requester)

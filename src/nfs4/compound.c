@@ -404,7 +404,6 @@ static void layout_returned(struct fs_layout_waiter *w)
  */
 static void park_for_layout(struct nfs4_compound *c, unsigned i)
 {
-	counter_inc(&c->s->st.recall_waits);
 	xdr_enc_rollback(&c->enc, c->op_mark);
 	c->nres--;
 	c->next_op = i;
@@ -412,7 +411,9 @@ static void park_for_layout(struct nfs4_compound *c, unsigned i)
 	c->phase = NFS4_PARKED_LAYOUT;
 	c->lw.fn = layout_returned;
 	svc_req_get(c->rq);
-	svc_defer(c->rq, NFS4_RECALL_WAIT);
+	bool other = !c->clp || fs_layout_recalling_other(c->park_ip, nfs4_client_id(c->clp));
+	counter_inc(other ? &c->s->st.recall_waits : &c->s->st.recall_waits_own);
+	svc_defer(c->rq, other ? NFS4_RECALL_WAIT : NFS4_OWN_RECALL_WAIT);
 	if (fs_layout_on_return(c->park_ip, &c->lw) == 0)
 		layout_returned(&c->lw); /* returned meanwhile */
 }

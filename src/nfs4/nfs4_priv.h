@@ -77,7 +77,7 @@ struct nfs4_server {
 		counter_t cb_calls, cb_replies, cb_delays, cb_resyncs, cb_failures;
 		counter_t layoutgets, layoutcommits, layoutreturns;
 		counter_t recalls_sent, recalls_resent, recalls_answered, recalls_failed;
-		counter_t fenced, fence_failed, recall_waits;
+		counter_t fenced, fence_failed, recall_waits, recall_waits_own;
 	} st;
 	pthread_t reaper;
 	pthread_mutex_t reap_mu;
@@ -177,9 +177,9 @@ struct nfs4_compound {
 	struct xdr_mark first_change_mark;
 	struct xdr_mark op_mark; /* where the result of the op being run starts */
 
-	/* rule 9: an op that started the recall of another client's idle
-	 * layout may wait for its return, parked, up to NFS4_RECALL_WAIT;
-	 * then the compound goes on from that op (next_op) */
+	/* rule 9: an op that started the recall of an idle layout may wait
+	 * for its return, parked (nfs4_err_on says how long); then the
+	 * compound goes on from that op (next_op) */
 	enum { NFS4_RUNNING, NFS4_PARKED_LAYOUT, NFS4_PARKED_STABLE } phase;
 	struct fs_inode *park_ip; /* referenced while parked */
 	struct fs_layout_waiter lw;
@@ -201,11 +201,19 @@ void nfs4_res_keep(struct nfs4_compound *c, void *p);
 /*
  * The status of an engine error for an op that changed (or would have
  * changed) ip: an -EINPROGRESS of fs_break_layouts (this request started
- * recalling another client's idle layout) parks the compound until the
- * layout is returned or NFS4_RECALL_WAIT passed, and the op runs again;
- * anything else is nfs4_status(err) (DELAY for a recall under way).
+ * recalling an idle layout, or its own client's layout is being recalled)
+ * parks the compound until the layouts are returned, and the op runs
+ * again; or until NFS4_RECALL_WAIT passed when another client's layout is
+ * recalled, NFS4_OWN_RECALL_WAIT when only the requester's own are. The
+ * client that sent the request is the one that returns its layout, at
+ * once (the Linux client returns a recalled layout while its SETATTR or
+ * ALLOCATE waits); an answer of DELAY instead would cost it 100 ms or
+ * more of back-off for every truncate and fallocate of a file it holds a
+ * layout of. Anything else is nfs4_status(err) (DELAY for a recall under
+ * way).
  */
-#define NFS4_RECALL_WAIT (30 * 1000000ull)
+#define NFS4_RECALL_WAIT     (30 * 1000000ull)
+#define NFS4_OWN_RECALL_WAIT (1000 * 1000000ull)
 uint32_t nfs4_err_on(struct nfs4_compound *c, int err, struct fs_inode *ip);
 
 /* Note what an op changed (its commit sequence) for the stability wait;
