@@ -479,7 +479,7 @@ uint32_t nfs4_op_getdeviceinfo(struct nfs4_compound *c, struct nfs_argop4 *a, st
 	struct GETDEVICEINFO4resok *ok = &r->opgetdeviceinfo.gdir_resok4;
 	if (ga->gdia_layout_type != LAYOUT4_BLOCK_VOLUME)
 		return r->opgetdeviceinfo.gdir_status = NFS4ERR_UNKNOWN_LAYOUTTYPE;
-	if (!c->s->pnfs || memcmp(ga->gdia_device_id, c->s->deviceid, NFS4_DEVICEID4_SIZE))
+	if (!atomic_load(&c->s->pnfs) || memcmp(ga->gdia_device_id, c->s->deviceid, NFS4_DEVICEID4_SIZE))
 		return r->opgetdeviceinfo.gdir_status = NFS4ERR_NOENT;
 	/* one SIMPLE volume: the UUID at its offset of block 0 */
 	uint8_t *uuid = nfs4_res_alloc(c, 16);

@@ -272,6 +272,15 @@ static void *reaper_main(void *arg)
 
 /* ---- set-up ---- */
 
+static bool any_pnfs(const struct exports *exports)
+{
+	for (unsigned i = 0; i < exports->n; i++)
+		for (unsigned k = 0; k < exports->v[i].nclients; k++)
+			if (exports->v[i].clients[k].opts.pnfs)
+				return true;
+	return false;
+}
+
 struct nfs4_server *nfs4_server_create(struct srv *srv, const struct nfs4_server_config *cfg)
 {
 	struct nfs4_server *s = xcalloc(1, sizeof(*s));
@@ -279,10 +288,9 @@ struct nfs4_server *nfs4_server_create(struct srv *srv, const struct nfs4_server
 	s->lease_s = cfg->lease_seconds;
 	s->start_sec = (uint64_t)(wall_ns() / NSEC_PER_SEC);
 	const struct exports *exports = srv_exports(srv);
+	atomic_init(&s->pnfs, any_pnfs(exports));
 	for (unsigned i = 0; i < exports->n; i++) {
 		const struct export *ex = &exports->v[i];
-		for (unsigned k = 0; k < ex->nclients; k++)
-			s->pnfs |= ex->clients[k].opts.pnfs;
 		if (ex->fsid == NFS4_PSEUDO_FSID) {
 			msg_err("nfs4: export %s has fsid %u, which the pseudo filesystem uses",
 				ex->path, NFS4_PSEUDO_FSID);
@@ -345,8 +353,9 @@ struct nfs4_server *nfs4_server_create(struct srv *srv, const struct nfs4_server
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->reap_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (s->pnfs)
-		nfs4_layouts_start(s);
+	/* always: an export reloaded with pnfs hands out layouts that must be
+	 * recalled like any other */
+	nfs4_layouts_start(s);
 	if (cfg->fence_cmd)
 		s->fence_cmd = xstrdup(cfg->fence_cmd);
 	pthread_create(&s->reaper, NULL, reaper_main, s);
@@ -376,6 +385,10 @@ void nfs4_server_destroy(struct nfs4_server *s)
 
 struct nfs4_pseudo *nfs4_exports_changed(struct nfs4_server *s)
 {
+	/* the first pnfs export may come with a reload; one that goes leaves
+	 * pNFS on, since its clients may still hold layouts */
+	if (any_pnfs(srv_exports(s->srv)))
+		atomic_store(&s->pnfs, true);
 	struct nfs4_pseudo *p = nfs4_pseudo_build(srv_exports(s->srv));
 	return atomic_exchange(&s->pseudo, p);
 }

@@ -70,7 +70,8 @@ struct nfs4_server {
 	char *fence_cmd;		   /* run for a client that kept a recalled layout */
 	uint32_t lease_s;
 	uint64_t start_sec; /* the pseudo filesystem's times */
-	bool pnfs;	    /* some export offers pNFS: EXCHANGE_ID says USE_PNFS_MDS */
+	_Atomic bool pnfs; /* some export offers pNFS, now or since the start: EXCHANGE_ID says
+			    * USE_PNFS_MDS (nfs4_exports_changed turns it on, never off) */
 	struct nfs4_op_stats ops[OP_CLONE + 1];
 	struct {
 		counter_t compounds, replays, too_many_ops, minor_mismatch;

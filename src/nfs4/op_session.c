@@ -45,7 +45,7 @@ uint32_t nfs4_op_exchange_id(struct nfs4_compound *c, struct nfs_argop4 *a, stru
 		.ownerid = ea->eia_clientowner.co_ownerid.val,
 		.ownerid_len = ea->eia_clientowner.co_ownerid.len,
 		.flags = ea->eia_flags,
-		.pnfs_role = s->pnfs ? NFS4_EXCHGID_USE_PNFS_MDS : NFS4_EXCHGID_USE_NON_PNFS,
+		.pnfs_role = atomic_load(&s->pnfs) ? NFS4_EXCHGID_USE_PNFS_MDS : NFS4_EXCHGID_USE_NON_PNFS,
 	};
 	memcpy(xa.verifier, ea->eia_clientowner.co_verifier, NFS4_VERIFIER_SIZE);
 	principal_of(c->rc, &xa.principal);
