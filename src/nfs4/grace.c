@@ -218,6 +218,14 @@ uint32_t nfs4_grace_check_new(struct nfs4_state *st)
 	return nfs4_grace_active(st) ? NFS4S_GRACE : NFS4S_OK;
 }
 
+uint32_t nfs4_grace_check_complete(struct nfs4_state *st, struct nfs4_client *clp)
+{
+	rwlock_rdlock(&st->lock);
+	bool done = clp->cl_reclaim_complete;
+	rwlock_unlock(&st->lock);
+	return done ? NFS4S_OK : NFS4S_GRACE;
+}
+
 uint32_t nfs4_grace_check_reclaim(struct nfs4_state *st, struct nfs4_client *clp)
 {
 	uint32_t status = NFS4S_NO_GRACE;

@@ -26,6 +26,9 @@
  *
  * Answers:
  *   new state (OPEN, LOCK that is not a reclaim)   in grace: GRACE
+ *   an OPEN that is not a reclaim                  before its client's
+ *       RECLAIM_COMPLETE, in grace or not: GRACE (as the Linux server;
+ *       LOCK is not held back, as Linux does not)
  *   a reclaim                                      after grace: NO_GRACE;
  *       by a client not known from the previous instance, or after its
  *       RECLAIM_COMPLETE: NO_GRACE; by a known client that rebooted since:
@@ -54,6 +57,10 @@ void nfs4_grace_start(struct nfs4_state *st, uint64_t *seq);
 bool nfs4_grace_active(struct nfs4_state *st);
 /* New state (not a reclaim): NFS4S_OK, or GRACE while in grace. */
 uint32_t nfs4_grace_check_new(struct nfs4_state *st);
+/* New open state by clp: GRACE until clp sent RECLAIM_COMPLETE, in grace
+ * or not (RFC 8881 §18.51.3: before it a client may only reclaim), else
+ * NFS4S_OK; grace itself is nfs4_grace_check_new's. */
+uint32_t nfs4_grace_check_complete(struct nfs4_state *st, struct nfs4_client *clp);
 /* A reclaim by clp: NFS4S_OK, NO_GRACE or RECLAIM_BAD (see above). */
 uint32_t nfs4_grace_check_reclaim(struct nfs4_state *st, struct nfs4_client *clp);
 /* RECLAIM_COMPLETE with rca_one_fs false: OK or COMPLETE_ALREADY. May end

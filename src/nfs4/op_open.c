@@ -403,6 +403,13 @@ static uint32_t open_permission(struct nfs4_compound *c, struct fs_inode *ip, un
 	return err ? nfs4_status(err) : NFS4_OK;
 }
 
+/* The claims that reclaim state of the previous server instance. */
+static bool open_is_reclaim(open_claim_type4 claim)
+{
+	return claim == CLAIM_PREVIOUS || claim == CLAIM_DELEGATE_PREV ||
+	       claim == CLAIM_DELEG_PREV_FH;
+}
+
 /* One try at the share reservation (the open's stateid locked): OK,
  * SHARE_DENIED with *conflict, DELAY at a bound, INVAL. */
 static uint32_t try_share(struct nfs4_compound *c, struct nfs4_open *op, unsigned access,
@@ -438,6 +445,11 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	struct fs_attr dat;
 	if ((err = nfs4_fh_attr(c, &c->cfh, &dat)))
 		return nfs4_status(err);
+	/* until its RECLAIM_COMPLETE a client may only reclaim, in grace or
+	 * not (RFC 8881 §18.51.3) */
+	if (!open_is_reclaim(oa->claim.claim) &&
+	    (st = nfs4_grace_check_complete(c->s->state, c->clp)))
+		return st;
 
 	/* what is opened */
 	switch (oa->claim.claim) {
