@@ -274,8 +274,10 @@ struct open_ctx {
 	struct nfs4_compound *c;
 	struct OPEN4args *oa;
 	struct OPEN4resok *ok;
-	struct fs_inode *ip; /* what is opened, referenced */
+	unsigned access, deny; /* SHARE_ACCESS_*, SHARE_DENY_* */
+	struct fs_inode *ip;   /* what is opened, referenced */
 	bool created;
+	bool made_here; /* created, or the retransmission of its exclusive create */
 	bool truncated;
 };
 
@@ -291,6 +293,55 @@ static uint32_t create_attrs(const struct fattr4 *fa, struct nfs4_sattr *set,
 		return st;
 	nfs4_sattr_to_fs(set, req);
 	return NFS4_OK;
+}
+
+static void bm_clear(struct nfs4_bitmap *b, unsigned n)
+{
+	b->w[n / 32] &= ~(1u << (n % 32));
+}
+
+/*
+ * attrset of a create (RFC 8881 §18.16.4): the attributes the new file
+ * took of those sent (an owner and group from root only: rule 10 of
+ * src/srv/perm.h), and for an exclusive create the times that hold the
+ * verifier, so that a client sets them afterwards (Linux does, only when
+ * attrset names them).
+ */
+static void created_attrset(struct open_ctx *o, const struct nfs4_sattr *set,
+			    const struct fs_setattr *req, bool exclusive)
+{
+	struct nfs4_bitmap as = set->set;
+	unsigned taken = srv_create_taken(&o->c->cfh.exp.cred, req->mask);
+	if (!(taken & FS_SET_UID))
+		bm_clear(&as, FATTR4_OWNER);
+	if (!(taken & FS_SET_GID))
+		bm_clear(&as, FATTR4_OWNER_GROUP);
+	if (exclusive) {
+		nfs4_bm_set(&as, FATTR4_TIME_ACCESS);
+		nfs4_bm_set(&as, FATTR4_TIME_MODIFY);
+	}
+	memcpy(o->ok->attrset.val, as.w, sizeof(as.w));
+}
+
+/*
+ * May the caller open ip for access with deny (Linux's do_open_permission)?
+ * The mode decides for the owner too (rule 3 of src/srv/perm.h): the
+ * owner's override is for a file this OPEN made (override). An OPEN for
+ * reading alone may read by execute permission; a deny of reads needs
+ * write permission, so that a reader cannot lock the others out.
+ */
+static uint32_t open_permission(struct nfs4_compound *c, struct fs_inode *ip, unsigned access,
+				unsigned deny, bool override)
+{
+	unsigned acc = SRV_MAY_READ_IF_EXEC;
+	if (access & SHARE_ACCESS_READ)
+		acc |= SRV_MAY_READ;
+	if ((access & SHARE_ACCESS_WRITE) || (deny & SHARE_DENY_READ))
+		acc |= SRV_MAY_WRITE;
+	if (override)
+		acc |= SRV_MAY_OWNER_OVERRIDE;
+	int err = srv_may_open(&c->cfh.exp, ip, acc);
+	return err ? nfs4_status(err) : NFS4_OK;
 }
 
 /* OPEN(CREATE) of a name: find or make the file (RFC 8881 §18.16.3). */
@@ -330,22 +381,21 @@ static uint32_t open_create(struct open_ctx *o, const component4 *name)
 	err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)name->val, name->len, &o->ip);
 	if (err == -ENOENT) {
 		err = srv_create(&c->cfh.exp, c->cfh.ip, (const char *)name->val, name->len, &ca,
-				 verf ? NULL : &req, &o->ip, &res);
+				 &req, &o->ip, &res);
 		if (!err) {
-			o->created = true;
-			memcpy(o->ok->attrset.val, set.set.w, sizeof(set.set.w));
+			o->created = o->made_here = true;
+			created_attrset(o, &set, &req, verf);
 		}
 		if (err == -EEXIST) /* made meanwhile: the existing file's rules */
 			err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)name->val, name->len,
 					 &o->ip);
 	}
 	if (o->created && verf) {
+		/* the attributes sent went with the create; the verifier last */
 		struct fs_setattr vsa = {.mask = FS_SET_ATIME | FS_SET_MTIME};
 		struct fs_result vres = {0};
 		srv_createverf_times(verf, &vsa.atime, &vsa.mtime);
 		err = fs_setattr(o->ip, &vsa, &vres);
-		if (!err && how->mode == EXCLUSIVE4_1 && req.mask)
-			err = srv_setattr(&c->cfh.exp, o->ip, &req, &vres);
 		if (vres.csn > res.csn)
 			res.csn = vres.csn;
 	}
@@ -368,39 +418,34 @@ static uint32_t open_create(struct open_ctx *o, const component4 *name)
 	if (verf) {
 		if (!srv_createverf_matches(&at, verf))
 			return NFS4ERR_EXIST;
-		return NFS4_OK; /* the retransmission of our own create */
+		/* the retransmission of our own create, answered as it was:
+		 * the file is still the one this OPEN made (as Linux) */
+		o->made_here = true;
+		created_attrset(o, &set, &req, true);
+		return NFS4_OK;
 	}
 	if ((st = check_reg(&at)))
 		return st;
 	/* an existing file takes only the size (O_TRUNC), with a SETATTR's
-	 * permission (docs/permissions.md) */
+	 * permission (docs/permissions.md), and only by an OPEN for writing
+	 * that may be had: nothing is cut for an OPEN that fails there */
 	srv_existing_sattr(&req);
 	if (req.mask) {
+		if (!(o->access & SHARE_ACCESS_WRITE))
+			return NFS4ERR_INVAL;
+		if ((st = open_permission(c, o->ip, o->access, o->deny, false)))
+			return st;
 		struct fs_result tres = {0};
 		if ((err = srv_setattr(&c->cfh.exp, o->ip, &req, &tres)))
 			return nfs4_err_on(c, err, o->ip);
 		if (c->cfh.exp.opts->sync)
 			nfs4_note_change(c, tres.csn, false);
 		o->truncated = true;
-		memcpy(o->ok->attrset.val, set.set.w, sizeof(set.set.w));
+		struct nfs4_bitmap as = {0};
+		nfs4_bm_set(&as, FATTR4_SIZE);
+		memcpy(o->ok->attrset.val, as.w, sizeof(as.w));
 	}
 	return NFS4_OK;
-}
-
-/* May the caller open ip for access (a file it did not just create)? */
-static uint32_t open_permission(struct nfs4_compound *c, struct fs_inode *ip, unsigned access)
-{
-	int err = 0;
-	if (access & SHARE_ACCESS_READ)
-		err = srv_may_read(&c->cfh.exp, ip);
-	if (!err && (access & SHARE_ACCESS_WRITE)) {
-		struct fs_attr at;
-		err = fs_getattr(ip, &at);
-		if (!err)
-			err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &at,
-				      SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE);
-	}
-	return err ? nfs4_status(err) : NFS4_OK;
 }
 
 /* The claims that reclaim state of the previous server instance. */
@@ -428,12 +473,12 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 {
 	struct OPEN4args *oa = &a->opopen;
 	struct OPEN4resok *ok = &r->opopen.resok4;
-	struct open_ctx o = {.c = c, .oa = oa, .ok = ok};
 	unsigned access = oa->share_access &
 			  ~(uint32_t)(OPEN4_SHARE_ACCESS_WANT_DELEG_MASK |
 				      OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL |
 				      OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED);
 	unsigned deny = oa->share_deny;
+	struct open_ctx o = {.c = c, .oa = oa, .ok = ok, .access = access, .deny = deny};
 	uint32_t st;
 	int err;
 	if (access < 1 || access > 3 || deny > 3)
@@ -512,7 +557,9 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	}
 	if ((st = check_reg(&at)))
 		goto out;
-	if (!o.created && (st = open_permission(c, o.ip, access)))
+	/* a file this OPEN made is the caller's: no check (Linux checks
+	 * it with the owner's override, which the caller, its owner, passes) */
+	if (!o.created && (st = open_permission(c, o.ip, access, deny, o.made_here)))
 		goto out;
 
 	/* the share reservation and the stateid, as one step */

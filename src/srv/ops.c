@@ -260,6 +260,11 @@ int srv_may_commit(const struct srv_exp *e, struct fs_inode *ip)
 	return may(e, ip, SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE);
 }
 
+int srv_may_open(const struct srv_exp *e, struct fs_inode *ip, unsigned acc)
+{
+	return may(e, ip, acc);
+}
+
 /* ---- exclusive create ---- */
 
 void srv_createverf_times(const uint8_t v[SRV_CREATEVERF_SIZE], struct timespec *atime,

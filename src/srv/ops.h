@@ -91,6 +91,9 @@ int srv_may_readdir(const struct srv_exp *e, struct fs_inode *dir, bool *lookups
 /* May the caller COMMIT ip (write permission with the owner override; not
  * on a read-only export)? */
 int srv_may_commit(const struct srv_exp *e, struct fs_inode *ip);
+/* May the caller open ip for acc (SRV_MAY_* of src/srv/perm.h: read,
+ * write, and the hints of rule 3 the protocol's open asks for)? */
+int srv_may_open(const struct srv_exp *e, struct fs_inode *ip, unsigned acc);
 
 /*
  * The verifier of an exclusive create lives in the new file's atime and

@@ -74,11 +74,13 @@ int srv_may(const struct export_cred *cr, const struct export_opts *o, const str
 	if ((acc & SRV_MAY_OWNER_OVERRIDE) && owner(cr, a))
 		return 0;
 	int err = srv_permission(cr, a, acc);
-	/* a client may read a program it may only execute; the hint marks an
-	 * access checked at open time, as only READ and WRITE are */
+	/* a client may read a program it may only execute: READ (the hint
+	 * marks an access checked at open time), or an OPEN for reading
+	 * alone (nfsd_permission: either hint, not both) */
 	unsigned rwx = acc & (SRV_MAY_READ | SRV_MAY_WRITE | SRV_MAY_EXEC);
+	unsigned hint = acc & (SRV_MAY_OWNER_OVERRIDE | SRV_MAY_READ_IF_EXEC);
 	if (err == -EACCES && S_ISREG(a->mode) && rwx == SRV_MAY_READ &&
-	    (acc & SRV_MAY_OWNER_OVERRIDE))
+	    (hint == SRV_MAY_OWNER_OVERRIDE || hint == SRV_MAY_READ_IF_EXEC))
 		err = srv_permission(cr, a, SRV_MAY_EXEC);
 	return err;
 }
@@ -226,6 +228,11 @@ int srv_new_object(const struct export_cred *cr, const struct fs_attr *dir,
 	}
 	*mode = type | perm;
 	return 0;
+}
+
+unsigned srv_create_taken(const struct export_cred *cr, unsigned mask)
+{
+	return privileged(cr) ? mask : mask & ~(unsigned)(FS_SET_UID | FS_SET_GID);
 }
 
 void srv_create_sattr(struct fs_setattr *sa)

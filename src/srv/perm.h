@@ -35,6 +35,13 @@
  *      is also allowed with execute permission alone (a client runs a
  *      program it may not read). Operations on directories (LOOKUP,
  *      READDIR, the creations and removals) ask for no override.
+ *      An NFSv4 OPEN of an existing file is that check at open time, so it
+ *      asks for none either: the mode decides for the owner too; only a
+ *      file the same OPEN made (or the retransmission of its exclusive
+ *      create) is the owner's whatever its mode. An OPEN for reading alone
+ *      may read by execute permission (SRV_MAY_READ_IF_EXEC), and one that
+ *      denies reads to others needs write permission (knfsd's
+ *      do_open_permission).
  *   4. Creating and deleting in a directory needs write and search on it.
  *      In a sticky directory only the entry's owner, the directory's owner
  *      or root may delete or replace an entry: a rename checks this for the
@@ -94,6 +101,7 @@
 #define SRV_MAY_READ           0x04u
 #define SRV_MAY_SATTR          0x08u /* changes attributes: refused read-only */
 #define SRV_MAY_OWNER_OVERRIDE 0x40u /* rule 3 */
+#define SRV_MAY_READ_IF_EXEC   0x80u /* rule 3: an OPEN that may read by execute */
 #define SRV_MAY_CREATE         (SRV_MAY_WRITE | SRV_MAY_EXEC)
 #define SRV_MAY_REMOVE         (SRV_MAY_WRITE | SRV_MAY_EXEC)
 
@@ -149,6 +157,10 @@ int srv_may_rename(const struct export_cred *cr, const struct export_opts *o,
  */
 int srv_new_object(const struct export_cred *cr, const struct fs_attr *dir,
 		   const struct fs_setattr *req, uint32_t *mode, uint32_t *uid, uint32_t *gid);
+/* Rule 10: which of a create's attributes (FS_SET_* in mask) the new
+ * object takes from what the client sent: all but the owner and group,
+ * which are root's only. */
+unsigned srv_create_taken(const struct export_cred *cr, unsigned mask);
 /* What of a create's attributes is left to set on the new object after
  * srv_new_object: the size (unless 0: a new file is empty) and the
  * times. */

@@ -2,7 +2,7 @@
  * test_nfs4_open.c - OPEN over NFSv4.1 against jnfsd, answered as RFC 8881
  * and the Linux server answer it.
  *
- *   test-nfs4-open JNFSD JNFS [recc]
+ *   test-nfs4-open JNFSD JNFS [recc|attrset|owner]
  *
  * (one case only when named).
  *
@@ -11,7 +11,22 @@
  *     GRACE for every OPEN that is not a reclaim (CLAIM_NULL with and
  *     without create, CLAIM_FH), though no grace period is running; its
  *     reclaim (CLAIM_PREVIOUS) is NO_GRACE, as out of grace; once it sent
- *     RECLAIM_COMPLETE the same OPENs work.
+ *     RECLAIM_COMPLETE the same OPENs work;
+ *   - attrset (§18.16.3, §18.16.4): OPEN(CREATE) names the attributes it
+ *     set: the mode for UNCHECKED4 and GUARDED4, of an existing file only
+ *     the size it truncated, the owner only when root sent it; EXCLUSIVE4
+ *     and EXCLUSIVE4_1 add time_access and time_modify, which hold the
+ *     verifier, in the reply to a retransmission too. A client that, as
+ *     Linux does, sets the times attrset names to the server's clock ends
+ *     with times no older than the directory's change by the create;
+ *   - the owner's mode bits (docs/permissions.md, rule 3 of
+ *     src/srv/perm.h): an existing file is opened only with the access
+ *     its mode gives, to its owner too (0477: no write, 0077: no read),
+ *     denying reads to others needs write permission, and an UNCHECKED4
+ *     create with size 0 of such a file truncates nothing, nor does one
+ *     for reading only (INVAL); a file the OPEN created (or whose
+ *     exclusive create it retransmits) is the owner's whatever its mode;
+ *     WRITE and SETATTR of the size keep their owner override.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +37,9 @@
 #include "check.h"
 #include "nfs4_test.h"
 
+#define OWNER_UID 1001u
+#define OTHER_UID 1003u
+
 static struct nfs4t_server srv;
 static struct nfs4c_client *root_cl;
 static struct nfs4c_fh root, dir;
@@ -30,6 +48,13 @@ static void kill_server(void)
 {
 	if (srv.j.pid > 0)
 		kill(srv.j.pid, SIGKILL);
+}
+
+static struct rpc_cred cred_of(uint32_t uid)
+{
+	struct rpc_cred cr = {.flavor = RPC_AUTH_SYS, .uid = uid, .gid = uid};
+	strcpy(cr.machine, "test-nfs4-open");
+	return cr;
 }
 
 /* What an OPEN answered. */
@@ -71,6 +96,34 @@ static struct nfs4c_open open_args(const char *name, uint32_t access)
 				   .deny = OPEN4_SHARE_DENY_NONE,
 				   .claim = CLAIM_NULL,
 				   .name = name};
+}
+
+static void close_as(const struct rpc_cred *cr, const struct opened *o)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, root_cl);
+	c.cred = cr;
+	nfs4c_op_putfh(&c, &o->fh);
+	nfs4c_op_close(&c, &o->sid);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	nfs4c_compound_destroy(&c);
+}
+
+/* Is exactly bits[0..n) set in b? */
+static bool bm_is(const bitmap4 *b, const unsigned *bits, unsigned n)
+{
+	bitmap4 want = {0};
+	for (unsigned i = 0; i < n; i++)
+		nfs4c_bitmap_set(&want, bits[i]);
+	for (unsigned w = 0; w < 32; w++) {
+		uint32_t have = w < b->len ? b->val[w] : 0;
+		uint32_t need = w < want.len ? want.val[w] : 0;
+		if (have != need) {
+			fprintf(stderr, "attrset word %u is %#x, not %#x\n", w, have, need);
+			return false;
+		}
+	}
+	return true;
 }
 
 static void setattr_as(const struct rpc_cred *cr, const struct nfs4c_fh *fh,
@@ -138,10 +191,238 @@ static void test_reclaim_complete(void)
 	printf("reclaim_complete: GRACE before it, NO_GRACE for a reclaim, OPEN after it\n");
 }
 
+/* ---- attrset ---- */
+
+static void test_attrset(void)
+{
+	const unsigned mode[] = {FATTR4_MODE};
+	const unsigned size[] = {FATTR4_SIZE};
+	const unsigned times[] = {FATTR4_TIME_ACCESS, FATTR4_TIME_MODIFY};
+	const unsigned mode_times[] = {FATTR4_MODE, FATTR4_TIME_ACCESS, FATTR4_TIME_MODIFY};
+	const unsigned mode_owner[] = {FATTR4_MODE, FATTR4_OWNER};
+	struct rpc_cred owner = cred_of(OWNER_UID);
+
+	/* UNCHECKED4 and GUARDED4 of a new file: the mode */
+	struct nfs4c_open o = open_args("unchecked", OPEN4_SHARE_ACCESS_BOTH);
+	o.create = true;
+	o.how = UNCHECKED4;
+	o.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_MODE, .mode = 0640};
+	struct opened r = open_as(root_cl, NULL, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	CHECK(bm_is(&r.attrset, mode, 1));
+	close_as(NULL, &r);
+	/* the same again: the file is there, nothing is set */
+	r = open_as(root_cl, NULL, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	CHECK(bm_is(&r.attrset, NULL, 0));
+	close_as(NULL, &r);
+	/* with size 0 too: only the size applies to an existing file */
+	o.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_MODE | NFS4C_SA_SIZE, .mode = 0600};
+	r = open_as(root_cl, NULL, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	CHECK(bm_is(&r.attrset, size, 1));
+	close_as(NULL, &r);
+	struct nfs4c_attr at;
+	nfs4t_getattr(root_cl, &r.fh, &at);
+	CHECK_EQ(at.mode & 07777, 0640);
+
+	o.name = "guarded";
+	o.how = GUARDED4;
+	o.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_MODE, .mode = 0600};
+	r = open_as(root_cl, NULL, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	CHECK(bm_is(&r.attrset, mode, 1));
+	close_as(NULL, &r);
+
+	/* an owner sent by root is set; by anyone else it is not */
+	o.name = "owned-by-root";
+	o.how = UNCHECKED4;
+	o.attrs = (struct nfs4c_sattr){
+		.set = NFS4C_SA_MODE | NFS4C_SA_UID, .mode = 0644, .uid = OTHER_UID};
+	r = open_as(root_cl, NULL, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	CHECK(bm_is(&r.attrset, mode_owner, 2));
+	close_as(NULL, &r);
+	nfs4t_getattr(root_cl, &r.fh, &at);
+	CHECK_EQ(at.uid, OTHER_UID);
+	o.name = "owned-by-owner";
+	r = open_as(root_cl, &owner, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	CHECK(bm_is(&r.attrset, mode, 1));
+	close_as(&owner, &r);
+	nfs4t_getattr(root_cl, &r.fh, &at);
+	CHECK_EQ(at.uid, OWNER_UID);
+
+	/* EXCLUSIVE4: the times hold the verifier */
+	o.name = "excl4";
+	o.how = EXCLUSIVE4;
+	o.attrs = (struct nfs4c_sattr){0};
+	memcpy(o.verf, "verf-ex4", 8);
+	r = open_as(root_cl, NULL, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	CHECK(bm_is(&r.attrset, times, 2));
+	close_as(NULL, &r);
+
+	/* EXCLUSIVE4_1 with a mode: the mode and the times, again for a
+	 * retransmission of the create */
+	struct nfs4c_attr before;
+	nfs4t_getattr(root_cl, &dir, &before);
+	o.name = "excl41";
+	o.how = EXCLUSIVE4_1;
+	o.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_MODE, .mode = 0600};
+	memcpy(o.verf, "verf-e41", 8);
+	r = open_as(root_cl, NULL, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	CHECK(bm_is(&r.attrset, mode_times, 3));
+	struct opened again = open_as(root_cl, NULL, &dir, &o);
+	CHECK_EQ(again.st, NFS4_OK);
+	CHECK(bm_is(&again.attrset, mode_times, 3));
+	/* a client that resets the times attrset names, as Linux does after
+	 * an exclusive create, to the server's clock */
+	struct nfs4c_sattr now = {0};
+	if (nfs4c_bitmap_isset(&r.attrset, FATTR4_TIME_ACCESS)) {
+		now.set |= NFS4C_SA_ATIME;
+		now.atime_now = true;
+	}
+	if (nfs4c_bitmap_isset(&r.attrset, FATTR4_TIME_MODIFY)) {
+		now.set |= NFS4C_SA_MTIME;
+		now.mtime_now = true;
+	}
+	if (now.set)
+		setattr_as(NULL, &r.fh, &again.sid, &now, NFS4_OK);
+	close_as(NULL, &again);
+	struct nfs4c_attr made, dnow;
+	nfs4t_getattr(root_cl, &r.fh, &made);
+	nfs4t_getattr(root_cl, &dir, &dnow);
+	CHECK(dnow.change != before.change); /* the create changed the directory */
+	/* the file's times are of the server's clock, not the verifier's: no
+	 * older than the directory's change by the create */
+	if (made.mtime.seconds < dnow.mtime.seconds || made.atime.seconds < dnow.mtime.seconds)
+		fprintf(stderr,
+			"times after an exclusive create: atime %lld, mtime %lld, dir %lld\n",
+			(long long)made.atime.seconds, (long long)made.mtime.seconds,
+			(long long)dnow.mtime.seconds);
+	CHECK(made.mtime.seconds >= dnow.mtime.seconds);
+	CHECK(made.atime.seconds >= dnow.mtime.seconds);
+	CHECK_EQ(made.mode & 07777, 0600);
+	printf("attrset: what was set, and the verifier's times for exclusive creates\n");
+}
+
+/* ---- the owner's mode bits ---- */
+
+/* A file of the owner with mode and some data, made by root. */
+static void owner_file(const char *name, uint32_t mode, struct nfs4c_fh *fh)
+{
+	struct stateid4 sid;
+	nfs4t_open_create(root_cl, &dir, name, "setup-owner", fh, &sid);
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, root_cl);
+	nfs4c_op_putfh(&c, fh);
+	nfs4c_op_write(&c, &sid, 0, FILE_SYNC4, "data", 4);
+	struct nfs4c_sattr sa = {.set = NFS4C_SA_UID | NFS4C_SA_GID | NFS4C_SA_MODE,
+				 .uid = OWNER_UID,
+				 .gid = OWNER_UID,
+				 .mode = mode};
+	nfs4c_op_setattr(&c, &sid, &sa);
+	nfs4c_op_close(&c, &sid);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	nfs4c_compound_destroy(&c);
+}
+
+static void test_owner_mode(void)
+{
+	struct rpc_cred owner = cred_of(OWNER_UID);
+	struct nfs4c_fh f477, f077;
+	owner_file("m0477", 0477, &f477);
+	owner_file("m0077", 0077, &f077);
+
+	/* a size sent with an UNCHECKED4 create of an existing file asks for
+	 * a truncation: only an OPEN for writing may have one */
+	struct nfs4c_open t = open_args("m0477", OPEN4_SHARE_ACCESS_READ);
+	t.create = true;
+	t.how = UNCHECKED4;
+	t.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_SIZE, .size = 0};
+	CHECK_EQ(open_as(root_cl, NULL, &dir, &t).st, NFS4ERR_INVAL);
+	struct nfs4c_attr at;
+	nfs4t_getattr(root_cl, &f477, &at);
+	CHECK_EQ(at.size, 4);
+
+	/* 0477: the owner may read, not write */
+	struct nfs4c_open o = open_args("m0477", OPEN4_SHARE_ACCESS_WRITE);
+	CHECK_EQ(open_as(root_cl, &owner, &dir, &o).st, NFS4ERR_ACCESS);
+	o.access = OPEN4_SHARE_ACCESS_BOTH;
+	CHECK_EQ(open_as(root_cl, &owner, &dir, &o).st, NFS4ERR_ACCESS);
+	struct nfs4c_open byfh = open_args(NULL, OPEN4_SHARE_ACCESS_WRITE);
+	byfh.claim = CLAIM_FH;
+	CHECK_EQ(open_as(root_cl, &owner, &f477, &byfh).st, NFS4ERR_ACCESS);
+	/* an UNCHECKED4 create with size 0: refused, and nothing truncated */
+	o.create = true;
+	o.how = UNCHECKED4;
+	o.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_SIZE, .size = 0};
+	CHECK_EQ(open_as(root_cl, &owner, &dir, &o).st, NFS4ERR_ACCESS);
+	nfs4t_getattr(root_cl, &f477, &at);
+	CHECK_EQ(at.size, 4);
+	/* denying others' reads needs write permission */
+	o = open_args("m0477", OPEN4_SHARE_ACCESS_READ);
+	o.deny = OPEN4_SHARE_DENY_READ;
+	CHECK_EQ(open_as(root_cl, &owner, &dir, &o).st, NFS4ERR_ACCESS);
+	o.deny = OPEN4_SHARE_DENY_WRITE;
+	struct opened r = open_as(root_cl, &owner, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	close_as(&owner, &r);
+	o.deny = OPEN4_SHARE_DENY_NONE;
+	r = open_as(root_cl, &owner, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	/* WRITE and SETATTR of the size keep the owner's override (rule 3):
+	 * with the anonymous stateid, as NFSv3 has them */
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, root_cl);
+	c.cred = &owner;
+	nfs4c_op_putfh(&c, &f477);
+	struct stateid4 anon = {0};
+	nfs4c_op_write(&c, &anon, 4, FILE_SYNC4, "more", 4);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	nfs4c_compound_destroy(&c);
+	struct nfs4c_sattr trunc = {.set = NFS4C_SA_SIZE, .size = 6};
+	setattr_as(&owner, &f477, NULL, &trunc, NFS4_OK);
+	nfs4t_getattr(root_cl, &f477, &at);
+	CHECK_EQ(at.size, 6);
+	close_as(&owner, &r);
+
+	/* 0077: the owner may neither read nor write; root may */
+	o = open_args("m0077", OPEN4_SHARE_ACCESS_READ);
+	CHECK_EQ(open_as(root_cl, &owner, &dir, &o).st, NFS4ERR_ACCESS);
+	o.access = OPEN4_SHARE_ACCESS_BOTH;
+	r = open_as(root_cl, NULL, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	close_as(NULL, &r);
+
+	/* a file the OPEN creates is the owner's whatever its mode, also when
+	 * the exclusive create is sent again */
+	o = open_args("made0444", OPEN4_SHARE_ACCESS_BOTH);
+	o.create = true;
+	o.how = EXCLUSIVE4_1;
+	o.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_MODE, .mode = 0444};
+	memcpy(o.verf, "verf-own", 8);
+	r = open_as(root_cl, &owner, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	struct opened again = open_as(root_cl, &owner, &dir, &o);
+	CHECK_EQ(again.st, NFS4_OK);
+	close_as(&owner, &again);
+	/* opened again later, without create: its mode decides */
+	o = open_args("made0444", OPEN4_SHARE_ACCESS_WRITE);
+	CHECK_EQ(open_as(root_cl, &owner, &dir, &o).st, NFS4ERR_ACCESS);
+	o.create = true;
+	o.how = UNCHECKED4;
+	o.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_MODE, .mode = 0644};
+	CHECK_EQ(open_as(root_cl, &owner, &dir, &o).st, NFS4ERR_ACCESS);
+	printf("owner: mode bits checked for an existing file, not for one just made\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: test-nfs4-open JNFSD JNFS [recc]\n");
+		fprintf(stderr, "usage: test-nfs4-open JNFSD JNFS [recc|attrset|owner]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -163,6 +444,10 @@ int main(int argc, char **argv)
 	const char *only = argc == 4 ? argv[3] : NULL;
 	if (!only || strcmp(only, "recc") == 0)
 		test_reclaim_complete();
+	if (!only || strcmp(only, "attrset") == 0)
+		test_attrset();
+	if (!only || strcmp(only, "owner") == 0)
+		test_owner_mode();
 
 	nfs4t_unmount(root_cl);
 	nfs4t_server_fini(&srv);
