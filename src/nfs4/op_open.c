@@ -430,6 +430,10 @@ static uint32_t open_create(struct open_ctx *o, const component4 *name)
 	 * permission (docs/permissions.md), and only by an OPEN for writing
 	 * that may be had: nothing is cut for an OPEN that fails there */
 	srv_existing_sattr(&req);
+	/* and only a size of 0: UNCHECKED4 truncates (RFC 8881 §18.16.3),
+	 * it does not set another size (as Linux; NFSv3 sets any) */
+	if (req.size != 0)
+		req.mask &= ~FS_SET_SIZE;
 	if (req.mask) {
 		if (!(o->access & SHARE_ACCESS_WRITE))
 			return NFS4ERR_INVAL;

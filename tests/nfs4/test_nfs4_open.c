@@ -14,9 +14,10 @@
  *     RECLAIM_COMPLETE the same OPENs work;
  *   - attrset (§18.16.3, §18.16.4): OPEN(CREATE) names the attributes it
  *     set: the mode for UNCHECKED4 and GUARDED4, of an existing file only
- *     the size it truncated, the owner only when root sent it; EXCLUSIVE4
- *     and EXCLUSIVE4_1 add time_access and time_modify, which hold the
- *     verifier, in the reply to a retransmission too. A client that, as
+ *     the size it truncated (to 0: another size is not applied), the owner
+ *     only when root sent it; EXCLUSIVE4 and EXCLUSIVE4_1 add time_access
+ *     and time_modify, which hold the verifier, in the reply to a
+ *     retransmission too. A client that, as
  *     Linux does, sets the times attrset names to the server's clock ends
  *     with times no older than the directory's change by the create;
  *   - the owner's mode bits (docs/permissions.md, rule 3 of
@@ -225,6 +226,15 @@ static void test_attrset(void)
 	struct nfs4c_attr at;
 	nfs4t_getattr(root_cl, &r.fh, &at);
 	CHECK_EQ(at.mode & 07777, 0640);
+	/* a size other than 0 is not applied to an existing file (RFC 8881
+	 * §18.16.3: UNCHECKED4 truncates; as Linux): nothing set */
+	o.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_SIZE, .size = 7};
+	r = open_as(root_cl, NULL, &dir, &o);
+	CHECK_EQ(r.st, NFS4_OK);
+	CHECK(bm_is(&r.attrset, NULL, 0));
+	close_as(NULL, &r);
+	nfs4t_getattr(root_cl, &r.fh, &at);
+	CHECK_EQ(at.size, 0);
 
 	o.name = "guarded";
 	o.how = GUARDED4;
