@@ -454,6 +454,19 @@ void fs_set_layout_ops(struct fs *fs, const struct fs_layout_ops *ops);
  */
 int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw,
 		  uint64_t *id);
+/*
+ * Map [off, off+len) (block-aligned, within the range of layout id, which
+ * fs_layout_get just added) for that layout: fs_map_blocks, for writing
+ * when the layout is RW. Holes are then filled only as far as max maps
+ * reach, and the blocks that fills them belong to the layout: once no RW
+ * layout of any holder covers them any more (returned, trimmed, revoked),
+ * those still unwritten (no LAYOUTCOMMIT or write made them the file's)
+ * are freed. Blocks that were already there, written or unwritten, are
+ * never given back. -EAGAIN: the layout was returned meanwhile (what this
+ * allocated for it is freed).
+ */
+int fs_layout_map(struct fs_inode *ip, uint64_t id, uint64_t off, uint64_t len, struct fs_map *maps,
+		  unsigned max, unsigned *n);
 /* The layout fs_layout_get just added was handed out only as far as its
  * first len bytes (0: not at all, e.g. the LAYOUTGET failed after all):
  * the rest goes, as if returned, and nothing else of the holder's. */
@@ -466,9 +479,11 @@ void fs_layout_trim(struct fs_inode *ip, uint64_t id, uint64_t len);
  * Return the holder's layouts of the modes given in [off, off+len) (len
  * UINT64_MAX: to the end): a layout only partly in the range keeps what
  * lies outside it (a client may return part of a layout and go on using
- * the rest, which must still be recalled when it conflicts). Wakes the
- * waiters once no layout of ip is being recalled. Returns whether the
- * holder still holds a layout of ip.
+ * the rest, which must still be recalled when it conflicts). Blocks
+ * fs_layout_map allocated that no RW layout covers any more are given
+ * back (the I/O lock is taken for it: the caller holds none of ip's).
+ * Wakes the waiters once no layout of ip is being recalled. Returns
+ * whether the holder still holds a layout of ip.
  */
 bool fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len,
 		      unsigned modes);

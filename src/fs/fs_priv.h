@@ -359,6 +359,14 @@ struct fs_layout {
 	struct fs_layout *next;
 };
 
+/* Blocks an RW layout's map allocated over holes (fs_layout_map), kept
+ * until no RW layout covers them; then the ones still unwritten are freed
+ * (pnfs.c, invariants L1-L4). */
+struct fs_layout_alloc {
+	uint64_t first, end; /* file blocks [first, end) */
+	struct fs_layout_alloc *next;
+};
+
 /* What a lookup of a cached inode touches (i_ref, i_freed, i_lru_ref,
  * i_ilock, i_d.nlink and i_d.gen) comes first, within two cache lines: in
  * a big directory each of them is a miss. */
@@ -386,6 +394,7 @@ struct fs_inode {
 	/* layouts (guarded by the fs layout lock) */
 	struct fs_layout *i_layouts;
 	struct fs_layout_waiter *i_layout_waiters;
+	struct fs_layout_alloc *i_layout_allocs;
 };
 
 int ino_cache_init(struct fs *fs);
@@ -599,6 +608,7 @@ struct fs {
 		counter_t inode_writebacks, inode_allocs, inode_frees;
 		counter_t timestamp_txns, commit_blocks, map_blocks;
 		counter_t layout_recalls, layout_delays, layout_waits;
+		counter_t layout_givebacks, layout_giveback_blocks;
 		counter_t buf_reads, buf_hits, buf_evictions;
 		counter_t eof_trims, eof_trim_blocks;
 		counter_t rec_puts, rec_deletes;

@@ -20,8 +20,38 @@
  * being recalled or not). fs_break_layouts() starts recalls and never
  * waits; the caller may wait up to 30 ms only for an idle layout of another
  * holder whose recall it just started. Returns wake waiters.
+ *
+ * Blocks allocated for a layout. An RW layout's map fills the holes of its
+ * range with unwritten blocks; a client that returns the layout without a
+ * LAYOUTCOMMIT of them (or loses it: its lease, a revocation) would leave
+ * them allocated for good, and a client could fill the disk that way. So
+ * fs_layout_map keeps, per inode, the block ranges it filled
+ * (i_layout_allocs), and every change that shrinks what the RW layouts
+ * cover gives back those no RW layout covers any more:
+ *
+ *  L1. A record names only blocks that fs_layout_map found as holes and
+ *      filled for an RW layout. Blocks that were there before, written or
+ *      unwritten (fallocated, preallocated), are never recorded, so never
+ *      given back.
+ *  L2. Records change only with the I/O lock held exclusively and the
+ *      layout lock. Once fs_layout_map, fs_layout_return or fs_layout_trim
+ *      returns, every recorded block lies in an RW layout of some holder:
+ *      what no RW layout covers has been given back and forgotten.
+ *  L3. A recorded block is freed only when no RW layout of any holder
+ *      covers any byte of it (recalled or not: a recalled holder may still
+ *      write until it returns, or is fenced and revoked, layout.c), and
+ *      only while it is still unwritten: blocks a LAYOUTCOMMIT or a write
+ *      through the server converted are the file's.
+ *  L4. The freeing is done under the I/O lock held exclusively, so no map
+ *      hands out a block being freed: a map after it finds a hole, and
+ *      one before it made the block covered by its layout (L3).
+ *
+ * The records are in memory only: after a crash the blocks stay in the
+ * file, unwritten (zeros); past EOF they are trimmed as preallocation when
+ * the inode is read back (eofblocks.c).
  */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "base/mem.h"
@@ -63,13 +93,44 @@ static int cancel_mapped(struct fs *fs, const struct fs_map *maps, unsigned n)
 	return err;
 }
 
+/* Up to max maps of file blocks [first, end) (I/O lock held). */
+static int map_range(struct fs_inode *ip, uint64_t first, uint64_t end, struct fs_map *maps,
+		     unsigned max, unsigned *n)
+{
+	for (uint64_t b = first; b < end && *n < max;) {
+		struct bmap_ext e;
+		bool hole;
+		int err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			return err;
+		uint64_t stop = hole ? MIN(end, b + e.len) : MIN(end, e.off + e.len);
+		struct fs_map *m = &maps[(*n)++];
+		m->off = b * FS_BLOCK_SIZE;
+		m->len = (stop - b) * FS_BLOCK_SIZE;
+		if (hole) {
+			m->state = FS_MAP_HOLE;
+			m->addr = 0;
+		} else {
+			m->state = e.unwritten ? FS_MAP_UNWRITTEN : FS_MAP_WRITTEN;
+			m->addr = fs_daddr(e.start + (b - e.off));
+		}
+		b = stop;
+	}
+	return 0;
+}
+
+static bool map_args_ok(uint64_t off, uint64_t len, unsigned max)
+{
+	return len && blk_aligned(off) && blk_aligned(len) && off + len >= off &&
+	       off + len <= FS_MAX_FILE_SIZE && max;
+}
+
 int fs_map_blocks(struct fs_inode *ip, uint64_t off, uint64_t len, bool for_write,
 		  struct fs_map *maps, unsigned max, unsigned *n)
 {
 	struct fs *fs = ip->i_fs;
 	*n = 0;
-	if (!len || !blk_aligned(off) || !blk_aligned(len) || off + len < off ||
-	    off + len > FS_MAX_FILE_SIZE || !max)
+	if (!map_args_ok(off, len, max))
 		return -EINVAL;
 	if (fs_is_shutdown(fs))
 		return -EIO;
@@ -97,25 +158,7 @@ int fs_map_blocks(struct fs_inode *ip, uint64_t off, uint64_t len, bool for_writ
 			goto out;
 		}
 	}
-	for (uint64_t b = first; b < end && *n < max;) {
-		struct bmap_ext e;
-		bool hole;
-		err = bmap_lookup(ip, b, &e, &hole);
-		if (err)
-			break;
-		uint64_t stop = hole ? MIN(end, b + e.len) : MIN(end, e.off + e.len);
-		struct fs_map *m = &maps[(*n)++];
-		m->off = b * FS_BLOCK_SIZE;
-		m->len = (stop - b) * FS_BLOCK_SIZE;
-		if (hole) {
-			m->state = FS_MAP_HOLE;
-			m->addr = 0;
-		} else {
-			m->state = e.unwritten ? FS_MAP_UNWRITTEN : FS_MAP_WRITTEN;
-			m->addr = fs_daddr(e.start + (b - e.off));
-		}
-		b = stop;
-	}
+	err = map_range(ip, first, end, maps, max, n);
 	if (!err && for_write)
 		err = cancel_mapped(fs, maps, *n);
 out:
@@ -309,6 +352,228 @@ int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t l
 	return err;
 }
 
+/* ---- blocks allocated for layouts (L1-L4) ---- */
+
+/* The file blocks an RW layout covers some byte of: [*first, *end). */
+static void layout_blocks(const struct fs_layout *l, uint64_t *first, uint64_t *end)
+{
+	uint64_t le = l->len > UINT64_MAX - l->off ? UINT64_MAX : l->off + l->len;
+	*first = l->off / FS_BLOCK_SIZE;
+	*end = le / FS_BLOCK_SIZE + (le % FS_BLOCK_SIZE != 0);
+}
+
+static void alloc_add(struct fs_layout_alloc **list, uint64_t first, uint64_t end)
+{
+	struct fs_layout_alloc *a = xmalloc(sizeof(*a));
+	a->first = first;
+	a->end = end;
+	a->next = *list;
+	*list = a;
+}
+
+/*
+ * Split the records of ip into the parts some RW layout covers, kept, and
+ * the rest, handed back in *gone (f_layout_lock held).
+ */
+static void allocs_uncovered_locked(struct fs_inode *ip, struct fs_layout_alloc **gone)
+{
+	assert_locked(&ip->i_fs->f_layout_lock);
+	struct fs_layout_alloc *keep = NULL, *a = ip->i_layout_allocs;
+	*gone = NULL;
+	while (a) {
+		struct fs_layout_alloc *next = a->next;
+		for (uint64_t pos = a->first; pos < a->end;) {
+			/* the covered run from pos, or the uncovered one up to
+			 * the next RW layout */
+			uint64_t covered = pos, stop = a->end;
+			bool progress = true;
+			while (progress) {
+				progress = false;
+				for (struct fs_layout *l = ip->i_layouts; l; l = l->next) {
+					uint64_t lf, le;
+					if (!l->rw)
+						continue;
+					layout_blocks(l, &lf, &le);
+					if (lf <= covered && covered < le) {
+						covered = MIN(le, a->end);
+						progress = covered < a->end;
+					} else if (lf > pos && lf < stop) {
+						stop = lf;
+					}
+				}
+			}
+			if (covered > pos) {
+				alloc_add(&keep, pos, covered);
+				pos = covered;
+			} else {
+				alloc_add(gone, pos, stop);
+				pos = stop;
+			}
+		}
+		free(a);
+		a = next;
+	}
+	ip->i_layout_allocs = keep;
+}
+
+/* Free what is still unwritten of file blocks [b, end) (I/O lock held
+ * exclusively): written blocks and holes are left alone (L3). */
+static int free_unwritten(struct fs_inode *ip, uint64_t b, uint64_t end)
+{
+	struct fs *fs = ip->i_fs;
+	int err = 0;
+	while (b < end && !err) {
+		struct bmap_ext e;
+		bool hole;
+		err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			break;
+		uint64_t stop =
+			hole ? (e.len > end - b ? end : b + e.len) : MIN(end, e.off + e.len);
+		if (hole || !e.unwritten) {
+			b = stop;
+			continue;
+		}
+		struct fstx *tx;
+		err = fstx_begin(fs, 0, 0, &tx);
+		if (err)
+			break;
+		fstx_unordered(tx); /* the blocks read as zeros: no data to order */
+		ino_join(tx, ip);
+		uint64_t before = ip->i_d.nblocks, next = stop;
+		err = bmap_punch(tx, ip, b, stop - b, &next);
+		uint64_t freed = before - ip->i_d.nblocks;
+		/* zeros before and after: no read, and no fdatasync, depends
+		 * on it; a crash before it is durable brings back unwritten
+		 * blocks */
+		ino_log_only(tx, ip, FS_ILOG_EOFBLOCKS);
+		int cerr = fstx_commit(tx, NULL);
+		if (!err)
+			err = cerr;
+		if (!err)
+			counter_add(&fs->f_stats.layout_giveback_blocks, freed);
+		b = next;
+	}
+	return err;
+}
+
+/* Give back the recorded blocks no RW layout covers (L2-L4; I/O lock held
+ * exclusively, no other lock). */
+static void giveback_locked(struct fs_inode *ip)
+{
+	struct fs *fs = ip->i_fs;
+	assert_wrlocked(&ip->i_iolock);
+	struct fs_layout_alloc *gone;
+	mutex_lock(&fs->f_layout_lock);
+	allocs_uncovered_locked(ip, &gone);
+	mutex_unlock(&fs->f_layout_lock);
+	int err = 0;
+	while (gone) {
+		struct fs_layout_alloc *next = gone->next;
+		if (!err && !fs_is_shutdown(fs)) {
+			counter_inc(&fs->f_stats.layout_givebacks);
+			err = free_unwritten(ip, gone->first, gone->end);
+			/* what could not be freed stays in the file as
+			 * unwritten blocks: zeros, found clean by check */
+			if (err && err != -EIO)
+				msg_err("fs: giving back the blocks a layout of inode %llu "
+					"allocated failed: %s",
+					(unsigned long long)ip->i_ino, strerror(-err));
+		}
+		free(gone);
+		gone = next;
+	}
+}
+
+/* After a change that may have shrunk the RW layouts of ip (no lock held;
+ * allocs: records existed then). */
+static void giveback(struct fs_inode *ip, bool allocs)
+{
+	if (!allocs)
+		return;
+	rwlock_wrlock(&ip->i_iolock);
+	giveback_locked(ip);
+	rwlock_unlock(&ip->i_iolock);
+}
+
+int fs_layout_map(struct fs_inode *ip, uint64_t id, uint64_t off, uint64_t len, struct fs_map *maps,
+		  unsigned max, unsigned *n)
+{
+	struct fs *fs = ip->i_fs;
+	*n = 0;
+	if (!map_args_ok(off, len, max))
+		return -EINVAL;
+	mutex_lock(&fs->f_layout_lock);
+	bool found = false, rw = false;
+	for (struct fs_layout *l = ip->i_layouts; l && !found; l = l->next)
+		if (l->id == id) {
+			found = true;
+			rw = l->rw;
+		}
+	mutex_unlock(&fs->f_layout_lock);
+	if (!found)
+		return -EAGAIN;
+	if (!rw)
+		return fs_map_blocks(ip, off, len, false, maps, max, n);
+	if (fs_is_shutdown(fs))
+		return -EIO;
+	counter_inc(&fs->f_stats.map_blocks);
+	uint64_t first = off / FS_BLOCK_SIZE, end = (off + len) / FS_BLOCK_SIZE;
+	struct fs_layout_alloc *holes = NULL;
+	rwlock_wrlock(&ip->i_iolock);
+	int err = S_ISREG(ip->i_d.mode) ? 0 : -EINVAL;
+	/* the holes that max maps reach: filling more would allocate blocks
+	 * no layout hands out */
+	uint64_t b = first;
+	for (unsigned runs = 0; !err && b < end && runs < max; runs++) {
+		struct bmap_ext e;
+		bool hole;
+		err = bmap_lookup(ip, b, &e, &hole);
+		if (err)
+			break;
+		uint64_t stop =
+			hole ? (e.len > end - b ? end : b + e.len) : MIN(end, e.off + e.len);
+		if (hole)
+			alloc_add(&holes, b, stop);
+		b = stop;
+	}
+	if (!err && holes) {
+		/* durable before the client writes; the one force made under
+		 * an I/O lock (docs/locking.md) */
+		struct fs_result res = {0};
+		err = file_alloc_holes(ip, first, b - 1, &res);
+		if (!err && res.csn)
+			err = log_force_seq(fs->f_log, res.csn, true, NULL);
+	}
+	/* recorded even after a failure: what was filled is the layout's
+	 * (L1), and a hole left is skipped when given back */
+	mutex_lock(&fs->f_layout_lock);
+	while (holes) {
+		struct fs_layout_alloc *next = holes->next;
+		holes->next = ip->i_layout_allocs;
+		ip->i_layout_allocs = holes;
+		holes = next;
+	}
+	bool gone = true;
+	for (struct fs_layout *l = ip->i_layouts; l; l = l->next)
+		if (l->id == id)
+			gone = false;
+	mutex_unlock(&fs->f_layout_lock);
+	/* a return meanwhile saw no record of this: what no RW layout covers
+	 * now goes here (L2) */
+	giveback_locked(ip);
+	if (!err && gone)
+		err = -EAGAIN;
+	if (!err)
+		err = map_range(ip, first, end, maps, max, n);
+	if (!err)
+		err = cancel_mapped(fs, maps, *n);
+	rwlock_unlock(&ip->i_iolock);
+	if (err)
+		*n = 0;
+	return err;
+}
+
 /* Wake the waiters once no layout of ip is being recalled (f_layout_lock
  * held): the list of those to call after it is dropped. */
 static struct fs_layout_waiter *take_waiters(struct fs_inode *ip)
@@ -339,6 +604,7 @@ bool fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64
 	uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
 	bool held = false;
 	mutex_lock(&fs->f_layout_lock);
+	bool allocs = ip->i_layout_allocs != NULL;
 	struct fs_layout **pp = &ip->i_layouts;
 	while (*pp) {
 		struct fs_layout *l = *pp;
@@ -376,6 +642,8 @@ bool fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64
 	}
 	wake = take_waiters(ip);
 	mutex_unlock(&fs->f_layout_lock);
+	/* before the waiters go on: they find the blocks given back */
+	giveback(ip, allocs);
 	call_waiters(wake);
 	return held;
 }
@@ -384,6 +652,7 @@ void fs_layout_trim(struct fs_inode *ip, uint64_t id, uint64_t len)
 {
 	struct fs *fs = ip->i_fs;
 	mutex_lock(&fs->f_layout_lock);
+	bool allocs = ip->i_layout_allocs != NULL;
 	for (struct fs_layout **pp = &ip->i_layouts; *pp; pp = &(*pp)->next) {
 		struct fs_layout *l = *pp;
 		if (l->id != id)
@@ -398,6 +667,7 @@ void fs_layout_trim(struct fs_inode *ip, uint64_t id, uint64_t len)
 	}
 	struct fs_layout_waiter *wake = take_waiters(ip);
 	mutex_unlock(&fs->f_layout_lock);
+	giveback(ip, allocs);
 	call_waiters(wake);
 }
 

@@ -19,6 +19,25 @@
  * and hands out extents: written blocks READ_WRITE_DATA (READ_DATA for a
  * READ layout), unwritten INVALID_DATA, holes NONE_DATA.
  *
+ * Who gets which layout. A LAYOUTGET needs the permission the I/O would
+ * need through the server (Linux's nfsd4_layoutget: fh_verify with
+ * MAY_READ, and MAY_WRITE for RW, the owner override as for READ and
+ * WRITE): an RW layout of a file on a read-only export is ROFS, of a file
+ * the caller may not write ACCESS, before any block is allocated. An RW
+ * layout also stands for an open for writing that is still open: the
+ * open of an open or lock stateid, and for a layout stateid the client's
+ * opens of the file (a client that opened for reading and got a READ
+ * layout asks with that stateid once it has opened for writing too);
+ * without one the answer is OPENMODE (RFC 8881: the stateid does not
+ * allow the access asked for). A READ layout ends at the EOF block (there
+ * is nothing to read past it) but covers at least minlength: a hole or an
+ * empty file is a NONE_DATA extent, never LAYOUTTRYLATER.
+ *
+ * Blocks an RW layout's map allocated over holes and no LAYOUTCOMMIT
+ * converted go back to the free space when no RW layout covers them any
+ * more: returned, lost with the client, or revoked after the fence
+ * (fs_layout_map; src/fs/pnfs.c, invariants L1-L4).
+ *
  * LAYOUTCOMMIT is an fdatasync (rule 6): the file ranges of the extents the
  * client says it wrote (storage offsets are never trusted: the engine maps
  * the file range itself) are converted by fs_commit_blocks, which forces the
@@ -319,6 +338,12 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	if (la->loga_iomode != LAYOUTIOMODE4_READ && la->loga_iomode != LAYOUTIOMODE4_RW)
 		return NFS4ERR_BADIOMODE;
 	bool rw = la->loga_iomode == LAYOUTIOMODE4_RW;
+	/* the permission of the I/O through the server, before anything is
+	 * allocated: ROFS on a read-only export, ACCESS by the mode bits */
+	err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &at,
+		      (rw ? SRV_MAY_READ | SRV_MAY_WRITE : SRV_MAY_READ) | SRV_MAY_OWNER_OVERRIDE);
+	if (err)
+		return nfs4_status(err);
 	if (la->loga_length == 0 ||
 	    (la->loga_length != UINT64_MAX && la->loga_offset > UINT64_MAX - la->loga_length) ||
 	    la->loga_minlength > la->loga_length)
@@ -343,12 +368,17 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	nfs4_stid_put(given);
 	if (given_file != fs_ino(c->cfh.ip))
 		return NFS4ERR_BAD_STATEID;
-	/* an RW layout first needs an open for writing; after the first
-	 * LAYOUTGET the client presents the layout stateid (RFC 8881
-	 * §12.5.3), which stands for the open it was made from */
+	/* an RW layout stands for an open for writing, still open: an open
+	 * or lock stateid's own; after the first LAYOUTGET the client
+	 * presents the layout stateid (RFC 8881 §12.5.3), which stands for
+	 * the client's opens of the file */
+	if (rw && given_type == NFS4_STID_LAYOUT &&
+	    !(share_client_access(c->s->shares, given_file, nfs4_client_id(c->clp)) &
+	      SHARE_ACCESS_WRITE))
+		return NFS4ERR_OPENMODE;
 	if (rw && given_type != NFS4_STID_LAYOUT &&
 	    (st = nfs4_check_io_stateid(c, &la->loga_stateid, c->cfh.ip, true)))
-		return st == NFS4ERR_OPENMODE ? NFS4ERR_BADIOMODE : st;
+		return st;
 	/* a LAYOUTGET racing a recall fails: no layout escapes the recall */
 	if (fs_layout_recalling(c->cfh.ip))
 		return NFS4ERR_RECALLCONFLICT;
@@ -362,9 +392,17 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 		return NFS4ERR_INVAL;
 	if (end > FS_MAX_FILE_SIZE)
 		end = FS_MAX_FILE_SIZE;
-	if (!rw && end > (at.size + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK * FS_MAP_BLOCK)
-		end = (at.size + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK *
-		      FS_MAP_BLOCK; /* past EOF: nothing to read */
+	if (!rw) {
+		/* past EOF there is nothing to read, but what the client
+		 * needs at least is covered: a hole (NONE_DATA) */
+		uint64_t eof = (at.size + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK * FS_MAP_BLOCK;
+		uint64_t least = la->loga_minlength >= end - la->loga_offset
+					 ? end
+					 : la->loga_offset + la->loga_minlength;
+		uint64_t last = eof > least ? eof : least;
+		if (end > last)
+			end = last;
+	}
 	if (end <= off)
 		end = off + FS_MAP_BLOCK;
 	end = (end + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK * FS_MAP_BLOCK;
@@ -393,9 +431,10 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	}
 	struct fs_map maps[LAYOUT_MAX_EXTENTS];
 	unsigned n = 0;
-	err = fs_map_blocks(c->cfh.ip, off, end - off, rw, maps, max, &n);
+	err = fs_layout_map(c->cfh.ip, lid, off, end - off, maps, max, &n);
 	if (err) {
-		st = nfs4_status(err);
+		/* -EAGAIN: the client returned it meanwhile */
+		st = err == -EAGAIN ? NFS4ERR_LAYOUTTRYLATER : nfs4_status(err);
 		goto out;
 	}
 	uint64_t got_end = n ? maps[n - 1].off + maps[n - 1].len : off;

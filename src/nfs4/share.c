@@ -370,6 +370,22 @@ int share_get(struct share_table *t, uint64_t file, const struct share_owner *o,
 	return err;
 }
 
+unsigned share_client_access(struct share_table *t, uint64_t file, uint64_t client)
+{
+	struct share_bucket *b = bucket_of(t, file);
+	unsigned access = 0;
+	mutex_lock(&b->b_lock);
+	struct share_file *fp = file_find(b, file);
+	if (fp) {
+		struct share_open *op;
+		list_for_each_entry (op, &fp->f_opens, o_link)
+			if (op->o_owner.client == client)
+				access |= op->o_access;
+	}
+	mutex_unlock(&b->b_lock);
+	return access;
+}
+
 int share_check(struct share_table *t, uint64_t file, const struct share_owner *o, unsigned access,
 		struct share_info *conflict)
 {

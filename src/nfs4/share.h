@@ -129,6 +129,10 @@ int share_close(struct share_table *t, uint64_t file, const struct share_owner *
 int share_get(struct share_table *t, uint64_t file, const struct share_owner *o, unsigned *access,
 	      unsigned *deny);
 
+/* The union of the access bits of client's opens of file, 0 when it has
+ * none (a pNFS layout stateid stands for them: layout.c). */
+unsigned share_client_access(struct share_table *t, uint64_t file, uint64_t client);
+
 /*
  * May an I/O that needs access (1-3) go ahead? 0, or -EAGAIN with the first
  * other open whose deny bits forbid it in *conflict (if not NULL). o is the owner whose
