@@ -25,7 +25,8 @@
  *     sent as uid 1000 (AUTH_SYS) with that open stateid is ACCESS and
  *     allocates nothing; a READ layout as uid 1000 is OK.
  *  4. An RW layout over a hole returned without LAYOUTCOMMIT: the free
- *     space is back where it was. One of which the client committed the
+ *     space is back where it was; a return of part of it frees that part
+ *     only. One of which the client committed the
  *     first 64 KiB: only those stay allocated (space_used 64 KiB). Blocks
  *     ALLOCATEd through the server before the layout (unwritten, inside
  *     EOF) stay: only what the layout's map allocated past them goes.
@@ -329,6 +330,18 @@ int main(int argc, char **argv)
 	expect_free("returned without LAYOUTCOMMIT: free space as before", free_space(c1, &pn),
 		    free0);
 	CHECK_EQ(space(c1, &gfh, FATTR4_SPACE_USED), 0);
+	/* a return of part of it: only what no RW layout covers goes */
+	expect("LAYOUTGET RW of 8 MiB over a hole, to return in parts",
+	       pu_layoutget(c1, &gfh, LAYOUTIOMODE4_RW, 0, 8 * MIB, 0, &gsid, 0, &l), NFS4_OK);
+	struct stateid4 part;
+	CHECK_EQ(pu_layoutreturn(c1, &gfh, LAYOUTIOMODE4_RW, LAYOUTRETURN4_FILE, 0, 3 * MIB,
+				 &l.stateid, &part),
+		 NFS4_OK);
+	expect_free("its first 3 MiB returned: those are free", free_space(c1, &pn),
+		    free0 - 5 * MIB);
+	CHECK_EQ(space(c1, &gfh, FATTR4_SPACE_USED), 5 * MIB);
+	CHECK_EQ(return_all_of(c1, &gfh, &part), NFS4_OK);
+	expect_free("the rest returned: free space as before", free_space(c1, &pn), free0);
 	/* again, with the first 64 KiB committed */
 	expect("LAYOUTGET RW of 8 MiB over a hole, again",
 	       pu_layoutget(c1, &gfh, LAYOUTIOMODE4_RW, 0, 8 * MIB, 0, &gsid, 0, &l), NFS4_OK);
