@@ -15,6 +15,8 @@
  *                             devices and where their volumes were found
  *   put LOCAL NAME            copy a local file into NAME through an RW layout
  *   get NAME LOCAL            copy NAME out through a READ layout (- stdout)
+ *                             (both: --depth I/Os of --io bytes in flight,
+ *                             a stream of src/nfs4c/pnfs.h)
  *   overwrite NAME            write NAME.<t> (--size), then overwrite it in
  *                             --io writes, each followed by a LAYOUTCOMMIT,
  *                             --threads T files at once: latency of each
@@ -45,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/compiler.h"
@@ -65,8 +68,8 @@ struct opts {
 	const char *cmd;
 	const char *args[2];
 	unsigned nargs;
-	uint64_t size, io;
-	unsigned threads, count, rounds;
+	uint64_t size, io, ahead;
+	unsigned threads, count, rounds, depth;
 	unsigned seconds;
 	bool commit_each, return_on_recall, end_probe;
 	unsigned minor;
@@ -91,15 +94,16 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: jnfs pnfs nfs://HOST[:PORT]/PATH --device DISK [--device DISK ...]\n"
-		   "                 [--stats ADDR:PORT | --no-stats] [--minor 1|2] COMMAND [ARGS] "
-		   "[OPTIONS]\n"
-		   "  info\n"
-		   "  put LOCAL NAME [--io SIZE] [--commit-each]\n"
-		   "  get NAME LOCAL [--io SIZE]\n"
-		   "  overwrite NAME --size SIZE --io SIZE [--threads T] [--rounds R]\n"
-		   "  newfiles NAME --size SIZE --io SIZE [--threads T] [--count N]\n"
-		   "  hold NAME [--size SIZE] [--seconds N] [--return-on-recall | --end-probe]\n");
+	fprintf(f,
+		"usage: jnfs pnfs nfs://HOST[:PORT]/PATH --device DISK [--device DISK ...]\n"
+		"                 [--stats ADDR:PORT | --no-stats] [--minor 1|2] COMMAND [ARGS] "
+		"[OPTIONS]\n"
+		"  info\n"
+		"  put LOCAL NAME [--io SIZE] [--depth N] [--layout-ahead SIZE] [--commit-each]\n"
+		"  get NAME LOCAL [--io SIZE] [--depth N]\n"
+		"  overwrite NAME --size SIZE --io SIZE [--threads T] [--rounds R]\n"
+		"  newfiles NAME --size SIZE --io SIZE [--threads T] [--count N]\n"
+		"  hold NAME [--size SIZE] [--seconds N] [--return-on-recall | --end-probe]\n");
 }
 
 static void note_line(void *arg, const char *line)
@@ -428,6 +432,9 @@ static void print_client(const char *pfx, struct nfs4c_pnfs *p)
 	printf("%s.client.disk_write_bytes %llu\n", pfx, (unsigned long long)st.disk_write_bytes);
 	printf("%s.client.disk_read_bytes %llu\n", pfx, (unsigned long long)st.disk_read_bytes);
 	printf("%s.client.recalls %llu\n", pfx, (unsigned long long)st.recalls);
+	printf("%s.client.layoutget_ms %.1f\n", pfx, (double)st.layoutget_ns / 1e6);
+	printf("%s.client.layoutget_bytes %llu\n", pfx, (unsigned long long)st.layoutget_bytes);
+	printf("%s.client.layoutget_waits %llu\n", pfx, (unsigned long long)st.layoutget_waits);
 }
 
 /* ---- latencies ----------------------------------------------------------------- */
@@ -471,6 +478,59 @@ static void pattern(uint8_t *b, size_t len, uint64_t off, uint32_t seed)
 
 /* ---- put, get ---------------------------------------------------------------- */
 
+static struct nfs4c_pnfs_stream_cfg stream_cfg(const struct ctx *x, uint64_t end)
+{
+	return (struct nfs4c_pnfs_stream_cfg){.depth = x->o.depth,
+					      .io = x->o.io ? x->o.io : 1u << 20,
+					      .end = end,
+					      .ahead = x->o.ahead};
+}
+
+/* put: read LOCAL straight into the stream's slots; *done: bytes given
+ * to it. An error is printed. */
+static int put_stream(struct ctx *x, int fd, struct nfs4c_pnfs_file *f, uint64_t *done)
+{
+	const char *local = x->o.args[0], *name = x->o.args[1];
+	struct stat sb;
+	/* a regular file's size: layouts are got ahead of the writers up to it */
+	uint64_t end = !fstat(fd, &sb) && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0;
+	struct nfs4c_pnfs_stream_cfg sc = stream_cfg(x, end);
+	struct nfs4c_pnfs_stream *s;
+	int ret = nfs4c_pnfs_stream_open(f, true, 0, &sc, &s);
+	if (ret) {
+		fprintf(stderr, "jnfs pnfs: %s: %s\n", name, status_name(ret));
+		return ret;
+	}
+	bool local_err = false;
+	for (;;) {
+		void *buf;
+		size_t room;
+		if ((ret = nfs4c_pnfs_stream_buf(s, &buf, &room)))
+			break;
+		ssize_t n = read(fd, buf, room);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "jnfs pnfs: %s: %s\n", local, strerror(errno));
+			ret = -errno;
+			local_err = true;
+			break;
+		}
+		if (n == 0)
+			break;
+		nfs4c_pnfs_stream_submit(s, (size_t)n);
+		*done += (uint64_t)n;
+	}
+	int ret2 = nfs4c_pnfs_stream_close(s);
+	/* the local file's error, or the stream's first (with no offset: one
+	 * of the writes in flight) */
+	if (!ret && ret2)
+		ret = ret2;
+	if (ret && !local_err)
+		fprintf(stderr, "jnfs pnfs: write %s: %s\n", name, status_name(ret));
+	return ret;
+}
+
 static int cmd_put(struct ctx *x)
 {
 	const char *local = x->o.args[0], *name = x->o.args[1];
@@ -485,10 +545,14 @@ static int cmd_put(struct ctx *x)
 		close(fd);
 		return 1;
 	}
-	uint8_t *buf = xmalloc(io);
 	uint64_t off = 0, t0 = now_ns();
 	unsigned commits = 0;
 	int ret = 0;
+	if (!x->o.commit_each) {
+		ret = put_stream(x, fd, f, &off);
+		goto commit;
+	}
+	uint8_t *buf = xmalloc(io);
 	for (;;) {
 		ssize_t n = read(fd, buf, io);
 		if (n < 0 && errno == EINTR)
@@ -515,6 +579,8 @@ static int cmd_put(struct ctx *x)
 			commits++;
 		}
 	}
+	free(buf);
+commit:;
 	struct nfs4c_pnfs_commit_res cr = {0};
 	if (!ret && (ret = nfs4c_pnfs_commit(f, &cr)))
 		fprintf(stderr, "jnfs pnfs: LAYOUTCOMMIT %s: %s\n", name, status_name(ret));
@@ -524,7 +590,6 @@ static int cmd_put(struct ctx *x)
 		ret = ret2;
 	}
 	close(fd);
-	free(buf);
 	if (ret)
 		return 1;
 	printf("pnfs.put.bytes %llu\n", (unsigned long long)off);
@@ -537,7 +602,6 @@ static int cmd_put(struct ctx *x)
 static int cmd_get(struct ctx *x)
 {
 	const char *name = x->o.args[0], *local = x->o.args[1];
-	size_t io = x->o.io ? x->o.io : 1u << 20;
 	bool to_stdout = !strcmp(local, "-");
 	int fd = to_stdout ? STDOUT_FILENO
 			   : open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -551,18 +615,23 @@ static int cmd_get(struct ctx *x)
 			close(fd);
 		return 1;
 	}
-	uint8_t *buf = xmalloc(io);
-	uint64_t off = 0, size = nfs4c_pnfs_size(f);
-	int ret = 0;
-	while (off < size) {
+	uint64_t off = 0, t0 = now_ns();
+	struct nfs4c_pnfs_stream_cfg sc = stream_cfg(x, 0);
+	struct nfs4c_pnfs_stream *s = NULL;
+	int ret = nfs4c_pnfs_stream_open(f, false, 0, &sc, &s);
+	if (ret)
+		fprintf(stderr, "jnfs pnfs: %s: %s\n", name, status_name(ret));
+	while (!ret) {
+		const void *data;
 		size_t got;
-		if ((ret = nfs4c_pnfs_read(f, off, buf, io, &got))) {
-			fprintf(stderr, "jnfs pnfs: read %s at %llu: %s\n", name,
+		if ((ret = nfs4c_pnfs_stream_next(s, &data, &got))) {
+			fprintf(stderr, "jnfs pnfs: read %s after %llu: %s\n", name,
 				(unsigned long long)off, status_name(ret));
 			break;
 		}
 		if (!got)
 			break;
+		const uint8_t *buf = data;
 		for (size_t w = 0; w < got;) {
 			ssize_t n = write(fd, buf + w, got - w);
 			if (n < 0 && errno == EINTR)
@@ -578,6 +647,8 @@ static int cmd_get(struct ctx *x)
 			break;
 		off += got;
 	}
+	if (s)
+		nfs4c_pnfs_stream_close(s); /* its error was returned by next */
 	int ret2 = nfs4c_pnfs_close(f);
 	if (!ret && ret2) {
 		fprintf(stderr, "jnfs pnfs: close %s: %s\n", name, status_name(ret2));
@@ -587,11 +658,11 @@ static int cmd_get(struct ctx *x)
 		fprintf(stderr, "jnfs pnfs: %s: %s\n", local, strerror(errno));
 		ret = -EIO;
 	}
-	free(buf);
 	if (ret)
 		return 1;
 	FILE *out = to_stdout ? stderr : stdout;
 	fprintf(out, "pnfs.get.bytes %llu\n", (unsigned long long)off);
+	fprintf(out, "pnfs.get.seconds %.3f\n", (double)(now_ns() - t0) / 1e9);
 	if (!to_stdout)
 		print_client("pnfs.get", x->p);
 	return 0;
@@ -984,6 +1055,8 @@ static int parse(int argc, char **argv, struct opts *o)
 					      {"size", required_argument, NULL, 'z'},
 					      {"io", required_argument, NULL, 'i'},
 					      {"threads", required_argument, NULL, 't'},
+					      {"depth", required_argument, NULL, 'D'},
+					      {"layout-ahead", required_argument, NULL, 'A'},
 					      {"count", required_argument, NULL, 'n'},
 					      {"rounds", required_argument, NULL, 'r'},
 					      {"seconds", required_argument, NULL, 'T'},
@@ -1043,6 +1116,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'r':
 		case 'T':
 		case 'm':
+		case 'D':
+		case 'A':
 			if (cli_parse_size(optarg, &v) || v > (1ull << 50)) {
 				fprintf(stderr, "jnfs pnfs: bad number '%s'\n", optarg);
 				return 2;
@@ -1059,6 +1134,10 @@ static int parse(int argc, char **argv, struct opts *o)
 				o->rounds = (unsigned)MIN(v, 1000000u);
 			else if (c == 'T')
 				o->seconds = (unsigned)MIN(v, 100000000u);
+			else if (c == 'D')
+				o->depth = (unsigned)MIN(v, 1000000u);
+			else if (c == 'A')
+				o->ahead = v;
 			else
 				o->minor = (unsigned)v;
 			break;
@@ -1105,6 +1184,12 @@ int cli_pnfs(int argc, char **argv)
 		return r;
 	if (!strcmp(x.o.cmd, "newfiles") && (r = check_sizes(&x, true)))
 		return r;
+	if ((x.o.depth > NFS4C_PNFS_DEPTH_MAX || x.o.io > (64u << 20)) &&
+	    (!strcmp(x.o.cmd, "put") || !strcmp(x.o.cmd, "get"))) {
+		fprintf(stderr, "jnfs pnfs %s: --depth 1..%d, --io at most 64M\n", x.o.cmd,
+			NFS4C_PNFS_DEPTH_MAX);
+		return 2;
+	}
 	if (x.o.end_probe && (strcmp(x.o.cmd, "hold") || x.o.return_on_recall)) {
 		fprintf(stderr, "jnfs pnfs: --end-probe is for hold without --return-on-recall\n");
 		return 2;

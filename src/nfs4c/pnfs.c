@@ -330,7 +330,10 @@ static int dev_io(struct nfs4c_pnfs *p, const uint8_t id[NFS4_DEVICEID4_SIZE], u
 			err = -EPROTO; /* an extent past the device's end */
 		if (err)
 			break;
-		err = disk_pio(&p->disk[disk], wr, buf, contig, doff, NULL);
+		if (p->cfg.io_hook)
+			err = p->cfg.io_hook(p->cfg.io_hook_arg, wr, disk, doff, contig);
+		if (!err)
+			err = disk_pio(&p->disk[disk], wr, buf, contig, doff, NULL);
 		if (!err)
 			count(p, wr ? &p->st.disk_write_bytes : &p->st.disk_read_bytes, contig);
 		buf = (uint8_t *)buf + contig;
@@ -556,6 +559,11 @@ static int layout_take(struct nfs4c_pnfs_file *f, const struct LAYOUTGET4resok *
 	return mapped ? 0 : -EPROTO;
 }
 
+/* One LAYOUTGET of the file at a time (invariant 4): when another
+ * thread's is in flight, wait for it and return 0 without sending, for
+ * the caller to plan again with what it got (another thread's LAYOUTGET
+ * ahead of a stream's writers, or of the same range for the file's other
+ * I/O, saves this one). */
 static int layoutget(struct nfs4c_pnfs_file *f, layoutiomode4 iomode, uint64_t off, uint64_t len)
 {
 	struct nfs4c_pnfs *p = f->p;
@@ -564,10 +572,17 @@ static int layoutget(struct nfs4c_pnfs_file *f, layoutiomode4 iomode, uint64_t o
 	int ret;
 
 	mutex_lock(&f->lock);
+	bool waited = f->lg_busy;
 	while (f->lg_busy)
 		cond_wait(&f->cv, &f->lock);
-	f->lg_busy = true;
+	if (!waited)
+		f->lg_busy = true;
 	mutex_unlock(&f->lock);
+	if (waited) {
+		count(p, &p->st.layoutget_waits, 1);
+		return 0;
+	}
+	uint64_t t0 = now_ns();
 
 	backoff_init(p, &b);
 	nfs4c_compound_init(&c, p->cl);
@@ -609,6 +624,10 @@ static int layoutget(struct nfs4c_pnfs_file *f, layoutiomode4 iomode, uint64_t o
 		break;
 	}
 	nfs4c_compound_destroy(&c);
+	mutex_lock(&p->lock);
+	p->st.layoutget_ns += now_ns() - t0;
+	p->st.layoutget_bytes += len;
+	mutex_unlock(&p->lock);
 
 	mutex_lock(&f->lock);
 	f->lg_busy = false;
@@ -727,6 +746,13 @@ static int fill_block(struct nfs4c_pnfs *p, const struct nfs4c_blk_piece *pc, ui
 	return 0;
 }
 
+/* The caller's bytes at src can go to or from the disk as they are:
+ * whole blocks [off, uend), src aligned for O_DIRECT. */
+static bool io_direct(uint64_t off, uint64_t a, uint64_t b, uint64_t uend, const void *src)
+{
+	return off == a && uend == b && (uintptr_t)src % DIO_ALIGN == 0;
+}
+
 int nfs4c_pnfs_write(struct nfs4c_pnfs_file *f, uint64_t off, const void *buf, size_t len)
 {
 	struct nfs4c_pnfs *p = f->p;
@@ -734,7 +760,7 @@ int nfs4c_pnfs_write(struct nfs4c_pnfs_file *f, uint64_t off, const void *buf, s
 	uint64_t end = off + len, off0 = off;
 	if (end < off || end > INT64_MAX)
 		return -EFBIG;
-	uint8_t *bb = xmalloc_aligned(DIO_ALIGN, IO_CHUNK);
+	uint8_t *bb = NULL; /* the bounce buffer, once needed */
 	int err = 0;
 	while (!err && off < end) {
 		struct nfs4c_blk_piece pc;
@@ -743,12 +769,23 @@ int nfs4c_pnfs_write(struct nfs4c_pnfs_file *f, uint64_t off, const void *buf, s
 			break;
 		uint64_t a, b, uend;
 		io_window(bs, off, end, &pc, &a, &b, &uend);
+		const uint8_t *src = (const uint8_t *)buf + (off - off0);
+		if (io_direct(off, a, b, uend, src)) {
+			/* pwrite only reads the buffer */
+			err = dev_io(p, pc.devid, pc.soff + (a - pc.foff), (void *)src, b - a,
+				     true);
+			err = io_end(f, true, &pc, a, b, uend, err);
+			off = uend;
+			continue;
+		}
+		if (!bb)
+			bb = xmalloc_aligned(DIO_ALIGN, IO_CHUNK);
 		if (off > a)
 			err = fill_block(p, &pc, a, bb);
 		if (!err && uend < b && (b - bs > a || off == a))
 			err = fill_block(p, &pc, b - bs, bb + (b - bs - a));
 		if (!err) {
-			memcpy(bb + (off - a), (const uint8_t *)buf + (off - off0), uend - off);
+			memcpy(bb + (off - a), src, uend - off);
 			err = dev_io(p, pc.devid, pc.soff + (a - pc.foff), bb, b - a, true);
 		}
 		err = io_end(f, true, &pc, a, b, uend, err);
@@ -767,7 +804,7 @@ int nfs4c_pnfs_read(struct nfs4c_pnfs_file *f, uint64_t off, void *buf, size_t l
 	if (off >= size || !len)
 		return 0;
 	uint64_t end = off + MIN((uint64_t)len, size - off), off0 = off;
-	uint8_t *bb = xmalloc_aligned(DIO_ALIGN, IO_CHUNK);
+	uint8_t *bb = NULL; /* the bounce buffer, once needed */
 	int err = 0;
 	while (!err && off < end) {
 		struct nfs4c_blk_piece pc;
@@ -780,7 +817,11 @@ int nfs4c_pnfs_read(struct nfs4c_pnfs_file *f, uint64_t off, void *buf, size_t l
 		if (pc.how == NFS4C_BLK_ZERO) {
 			memset(dst, 0, uend - off);
 			count(p, &p->st.zero_bytes, uend - off);
+		} else if (io_direct(off, a, b, uend, dst)) {
+			err = dev_io(p, pc.devid, pc.soff + (a - pc.foff), dst, b - a, false);
 		} else {
+			if (!bb)
+				bb = xmalloc_aligned(DIO_ALIGN, IO_CHUNK);
 			err = dev_io(p, pc.devid, pc.soff + (a - pc.foff), bb, b - a, false);
 			if (!err)
 				memcpy(dst, bb + (off - a), uend - off);
@@ -791,6 +832,291 @@ int nfs4c_pnfs_read(struct nfs4c_pnfs_file *f, uint64_t off, void *buf, size_t l
 		off = uend;
 	}
 	free(bb);
+	return err;
+}
+
+/* ---- streams --------------------------------------------------------------- */
+
+#define STREAM_DEPTH  8u
+#define STREAM_IO_MAX (64u << 20)
+#define STREAM_AHEAD  (64ull << 20)
+
+enum slot_state { SLOT_FREE, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
+
+struct stream_slot {
+	uint8_t *buf; /* aligned, s->io bytes */
+	uint64_t off;
+	size_t len, got;
+	enum slot_state state;
+};
+
+struct nfs4c_pnfs_stream {
+	struct nfs4c_pnfs_file *f;
+	bool wr;
+	size_t io;
+	unsigned depth, nslot; /* threads; slots (one more: the caller's) */
+	struct stream_slot *slot;
+	pthread_t *thr;
+	unsigned nthr;
+	pthread_t ahead_thr;
+	bool have_ahead;
+	uint64_t ahead;
+
+	/* under f->lock */
+	struct cond cv;
+	uint64_t fill_off;   /* write: where the slot being filled starts */
+	uint64_t pos;	     /* write: where its bytes end; read: the next offset to queue */
+	uint64_t end;	     /* write: the hint (0: none); read: where reading stops */
+	uint64_t nsub, nrun; /* slots queued, taken by a worker (both in order) */
+	uint64_t ncons;	     /* read: slots consumed by the caller */
+	bool held;	     /* read: slot ncons is the caller's */
+	unsigned inflight;   /* QUEUED or BUSY */
+	uint64_t lg_have;    /* write: layouts got ahead up to here */
+	int err;	     /* the first error */
+	bool stop;
+};
+
+/* The slot being filled (write) or consumed (read). Its off and len are
+ * the caller's while FREE or DONE, a worker's while QUEUED or BUSY. */
+static struct stream_slot *stream_cur(struct nfs4c_pnfs_stream *s)
+{
+	return &s->slot[(s->wr ? s->nsub : s->ncons) % s->nslot];
+}
+
+static void *stream_worker(void *arg)
+{
+	struct nfs4c_pnfs_stream *s = arg;
+	struct nfs4c_pnfs_file *f = s->f;
+	mutex_lock(&f->lock);
+	for (;;) {
+		while (!s->stop && s->nrun == s->nsub)
+			cond_wait(&s->cv, &f->lock);
+		if (s->nrun == s->nsub)
+			break;
+		struct stream_slot *sl = &s->slot[s->nrun++ % s->nslot];
+		sl->state = SLOT_BUSY;
+		/* after an error (or a read stream's end) nothing new starts */
+		bool skip = s->err || (!s->wr && s->stop);
+		mutex_unlock(&f->lock);
+		int err = 0;
+		sl->got = 0;
+		if (!skip && s->wr)
+			err = nfs4c_pnfs_write(f, sl->off, sl->buf, sl->len);
+		else if (!skip)
+			err = nfs4c_pnfs_read(f, sl->off, sl->buf, sl->len, &sl->got);
+		mutex_lock(&f->lock);
+		if (err && !s->err)
+			s->err = err;
+		sl->state = SLOT_DONE;
+		s->inflight--;
+		cond_broadcast(&s->cv);
+	}
+	mutex_unlock(&f->lock);
+	return NULL;
+}
+
+/* Write streams that know their end: RW layouts ahead of the writers. A
+ * return pending stops it until done (the recalled range is not asked for
+ * again while it goes back); an error stops it for good, the writer that
+ * reaches the range gets again and reports. */
+static void *stream_ahead(void *arg)
+{
+	struct nfs4c_pnfs_stream *s = arg;
+	struct nfs4c_pnfs_file *f = s->f;
+	uint64_t step = ALIGN_UP(s->ahead / 2, (uint64_t)f->p->bs);
+	mutex_lock(&f->lock);
+	for (;;) {
+		uint64_t want = MIN(s->pos + s->ahead, s->end);
+		while (!s->stop && !s->err && (s->lg_have >= want || f->recalling)) {
+			/* woken by the writer (s->cv) or a return done (f->cv):
+			 * both are broadcast under f->lock, so wait on each in
+			 * turn */
+			if (f->recalling)
+				cond_wait(&f->cv, &f->lock);
+			else
+				cond_wait(&s->cv, &f->lock);
+			want = MIN(s->pos + s->ahead, s->end);
+		}
+		if (s->stop || s->err)
+			break;
+		uint64_t from = s->lg_have, to = MIN(MAX(want, from + step), s->end);
+		mutex_unlock(&f->lock);
+		int err = nfs4c_pnfs_layoutget(f, LAYOUTIOMODE4_RW, from, to - from);
+		mutex_lock(&f->lock);
+		if (err)
+			break;
+		s->lg_have = to;
+	}
+	mutex_unlock(&f->lock);
+	return NULL;
+}
+
+int nfs4c_pnfs_stream_open(struct nfs4c_pnfs_file *f, bool wr, uint64_t off,
+			   const struct nfs4c_pnfs_stream_cfg *cfg, struct nfs4c_pnfs_stream **out)
+{
+	uint32_t bs = f->p->bs;
+	unsigned depth = cfg->depth ? cfg->depth : STREAM_DEPTH;
+	size_t io = cfg->io ? cfg->io : IO_CHUNK;
+	if (depth > NFS4C_PNFS_DEPTH_MAX || io > STREAM_IO_MAX || off > INT64_MAX)
+		return -EINVAL;
+	struct nfs4c_pnfs_stream *s = xcalloc(1, sizeof(*s));
+	s->f = f;
+	s->wr = wr;
+	s->io = ALIGN_UP(io, (size_t)bs);
+	s->depth = depth;
+	s->nslot = depth + 1;
+	s->ahead = ALIGN_UP(cfg->ahead ? cfg->ahead : STREAM_AHEAD, (uint64_t)bs);
+	s->slot = xcalloc(s->nslot, sizeof(*s->slot));
+	for (unsigned i = 0; i < s->nslot; i++) {
+		s->slot[i].buf = xmalloc_aligned(DIO_ALIGN, s->io);
+		/* touched now, not page by page in the stream */
+		memset(s->slot[i].buf, 0, s->io);
+	}
+	cond_init(&s->cv);
+	s->pos = off;
+	s->end = wr ? cfg->end : (cfg->end ? cfg->end : nfs4c_pnfs_size(f));
+	s->fill_off = off;
+	s->lg_have = ALIGN_DOWN(off, (uint64_t)bs);
+	s->thr = xcalloc(depth, sizeof(*s->thr));
+	int err = 0;
+	for (; s->nthr < depth; s->nthr++)
+		if ((err = -pthread_create(&s->thr[s->nthr], NULL, stream_worker, s)))
+			break;
+	if (!err && wr && s->end > off) {
+		err = -pthread_create(&s->ahead_thr, NULL, stream_ahead, s);
+		s->have_ahead = !err;
+	}
+	if (err) {
+		s->wr = false; /* nothing was queued: nothing to flush */
+		nfs4c_pnfs_stream_close(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+/* Queue the slot being filled (f->lock held): its bytes end at s->pos. */
+static void stream_queue(struct nfs4c_pnfs_stream *s)
+{
+	struct stream_slot *sl = stream_cur(s);
+	sl->off = s->fill_off;
+	sl->len = (size_t)(s->pos - s->fill_off);
+	sl->state = SLOT_QUEUED;
+	s->inflight++;
+	s->nsub++;
+	s->fill_off = s->pos;
+	cond_broadcast(&s->cv);
+}
+
+int nfs4c_pnfs_stream_buf(struct nfs4c_pnfs_stream *s, void **buf, size_t *room)
+{
+	struct nfs4c_pnfs_file *f = s->f;
+	mutex_lock(&f->lock);
+	struct stream_slot *sl = stream_cur(s);
+	while (!s->err && (sl->state == SLOT_QUEUED || sl->state == SLOT_BUSY))
+		cond_wait(&s->cv, &f->lock);
+	int err = s->err;
+	if (!err) {
+		sl->state = SLOT_FREE;
+		/* a slot ends where io-sized slots from 0 would: on a block */
+		uint64_t lim = ALIGN_DOWN(s->fill_off, (uint64_t)s->io) + s->io;
+		*buf = sl->buf + (s->pos - s->fill_off);
+		*room = (size_t)(lim - s->pos);
+	}
+	mutex_unlock(&f->lock);
+	return err;
+}
+
+void nfs4c_pnfs_stream_submit(struct nfs4c_pnfs_stream *s, size_t n)
+{
+	struct nfs4c_pnfs_file *f = s->f;
+	mutex_lock(&f->lock);
+	s->pos += n;
+	if (s->pos == ALIGN_DOWN(s->fill_off, (uint64_t)s->io) + s->io)
+		stream_queue(s);
+	mutex_unlock(&f->lock);
+}
+
+int nfs4c_pnfs_stream_write(struct nfs4c_pnfs_stream *s, const void *buf, size_t len)
+{
+	while (len) {
+		void *dst;
+		size_t room;
+		int err = nfs4c_pnfs_stream_buf(s, &dst, &room);
+		if (err)
+			return err;
+		size_t n = MIN(room, len);
+		memcpy(dst, buf, n);
+		nfs4c_pnfs_stream_submit(s, n);
+		buf = (const uint8_t *)buf + n;
+		len -= n;
+	}
+	return 0;
+}
+
+int nfs4c_pnfs_stream_next(struct nfs4c_pnfs_stream *s, const void **data, size_t *len)
+{
+	struct nfs4c_pnfs_file *f = s->f;
+	*len = 0;
+	mutex_lock(&f->lock);
+	if (s->held) {
+		stream_cur(s)->state = SLOT_FREE;
+		s->ncons++;
+		s->held = false;
+	}
+	/* read ahead: every free slot */
+	while (!s->err && s->nsub - s->ncons < s->nslot && s->pos < s->end) {
+		struct stream_slot *sl = &s->slot[s->nsub % s->nslot];
+		sl->off = s->pos;
+		sl->len = (size_t)MIN((uint64_t)s->io - s->pos % s->io, s->end - s->pos);
+		sl->state = SLOT_QUEUED;
+		s->pos += sl->len;
+		s->inflight++;
+		s->nsub++;
+		cond_broadcast(&s->cv);
+	}
+	struct stream_slot *sl = stream_cur(s);
+	while (!s->err && s->ncons < s->nsub && sl->state != SLOT_DONE)
+		cond_wait(&s->cv, &f->lock);
+	int err = s->err;
+	if (!err && s->ncons < s->nsub) {
+		s->held = true;
+		if (sl->off < s->end) {
+			*data = sl->buf;
+			*len = sl->got;
+		}
+		if (sl->got < sl->len)
+			s->end = MIN(s->end, sl->off + sl->got); /* the file ends here */
+	}
+	mutex_unlock(&f->lock);
+	return err;
+}
+
+int nfs4c_pnfs_stream_close(struct nfs4c_pnfs_stream *s)
+{
+	struct nfs4c_pnfs_file *f = s->f;
+	mutex_lock(&f->lock);
+	if (s->wr && s->pos > s->fill_off && !s->err)
+		stream_queue(s); /* the last slot, in part */
+	s->stop = !s->wr;	 /* a read stream's queued slots need not run */
+	cond_broadcast(&s->cv);
+	while (s->inflight)
+		cond_wait(&s->cv, &f->lock);
+	s->stop = true;
+	cond_broadcast(&s->cv);
+	cond_broadcast(&f->cv); /* the layout thread, if it waits for a return */
+	int err = s->err;
+	mutex_unlock(&f->lock);
+	for (unsigned i = 0; i < s->nthr; i++)
+		pthread_join(s->thr[i], NULL);
+	if (s->have_ahead)
+		pthread_join(s->ahead_thr, NULL);
+	for (unsigned i = 0; i < s->nslot; i++)
+		free(s->slot[i].buf);
+	free(s->slot);
+	free(s->thr);
+	cond_destroy(&s->cv);
+	free(s);
 	return err;
 }
 

@@ -34,6 +34,26 @@
  * Threads may share a file, but like writes to a local disk, writes of
  * the same block at once by two threads are not ordered (each fills the
  * rest of a partly written block from what the disk held before it).
+ * A call's disk I/O goes to the caller's own buffer where it and the
+ * piece are aligned (DIO_ALIGN, whole blocks), else through a bounce
+ * buffer of the call.
+ *
+ * Streams (struct nfs4c_pnfs_stream) keep the disk busy: one file read or
+ * written in order, in slots of io bytes (a multiple of the block size, so
+ * that no two slots share a block), `depth` of them in flight on as many
+ * threads, each through nfs4c_pnfs_write / nfs4c_pnfs_read and so under
+ * every rule below. A write stream that knows where it ends also has a
+ * thread that gets RW layouts up to `ahead` bytes past the writer, so that
+ * the writers seldom wait for a LAYOUTGET (its error is left for the writer
+ * that reaches the range to get again and report). The first error of any
+ * slot fails the stream: no slot starts after it, and every call after it
+ * returns it. Slot states:
+ *
+ *   FREE --(filled: write; queued: read)--> QUEUED --(a worker)--> BUSY
+ *   BUSY --(the I/O ends)--> DONE --(reused: write; consumed: read)--> FREE
+ *
+ * The stream's state is under its file's lock (760), never held across
+ * I/O or a call (invariant 1).
  *
  * Recalls. The callback thread answers CB_LAYOUTRECALL at once (never
  * waiting for I/O: the server's thread must not wait on us either): OK
@@ -91,6 +111,11 @@ struct nfs4c_pnfs_cfg {
 	 * them, with no lock held (may be NULL) */
 	void (*note)(void *arg, const char *line);
 	void *note_arg;
+	/* for tests (may be NULL): called before each disk read or write of
+	 * a file's data, with no lock held, on the thread doing it; -errno
+	 * fails that I/O with it (an injected error), and it may block */
+	int (*io_hook)(void *arg, bool wr, unsigned disk, uint64_t off, size_t len);
+	void *io_hook_arg;
 };
 
 /*
@@ -124,6 +149,33 @@ int nfs4c_pnfs_layoutget(struct nfs4c_pnfs_file *f, layoutiomode4 iomode, uint64
  * knows (*got: bytes read). Buffers need no alignment. */
 int nfs4c_pnfs_write(struct nfs4c_pnfs_file *f, uint64_t off, const void *buf, size_t len);
 int nfs4c_pnfs_read(struct nfs4c_pnfs_file *f, uint64_t off, void *buf, size_t len, size_t *got);
+
+#define NFS4C_PNFS_DEPTH_MAX 64
+struct nfs4c_pnfs_stream;
+struct nfs4c_pnfs_stream_cfg {
+	unsigned depth; /* I/Os in flight, 1..NFS4C_PNFS_DEPTH_MAX (0: 8) */
+	size_t io;	/* bytes per I/O, rounded up to blocks (0: 1 MiB; at most 64 MiB) */
+	uint64_t end;	/* write: where it is expected to end (0: unknown, no layouts are
+			 * got ahead); read: where it stops (0: the size at the start) */
+	uint64_t ahead; /* write: layout bytes got ahead of the writer (0: 64 MiB) */
+};
+/* A stream of f from off (pnfs.h: Streams); wr: writes, else reads. */
+int nfs4c_pnfs_stream_open(struct nfs4c_pnfs_file *f, bool wr, uint64_t off,
+			   const struct nfs4c_pnfs_stream_cfg *cfg, struct nfs4c_pnfs_stream **out);
+/* Write: the room left in the slot being filled (waiting while every
+ * slot is in flight); the caller writes up to *room bytes at *buf, then
+ * submits them. The first error of the stream. */
+int nfs4c_pnfs_stream_buf(struct nfs4c_pnfs_stream *s, void **buf, size_t *room);
+/* Write: n (<= room) bytes more of the slot; a full slot is queued. */
+void nfs4c_pnfs_stream_submit(struct nfs4c_pnfs_stream *s, size_t n);
+/* Write: the next len bytes, copied (stream_buf and submit in a loop). */
+int nfs4c_pnfs_stream_write(struct nfs4c_pnfs_stream *s, const void *buf, size_t len);
+/* Read: the next bytes in order, *len 0 at the end; *data is the
+ * stream's and lives until the next call. The first error of the stream. */
+int nfs4c_pnfs_stream_next(struct nfs4c_pnfs_stream *s, const void **data, size_t *len);
+/* Write: queue what is left and wait for every I/O; read: stop. End the
+ * threads and free: the stream's first error. */
+int nfs4c_pnfs_stream_close(struct nfs4c_pnfs_stream *s);
 
 struct nfs4c_pnfs_commit_res {
 	unsigned extents;  /* in the layout update(s) */
@@ -166,6 +218,9 @@ struct nfs4c_pnfs_stats {
 	uint64_t recalls, recalls_returned, recalls_ignored, recalls_nomatch, recalls_delayed;
 	uint64_t recall_any;
 	uint64_t disk_writes, disk_write_bytes, disk_reads, disk_read_bytes, zero_bytes;
+	uint64_t layoutget_ns;	  /* spent in LAYOUTGET calls (on any thread) */
+	uint64_t layoutget_bytes; /* asked for by them */
+	uint64_t layoutget_waits; /* I/Os that waited for another thread's LAYOUTGET */
 };
 void nfs4c_pnfs_stats(struct nfs4c_pnfs *p, struct nfs4c_pnfs_stats *st);
 

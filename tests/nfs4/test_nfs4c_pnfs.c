@@ -1391,6 +1391,265 @@ static void test_client(void)
 	TEST_PASS("block layout client against a scripted metadata server");
 }
 
+/* ---- streams: several I/Os in flight ---------------------------------------------- */
+
+/* The disk hook of the stream tests: every data write is logged as 'W'
+ * (and a read as 'r') among the server's operations, so that their order
+ * against LAYOUTGET, LAYOUTCOMMIT and LAYOUTRETURN shows; I/Os in the
+ * hook at once are counted; a closed gate holds writes; one I/O can be
+ * made to fail. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	unsigned in, max_in; /* I/Os in the hook now, at most */
+	unsigned barrier;    /* the first I/Os wait until this many are in (0: none) */
+	bool barrier_met;
+	bool gate_closed;    /* writes wait while it is */
+	unsigned io_count;   /* data I/Os seen */
+	unsigned fail_at;    /* the I/O (1-based) that fails with -EIO (0: none) */
+	unsigned after_fail; /* I/Os that reached the hook after it */
+} H = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static int stream_hook(void *arg, bool wr, unsigned disk, uint64_t off, size_t len)
+{
+	pthread_mutex_lock(&M.lock);
+	mds_op(wr ? 'W' : 'r');
+	pthread_mutex_unlock(&M.lock);
+	pthread_mutex_lock(&H.lock);
+	unsigned nth = ++H.io_count;
+	if (H.fail_at && nth > H.fail_at)
+		H.after_fail++;
+	H.in++;
+	H.max_in = MAX(H.max_in, H.in);
+	pthread_cond_broadcast(&H.cv);
+	/* the barrier: these wait for each other (a watchdog of 10 s, not a
+	 * measurement: a client with fewer in flight fails max_in below) */
+	uint64_t end = now_ns() + 10 * NSEC_PER_SEC;
+	while (H.barrier && !H.barrier_met && H.in < H.barrier && now_ns() < end) {
+		struct timespec ts = {.tv_nsec = 10 * 1000 * 1000};
+		pthread_mutex_unlock(&H.lock);
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&H.lock);
+	}
+	if (H.barrier && H.in >= H.barrier)
+		H.barrier_met = true;
+	else if (H.barrier)
+		H.barrier = 0; /* it never came: the rest go on at once */
+	while (wr && H.gate_closed)
+		pthread_cond_wait(&H.cv, &H.lock);
+	H.in--;
+	int ret = H.fail_at && nth == H.fail_at ? -EIO : 0;
+	pthread_mutex_unlock(&H.lock);
+	CHECK_EQ(off % BS, 0); /* slots never share a block: whole blocks */
+	(void)arg;
+	(void)disk;
+	(void)len;
+	return ret;
+}
+
+static void hook_reset(void)
+{
+	pthread_mutex_lock(&H.lock);
+	H.in = H.max_in = H.barrier = H.io_count = H.fail_at = H.after_fail = 0;
+	H.barrier_met = H.gate_closed = false;
+	pthread_mutex_unlock(&H.lock);
+}
+
+/* Wait (a watchdog of 30 s) until n I/Os are in the hook. */
+static void hook_wait_in(unsigned n)
+{
+	uint64_t end = now_ns() + 30 * NSEC_PER_SEC;
+	pthread_mutex_lock(&H.lock);
+	while (H.in < n) {
+		pthread_mutex_unlock(&H.lock);
+		CHECK(now_ns() < end);
+		sleep_ns(2 * NSEC_PER_MSEC);
+		pthread_mutex_lock(&H.lock);
+	}
+	pthread_mutex_unlock(&H.lock);
+}
+
+static void gate(bool closed)
+{
+	pthread_mutex_lock(&H.lock);
+	H.gate_closed = closed;
+	pthread_cond_broadcast(&H.cv);
+	pthread_mutex_unlock(&H.lock);
+}
+
+/* The position in the server's log of the last op c (-1: none). */
+static int mds_last_index(char c)
+{
+	pthread_mutex_lock(&M.lock);
+	int at = -1;
+	for (unsigned i = 0; i < M.nops; i++)
+		if (M.ops[i] == c)
+			at = (int)i;
+	pthread_mutex_unlock(&M.lock);
+	return at;
+}
+
+static void test_stream(void)
+{
+	char dir[] = "/tmp/nfs4c-stream.XXXXXX", disk[64], decoy[64];
+	struct nfs4c_client *cl;
+	struct nfs4c_cfg cfg;
+	struct nfs4c_fh root;
+	struct nfs4c_pnfs *p;
+	struct nfs4c_pnfs_file *f;
+	struct nfs4c_pnfs_stream *s;
+	struct nfs4c_pnfs_stats st;
+	const uint64_t fsize = (1u << 20) - 5000; /* 16 layout ranges of 64 KiB */
+	uint8_t *want = xcalloc(1, 1 << 20), *got = xcalloc(1, 1 << 20);
+
+	int dfd = make_disks(dir, disk, decoy);
+	mds_start();
+	nfs4c_cfg_default(&cfg);
+	cfg.addr = M.addr;
+	cfg.owner = "pnfs-stream-client";
+	cfg.eia_flags = EXCHGID4_FLAG_USE_PNFS_MDS;
+	cfg.no_renew = true;
+	CHECK_OK(nfs4c_create(&cfg, &cl));
+	CHECK_OK(nfs4c_mount(cl, &root));
+	const char *disks[1] = {disk};
+	struct nfs4c_pnfs_cfg pc = {
+		.disks = disks, .ndisks = 1, .retry_ms = 20000, .io_hook = stream_hook};
+	CHECK_OK(nfs4c_pnfs_create(cl, &pc, &p));
+
+	/* 1. a write stream of depth 4 in 16 KiB slots over 16 layout
+	 * ranges, given in pieces that fit no slot: 4 writes in flight at
+	 * once, every byte on the disk where the server put it, one
+	 * LAYOUTCOMMIT; read back by a read stream with 4 reads in flight */
+	hook_reset();
+	H.barrier = 4;
+	CHECK_OK(nfs4c_pnfs_open(p, &DIR_FH, "f", NFS4C_PNFS_TRUNC, &f));
+	fill(want, fsize, 0, 7);
+	struct nfs4c_pnfs_stream_cfg sc = {
+		.depth = 4, .io = 16384, .end = fsize, .ahead = 128 << 10};
+	CHECK_OK(nfs4c_pnfs_stream_open(f, true, 0, &sc, &s));
+	for (uint64_t off = 0; off < fsize; off += 7000)
+		CHECK_OK(nfs4c_pnfs_stream_write(s, want + off, (size_t)MIN(7000, fsize - off)));
+	CHECK_OK(nfs4c_pnfs_stream_close(s));
+	CHECK_EQ(H.max_in, 4);
+	CHECK(H.barrier_met);
+	CHECK(mds_count('G') >= 16);
+	unsigned commits = mds_count('C');
+	CHECK_OK(nfs4c_pnfs_commit(f, NULL));
+	CHECK_EQ(mds_count('C'), commits + 1);
+	CHECK_EQ(M.size, fsize);
+	disk_file(dfd, got, fsize);
+	CHECK(!memcmp(got, want, fsize));
+	hook_reset();
+	H.barrier = 4;
+	memset(got, 0xee, 1 << 20);
+	sc = (struct nfs4c_pnfs_stream_cfg){.depth = 4, .io = 16384};
+	CHECK_OK(nfs4c_pnfs_stream_open(f, false, 0, &sc, &s));
+	uint64_t at = 0;
+	for (;;) {
+		const void *data;
+		size_t n;
+		CHECK_OK(nfs4c_pnfs_stream_next(s, &data, &n));
+		if (!n)
+			break;
+		CHECK(at + n <= fsize);
+		memcpy(got + at, data, n);
+		at += n;
+	}
+	CHECK_OK(nfs4c_pnfs_stream_close(s));
+	CHECK_EQ(at, fsize);
+	CHECK(!memcmp(got, want, fsize));
+	CHECK_EQ(H.max_in, 4);
+
+	/* 2. a recall while writes are in flight: it is answered at once, but
+	 * neither the LAYOUTCOMMIT nor the LAYOUTRETURN goes out before the
+	 * four writes in flight are done (the commit carries all four
+	 * slots); the slot queued behind them waits for the return, gets a
+	 * layout again and only then is written */
+	hook_reset();
+	gate(true);
+	sc = (struct nfs4c_pnfs_stream_cfg){.depth = 4, .io = 16384};
+	fill(want, 5 * 16384, 0, 8);
+	CHECK_OK(nfs4c_pnfs_stream_open(f, true, 0, &sc, &s));
+	CHECK_OK(nfs4c_pnfs_stream_write(s, want, 5 * 16384)); /* 5 slots: 4 in flight */
+	hook_wait_in(4);
+	unsigned returns = mds_count('R');
+	commits = mds_count('C');
+	CHECK_EQ(mds_recall(&FILE_FH, M.lseqid + 1, LAYOUTIOMODE4_ANY), NFS4_OK);
+	sleep_ns(200 * NSEC_PER_MSEC); /* a client that did not wait would return now */
+	CHECK_EQ(mds_count('R'), returns);
+	CHECK_EQ(mds_count('C'), commits);
+	pthread_mutex_lock(&H.lock);
+	CHECK_EQ(H.io_count, 4); /* the fifth is not written during the recall */
+	pthread_mutex_unlock(&H.lock);
+	gate(false);
+	mds_wait_op('R', returns + 1);
+	CHECK_OK(nfs4c_pnfs_stream_close(s));
+	int r_at = mds_last_index('R');
+	pthread_mutex_lock(&M.lock);
+	CHECK(r_at > 0 && M.ops[r_at - 1] == 'C');
+	/* after the return: a LAYOUTGET, then the fifth slot's write */
+	bool lg_seen = false;
+	unsigned writes_after = 0;
+	for (unsigned i = (unsigned)r_at + 1; i < M.nops; i++) {
+		lg_seen |= M.ops[i] == 'G';
+		if (M.ops[i] == 'W') {
+			CHECK(lg_seen);
+			writes_after++;
+		}
+	}
+	pthread_mutex_unlock(&M.lock);
+	CHECK_EQ(writes_after, 1);
+	CHECK_OK(nfs4c_pnfs_commit(f, NULL));
+	CHECK_EQ(M.size, fsize); /* an overwrite of the start: the size stays */
+	disk_file(dfd, got, 5 * 16384);
+	CHECK(!memcmp(got, want, 5 * 16384));
+
+	/* 3. an I/O error in flight fails the stream: the call that meets
+	 * it or the close returns it, no slot starts after the ones already
+	 * in flight; then a read stream's error */
+	hook_reset();
+	H.fail_at = 3;
+	sc = (struct nfs4c_pnfs_stream_cfg){.depth = 2, .io = 8192, .end = 256 << 10};
+	CHECK_OK(nfs4c_pnfs_stream_open(f, true, 0, &sc, &s));
+	int err = 0;
+	for (uint64_t off = 0; !err && off < (256 << 10); off += 8192)
+		err = nfs4c_pnfs_stream_write(s, want, 8192);
+	int err2 = nfs4c_pnfs_stream_close(s);
+	CHECK_EQ(err2, -EIO);
+	CHECK(err == 0 || err == -EIO);
+	/* what was queued when it failed, at most: the writer stopped */
+	CHECK(H.after_fail <= 2);
+	hook_reset();
+	H.fail_at = 2;
+	sc = (struct nfs4c_pnfs_stream_cfg){.depth = 3, .io = 8192};
+	CHECK_OK(nfs4c_pnfs_stream_open(f, false, 0, &sc, &s));
+	err = 0;
+	for (unsigned i = 0; !err && i < 200; i++) {
+		const void *data;
+		size_t n;
+		err = nfs4c_pnfs_stream_next(s, &data, &n);
+		if (!err && !n)
+			break;
+	}
+	CHECK_EQ(err, -EIO);
+	CHECK_EQ(nfs4c_pnfs_stream_close(s), -EIO);
+	nfs4c_pnfs_stats(p, &st);
+	CHECK(st.layoutget_bytes > 0);
+
+	CHECK_OK(nfs4c_pnfs_close(f));
+	nfs4c_pnfs_destroy(p);
+	CHECK_OK(nfs4c_unmount(cl));
+	nfs4c_destroy(cl);
+	mds_stop();
+	close(dfd);
+	unlink(disk);
+	unlink(decoy);
+	rmdir(dir);
+	free(want);
+	free(got);
+	TEST_PASS("streams: writes and reads in flight, a recall among them, an error");
+}
+
 /* ---- jnfs pnfs against the same server ------------------------------------------ */
 
 static void test_cli(const char *jnfs)
@@ -1427,6 +1686,33 @@ static void test_cli(const char *jnfs)
 	CHECK(fd >= 0 && read(fd, got, 200000) == 200000);
 	close(fd);
 	CHECK(!memcmp(got, want, 200000));
+
+	/* put and get in streams: 3 writes of 8 KiB in flight, layouts got
+	 * 32 KiB ahead (7 of them), one LAYOUTCOMMIT; 3 reads in flight */
+	unsigned lgs = mds_count('G'), cms = mds_count('C');
+	const char *sput[] = {
+		jnfs, "pnfs",	 url, "--device", disk, "--no-stats",	  "put", local,
+		"f",  "--depth", "3", "--io",	  "8K", "--layout-ahead", "32K", NULL};
+	CHECK_EQ(pu_run_echo(out, sput), 0);
+	CHECK_EQ(pu_value(out, "pnfs.put.bytes"), 200000);
+	CHECK_EQ(pu_value(out, "pnfs.put.commits"), 1);
+	CHECK(mds_count('G') >= lgs + 7);
+	CHECK_EQ(mds_count('C'), cms + 1);
+	CHECK_EQ(M.size, 200000);
+	disk_file(dfd, got, 200000);
+	CHECK(!memcmp(got, want, 200000));
+	const char *sget[] = {jnfs, "pnfs", url,       "--device", disk,   "--no-stats", "get",
+			      "f",  back,   "--depth", "3",	   "--io", "8K",	 NULL};
+	CHECK_EQ(pu_run_echo(out, sget), 0);
+	CHECK_EQ(pu_value(out, "pnfs.get.bytes"), 200000);
+	memset(got, 0, 200000);
+	fd = open(back, O_RDONLY);
+	CHECK(fd >= 0 && read(fd, got, 200000) == 200000);
+	close(fd);
+	CHECK(!memcmp(got, want, 200000));
+	const char *bad_depth[] = {jnfs, "pnfs", url,	    "--device", disk, "get",
+				   "f",	 back,	 "--depth", "65",	NULL};
+	CHECK_EQ(pu_run_echo(out, bad_depth), 2);
 
 	/* info: the device, found on the disk and not on the decoy */
 	const char *info[] = {jnfs, "pnfs", url, "--device", decoy, "--device", disk, "info", NULL};
@@ -1516,6 +1802,7 @@ int main(int argc, char **argv)
 	test_volumes();
 	test_extents();
 	test_client();
+	test_stream();
 	if (argc > 1)
 		test_cli(argv[1]); /* the jnfs program */
 	return 0;
