@@ -492,6 +492,50 @@ static void list_replace(const struct nfs4c_blk_list *l, const struct nfs4c_blk_
 	list_free(&rest);
 }
 
+static bool unwritten_invalid(const struct nfs4c_blk_ext *e);
+static bool written_invalid(const struct nfs4c_blk_ext *e);
+
+/*
+ * Blocks the client wrote and has not committed stay written when a new
+ * layout gives them again as INVALID_DATA on the same storage: the
+ * server knows of them only at LAYOUTCOMMIT, the client does now (another
+ * thread's LAYOUTGET, or one ahead of a stream, may cover blocks written
+ * meanwhile). On other storage they are not there: not kept.
+ */
+static void keep_written(const struct nfs4c_blk_list *old, struct nfs4c_blk_list *l)
+{
+	for (unsigned i = 0; i < old->n; i++) {
+		const struct nfs4c_blk_ext *o = &old->e[i];
+		if (!written_invalid(o))
+			continue;
+		struct nfs4c_blk_list out = {0};
+		for (unsigned k = 0; k < l->n; k++) {
+			const struct nfs4c_blk_ext *e = &l->e[k];
+			uint64_t a = MAX(e->foff, o->foff), b = MIN(ext_end(e), ext_end(o));
+			if (a >= b || !unwritten_invalid(e) ||
+			    memcmp(e->devid, o->devid, NFS4_DEVICEID4_SIZE) ||
+			    e->soff + (a - e->foff) != o->soff + (a - o->foff)) {
+				list_push(&out, e);
+				continue;
+			}
+			struct nfs4c_blk_ext p;
+			if (e->foff < a) {
+				p = ext_part(e, e->foff, a);
+				list_push(&out, &p);
+			}
+			p = ext_part(e, a, b);
+			p.written = true;
+			list_push(&out, &p);
+			if (ext_end(e) > b) {
+				p = ext_part(e, b, ext_end(e));
+				list_push(&out, &p);
+			}
+		}
+		list_free(l);
+		*l = out;
+	}
+}
+
 int nfs4c_blk_map_add(struct nfs4c_blk_map *m, const struct nfs4c_blk_ext *e, unsigned n)
 {
 	struct nfs4c_blk_ext *add[2] = {xcalloc(n ? n : 1, sizeof(*e)),
@@ -513,6 +557,7 @@ int nfs4c_blk_map_add(struct nfs4c_blk_map *m, const struct nfs4c_blk_ext *e, un
 	}
 	if (!err) {
 		list_replace(&m->rw, add[0], cnt[0], &rw);
+		keep_written(&m->rw, &rw);
 		list_replace(&m->ro, add[1], cnt[1], &ro);
 		err = map_commit(m, &rw, &ro);
 	}

@@ -169,8 +169,10 @@ void nfs4c_blk_map_destroy(struct nfs4c_blk_map *m);
 unsigned nfs4c_blk_map_count(const struct nfs4c_blk_map *m);
 
 /* Add the extents of one layout (each to its list, replacing what was
- * there for its range): 0, or -E2BIG past NFS4C_BLK_MAX_EXTENTS with the
- * map unchanged. The extents must satisfy invariant 1 on their own. */
+ * there for its range, but blocks written and not committed stay written
+ * where the new INVALID_DATA extent puts them on the same storage): 0, or
+ * -E2BIG past NFS4C_BLK_MAX_EXTENTS with the map unchanged. The extents
+ * must satisfy invariant 1 on their own. */
 int nfs4c_blk_map_add(struct nfs4c_blk_map *m, const struct nfs4c_blk_ext *e, unsigned n);
 
 /* Forget [off, off + len) (len UINT64_MAX: to the end) of the extents

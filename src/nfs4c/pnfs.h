@@ -159,7 +159,8 @@ struct nfs4c_pnfs_stream_cfg {
 			 * got ahead); read: where it stops (0: the size at the start) */
 	uint64_t ahead; /* write: layout bytes got ahead of the writer (0: 64 MiB) */
 };
-/* A stream of f from off (pnfs.h: Streams); wr: writes, else reads. */
+/* A stream of f from off (pnfs.h: Streams); wr: writes, else reads.
+ * Close it before f. */
 int nfs4c_pnfs_stream_open(struct nfs4c_pnfs_file *f, bool wr, uint64_t off,
 			   const struct nfs4c_pnfs_stream_cfg *cfg, struct nfs4c_pnfs_stream **out);
 /* Write: the room left in the slot being filled (waiting while every

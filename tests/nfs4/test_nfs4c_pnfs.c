@@ -351,6 +351,25 @@ static void test_extents(void)
 	CHECK(got[1].foff == 40960 && got[1].len == 4096);
 	nfs4c_blk_map_pending(&m, got, 1, &n, &more);
 	CHECK(n == 1 && more);
+	/* the same layout again (another thread's LAYOUTGET, or one ahead
+	 * of a stream): the blocks written stay written, pending and read
+	 * from the disk; on other storage they are not kept */
+	CHECK_OK(nfs4c_blk_map_add(&m, e, 3));
+	nfs4c_blk_map_pending(&m, got, 8, &n, &more);
+	CHECK(n == 2 && !more && got[0].foff == 4096 && got[0].len == 12288 &&
+	      got[1].foff == 40960 && got[1].len == 4096);
+	plan(&m, false, 4096, 65536, NFS4C_BLK_DEV, 12288, (1 << 20) + 4096);
+	struct nfs4c_blk_map m2;
+	nfs4c_blk_map_init(&m2);
+	CHECK_OK(nfs4c_blk_map_add(&m2, e, 1));
+	CHECK_OK(nfs4c_blk_map_mark_written(&m2, 4096, 8192));
+	struct nfs4c_blk_ext moved = e[0];
+	moved.soff = 5 << 20;
+	CHECK_OK(nfs4c_blk_map_add(&m2, &moved, 1));
+	nfs4c_blk_map_pending(&m2, got, 8, &n, &more);
+	CHECK_EQ(n, 0);
+	plan(&m2, false, 4096, 4096, NFS4C_BLK_ZERO, 4096, 0);
+	nfs4c_blk_map_destroy(&m2);
 	/* the update as the server reads it */
 	struct xdr_enc x;
 	xdr_enc_init(&x, 1 << 20);
