@@ -33,6 +33,10 @@ The goals are the project's performance goals for each comparison:
               fdatasync is never slower than the same commit as a
               synchronous transaction (its anchor, the same build with
               --bench-sync-layoutcommit): ms per commit sync/datasync >= 1.0
+  nfs-lookup  an NFS LOOKUP in a 100,000-entry directory costs within 10%
+              of one in a 1,000-entry directory on the same jnfsd, over
+              NFSv3 and NFSv4.1, with 1 and 8 in flight (lookups/s
+              small/big, median of the per-round ratios, <= 1.10)
 """
 import csv
 import os
@@ -46,12 +50,14 @@ GOALS = {
     "nfs3-untar": (">=", 1.5),
     "nfs4-untar": (">=", 1.5),
     "pnfs-commit": (">=", 1.0),
+    "nfs-lookup": ("<=", 1.10),
 }
 # goals of single rows that differ from their benchmark's: (bench, clients)
 ROW_GOALS = {
     ("nfs4-untar", "1"): (">=", 1.2),
 }
-BENCHES = ["rpc-null", "sync-loop", "fs-scale", "nfs3-untar", "nfs4-untar", "pnfs-commit"]
+BENCHES = ["rpc-null", "sync-loop", "fs-scale", "nfs3-untar", "nfs4-untar", "pnfs-commit",
+           "nfs-lookup"]
 UNTAR_PROTO = {"nfs3-untar": "NFSv3", "nfs4-untar": "NFSv4.1"}
 
 
@@ -206,6 +212,22 @@ def rows_pnfs_commit(raw):
         # the ratio is how much slower the synchronous transaction is
         rows.append(Row("pnfs-commit", pnfs_workload(r), fmt(r["datasync_commit_ms"], 2),
                         "sync transaction " + fmt(r["sync_commit_ms"], 2), r["ratio"],
+                        r["ratio_min"], r["ratio_max"]))
+    return rows
+
+
+def nfs_lookup_workload(r):
+    return "LOOKUP over %s, %s in flight, %s vs %s entries (lookups/s)" % (
+        {"nfs3": "NFSv3", "nfs4": "NFSv4.1"}.get(r["proto"], r["proto"]), r["inflight"],
+        fmt(r["big_entries"]), fmt(r["small_entries"]))
+
+
+def rows_nfs_lookup(raw):
+    rows = []
+    for r in read_csv(os.path.join(raw, "nfs-lookup.csv")) or []:
+        # the ratio is the slowdown itself: lookups/s small over big
+        rows.append(Row("nfs-lookup", nfs_lookup_workload(r), fmt(r["big_lookups_per_s"]),
+                        "small directory " + fmt(r["small_lookups_per_s"]), r["ratio"],
                         r["ratio_min"], r["ratio_max"]))
     return rows
 
@@ -403,6 +425,29 @@ def plot_pnfs_commit(raw, out, tmp):
     return png if gnuplot(script, png) else None
 
 
+def plot_nfs_lookup(raw, out, tmp):
+    rows = read_csv(os.path.join(raw, "nfs-lookup.csv"))
+    if not rows:
+        return None
+    dat = os.path.join(tmp, "nfs-lookup.dat")
+    write_dat(dat, [("%s K=%s" % (r["proto"], r["inflight"]), num(r["ratio"]),
+                     num(r["ratio_min"]), num(r["ratio_max"]), num(r["small_p50_us"]),
+                     num(r["big_p50_us"]), num(r["small_p99_us"]), num(r["big_p99_us"]))
+                    for r in rows])
+    png = os.path.join(out, "nfs-lookup.png")
+    script = (HEAD % (900, png) + "set multiplot layout 2,1\n" +
+              ratio_panel(dat, len(rows), "nfs-lookup: lookups/s small / big directory "
+                          "(lower is better)", 1.10, [(2, 3, 4, "small / big", 0)]) +
+              "set title \"nfs-lookup: latency of one LOOKUP (median of rounds)\"\n"
+              "set ylabel \"us (log scale)\"\nset logscale y\nset yrange [1:*]\n"
+              "set xrange [*:*]\n"
+              "set style data histograms\nset style histogram clustered gap 1\n"
+              "plot \"%s\" using 5:xtic(1) title \"p50 small\", \"\" using 6 title "
+              "\"p50 big\", \"\" using 7 title \"p99 small\", \"\" using 8 title \"p99 big\"\n"
+              "unset multiplot\n" % dat)
+    return png if gnuplot(script, png) else None
+
+
 def main():
     report = sys.argv[1]
     raw = os.path.join(report, "raw")
@@ -417,12 +462,12 @@ def main():
     untar4_rows, untar4_base = rows_untar("nfs4-untar", raw)
     rows = {"rpc-null": rpc_rows, "sync-loop": rows_sync_loop(raw), "fs-scale": rows_fs_scale(raw),
             "nfs3-untar": untar_rows, "nfs4-untar": untar4_rows,
-            "pnfs-commit": rows_pnfs_commit(raw)}
+            "pnfs-commit": rows_pnfs_commit(raw), "nfs-lookup": rows_nfs_lookup(raw)}
     plots = {"rpc-null": plot_rpc_null, "sync-loop": plot_sync_loop,
              "fs-scale": plot_fs_scale,
              "nfs3-untar": lambda raw, out, tmp: plot_untar("nfs3-untar", raw, out, tmp),
              "nfs4-untar": lambda raw, out, tmp: plot_untar("nfs4-untar", raw, out, tmp),
-             "pnfs-commit": plot_pnfs_commit}
+             "pnfs-commit": plot_pnfs_commit, "nfs-lookup": plot_nfs_lookup}
 
     md = ["# jnfs benchmark report", ""]
     if run_txt:
@@ -445,9 +490,9 @@ def main():
             out_rows.append([b, r.workload, r.jnfs, r.anchor, fmt(r.ratio, 2), fmt(r.lo, 2),
                              fmt(r.hi, 2), r.goal, r.met])
     md.append("")
-    md.append("Ratios are jnfs over the anchor (for fs-scale's slowdown: lookups/s in the "
-              "small directory over the big one; for pnfs-commit: ms per commit as a "
-              "synchronous transaction over as served); min–max is the spread of the per-round "
+    md.append("Ratios are jnfs over the anchor (for fs-scale's and nfs-lookup's slowdown: "
+              "lookups/s in the small directory over the big one; for pnfs-commit: ms per "
+              "commit as a synchronous transaction over as served); min–max is the spread of the per-round "
               "ratios of this run. A goal is met when the ratio (median or best, as each "
               "benchmark reports it) is on the right side of it.")
     base = [("rpc-null",) + b for b in rpc_base] + [("nfs3-untar",) + b for b in untar_base] + \

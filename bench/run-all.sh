@@ -14,6 +14,9 @@
 #   pnfs-commit a pNFS LAYOUTCOMMIT after each overwrite, as served (an
 #               fdatasync) against a synchronous transaction of the same
 #               build (run-pnfs-commit.sh)
+#   nfs-lookup  an NFS LOOKUP in a 100,000-entry directory against one in a
+#               1,000-entry directory, jnfsd against itself, over NFSv3 and
+#               NFSv4.1 (run-nfs-lookup.sh)
 # Each script alternates the systems it compares round by round; they run
 # one after the other. The report goes to a dated folder,
 # $BENCH_REPORTS/YYYY-MM-DD-HHMMSS (default bench-reports/): raw/ (every
@@ -58,6 +61,7 @@ if [ "$QUICK" = 1 ]; then
 	UNTAR_ENV="ROUNDS=2 MODES=filesync FILES_1=300 FILES_N=1200 IMAGE_MIB=1024"
 	UNTAR_ARGS="1 8"
 	PNFS_ARGS="2"
+	NFS_LOOKUP_ARGS="--big 20000 --lookups 5000 --rounds 2"
 else
 	RPC_NULL_ENV="ROUNDS=3"
 	RPC_NULL_ARGS="3 1 4 16"
@@ -68,6 +72,7 @@ else
 	UNTAR_ENV="ROUNDS=3 FILES_1=2000 FILES_N=8000 IMAGE_MIB=4096"
 	UNTAR_ARGS="1 8"
 	PNFS_ARGS="5"
+	NFS_LOOKUP_ARGS=""
 fi
 
 {
@@ -80,6 +85,7 @@ fi
 	echo "nfs3-untar: $UNTAR_ENV bench/run-nfs3-untar.sh $UNTAR_ARGS"
 	echo "nfs4-untar: $UNTAR_ENV bench/run-nfs4-untar.sh $UNTAR_ARGS"
 	echo "pnfs-commit: bench/run-pnfs-commit.sh $PNFS_ARGS"
+	echo "nfs-lookup: bench/run-nfs-lookup.sh $NFS_LOOKUP_ARGS"
 } >"$REPORT/run.txt"
 cat "$REPORT/run.txt"
 
@@ -102,6 +108,7 @@ bench fs-scale "$FS_SCALE_ENV" "$FS_SCALE_ARGS" bench/run-fs-scale.sh
 bench nfs3-untar "$UNTAR_ENV" "$UNTAR_ARGS" bench/run-nfs3-untar.sh
 bench nfs4-untar "$UNTAR_ENV" "$UNTAR_ARGS" bench/run-nfs4-untar.sh
 bench pnfs-commit "" "$PNFS_ARGS" bench/run-pnfs-commit.sh
+bench nfs-lookup "" "$NFS_LOOKUP_ARGS" bench/run-nfs-lookup.sh
 
 python3=/usr/bin/python3
 [ -x "$python3" ] || python3=python3

@@ -3,7 +3,8 @@
 
 A report folder is filled with what the benchmark scripts write (the
 column layouts of bench/run-rpc-null.sh, run-sync-loop.sh, run-fs-scale.sh,
-run-nfs3-untar.sh, run-nfs4-untar.sh and run-pnfs-commit.sh, with a baseline
+run-nfs3-untar.sh, run-nfs4-untar.sh, run-pnfs-commit.sh and
+run-nfs-lookup.sh, with a baseline
 jnfsd), with numbers chosen so that some goals are met and some are not
 (nfs4-untar's goal differs by row: 1.2 at 1 client, 1.5 at 8); report.py must
 put every row in the table with the right ratio, spread, goal and verdict,
@@ -68,6 +69,12 @@ filesync,1,300,650.0,500.0,1.30,1.25,1.35,2.0,2.0,3.0,4.1,60,60,200,280,350,n/a,
 unstable,8,1200,1400.0,1000.0,1.40,1.30,1.45,0.3,0.8,0.7,1.9,120,80,1500,1400,300,1300,200,5000,7000,500,8000,300,1600,1500,310,1350,210,1300.0,1.08,1.01,1.12,0.3,0.7,120
 """
 
+# nfs-lookup: its ratio is lookups/s small over big, goal <= 1.10
+NFS_LOOKUP = """proto,inflight,small_entries,big_entries,rounds,lookups,small_lookups_per_s,big_lookups_per_s,small_mean_us,big_mean_us,small_p50_us,big_p50_us,small_p99_us,big_p99_us,ratio,ratio_min,ratio_max
+nfs3,1,1000,100000,3,20000,9000,8600,110.0,115.0,100.0,104.0,300.0,320.0,1.047,1.010,1.090
+nfs4,8,1000,100000,3,20000,30000,24000,260.0,330.0,240.0,300.0,900.0,1100.0,1.250,1.180,1.300
+"""
+
 
 def png_size(path):
     data = open(path, "rb").read()
@@ -90,7 +97,7 @@ def table(md):
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) == 7 and cells[0] in ("rpc-null", "sync-loop", "fs-scale", "nfs3-untar",
-                                            "nfs4-untar", "pnfs-commit"):
+                                            "nfs4-untar", "pnfs-commit", "nfs-lookup"):
             rows[(cells[0], cells[1])] = cells
     return rows
 
@@ -118,9 +125,10 @@ def main():
         write(os.path.join(raw, "nfs3-untar.csv"), UNTAR)
         write(os.path.join(raw, "nfs4-untar.csv"), UNTAR4)
         write(os.path.join(raw, "pnfs-commit.csv"), PNFS_COMMIT)
+        write(os.path.join(raw, "nfs-lookup.csv"), NFS_LOOKUP)
         write(os.path.join(raw, "status.csv"), "name,exit_status,seconds\nrpc-null,0,10\n"
               "sync-loop,0,40\nfs-scale,0,30\nnfs3-untar,0,60\nnfs4-untar,0,70\n"
-              "pnfs-commit,0,50\n")
+              "pnfs-commit,0,50\nnfs-lookup,0,80\n")
         write(os.path.join(rep, "run.txt"), "BENCH_QUICK=1\n")
         md = run(rep)
         rows = table(md)
@@ -153,6 +161,15 @@ def main():
         expect(rows, "pnfs-commit",
                "LAYOUTCOMMIT after each overwrite, 4 threads, 16M in 64K writes (ms each)",
                "0.96 (0.90–1.04)", "not met")
+        expect(rows, "nfs-lookup",
+               "LOOKUP over NFSv3, 1 in flight, 100,000 vs 1,000 entries (lookups/s)",
+               "1.05 (1.01–1.09)", "met", "≤ 1.10")
+        expect(rows, "nfs-lookup",
+               "LOOKUP over NFSv4.1, 8 in flight, 100,000 vs 1,000 entries (lookups/s)",
+               "1.25 (1.18–1.30)", "not met")
+        if "| nfs-lookup | LOOKUP over NFSv3, 1 in flight, 100,000 vs 1,000 entries " \
+           "(lookups/s) | 8,600 | small directory 9,000 |" not in md:
+            fail("the nfs-lookup row does not show both directories' lookups/s:\n" + md)
         if "## This jnfsd against the baseline jnfsd" not in md or \
            "| nfs3-untar | untar filesync, 1 client (files/s) | 620.0 | 510.0 | 1.22 (1.20–1.23) |" \
            not in md or "| rpc-null | NULL calls/s, 16 conns | 300,000 | 280,000 | 1.07 (1.01–1.10) |" \
@@ -160,10 +177,11 @@ def main():
             fail("the baseline table is wrong:\n" + md)
         with open(os.path.join(rep, "results.csv")) as f:
             res = list(csv.DictReader(f))
-        if len(res) != 2 + 2 + 4 + 2 + 2 + 2 + 4 + 2:
+        if len(res) != 2 + 2 + 4 + 2 + 2 + 2 + 4 + 2 + 2:
             fail("results.csv has %d rows" % len(res))
         for b, h in (("rpc-null", 900), ("sync-loop", 900), ("fs-scale", 900),
-                     ("nfs3-untar", 1000), ("nfs4-untar", 1000), ("pnfs-commit", 900)):
+                     ("nfs3-untar", 1000), ("nfs4-untar", 1000), ("pnfs-commit", 900),
+                     ("nfs-lookup", 900)):
             png = os.path.join(rep, b + ".png")
             if not os.path.exists(png):
                 fail("no %s" % png)
@@ -173,7 +191,7 @@ def main():
                 fail("report.md does not show %s.png" % b)
         if os.path.exists(os.path.join(rep, ".plot")):
             fail("the plot data was left behind")
-        print("report with a baseline: %d rows, 6 plots" % len(rows))
+        print("report with a baseline: %d rows, 7 plots" % len(rows))
 
         # no baseline, sync-loop failed
         rep2 = os.path.join(tmp, "failed")
@@ -198,7 +216,8 @@ def main():
         if "baseline" in md.split("## Plots")[0]:
             fail("a baseline table without a baseline")
         expect(rows, "pnfs-commit", "failed (exit 1), see raw/pnfs-commit.log", "", "n/a")
-        for b in ("sync-loop", "nfs4-untar", "pnfs-commit"):
+        expect(rows, "nfs-lookup", "no results, see raw/nfs-lookup.log", "", "n/a", "≤ 1.10")
+        for b in ("sync-loop", "nfs4-untar", "pnfs-commit", "nfs-lookup"):
             if os.path.exists(os.path.join(rep2, b + ".png")):
                 fail("a plot for a failed benchmark (%s)" % b)
         for b in ("rpc-null", "fs-scale", "nfs3-untar"):
