@@ -39,6 +39,9 @@
  *   nfs_lookup.P.kK.within_10pct   1 when the median ratio is <= 1.10
  *   nfs_lookup.P.kK.p50_ratio_median   median latency big over small
  *       (median over rounds): the same cost, less moved by stalls
+ *   nfs_lookup.P.kK.p50_added_us   what the big directory adds to the
+ *       median latency (big minus small, median over rounds), to set
+ *       beside what it adds in the engine (fs_scale.dir.lookup_added_ns)
  *       (the goal: printed, never enforced; not part of the test suite)
  * and with --csv FILE one header and one row per protocol and K:
  * proto,inflight,small_entries,big_entries,rounds,lookups,
@@ -353,6 +356,9 @@ int main(int argc, char **argv)
 			for (unsigned r = 0; r < o.rounds; r++)
 				p50r[r] = b[r].p50_us / s[r].p50_us;
 			printf("%s.p50_ratio_median %.3f\n", pre, median(p50r, o.rounds));
+			for (unsigned r = 0; r < o.rounds; r++)
+				p50r[r] = b[r].p50_us - s[r].p50_us;
+			printf("%s.p50_added_us %.1f\n", pre, median(p50r, o.rounds));
 			if (csv) {
 				double v[4][2][MAX_ROUNDS];
 				for (unsigned r = 0; r < o.rounds; r++)
