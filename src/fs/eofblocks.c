@@ -40,6 +40,13 @@ void eof_note(struct fs_inode *ip)
 	struct fs *fs = ip->i_fs;
 	if (!fs->f_eof_running)
 		return;
+	/* an unlinked file (open, its names gone) is not kept: its blocks all
+	 * go with its last reference, which the list must not hold back */
+	mutex_lock(&ip->i_ilock);
+	bool unlinked = ip->i_d.nlink == 0;
+	mutex_unlock(&ip->i_ilock);
+	if (unlinked)
+		return;
 	mutex_lock(&fs->f_eof_lock);
 	ip->i_eof_ns = now_ns();
 	if (list_empty(&ip->i_eof_link)) {

@@ -92,7 +92,9 @@ const uint8_t *fs_handle_secret(struct fs *fs);
 
 int fs_root(struct fs *fs, struct fs_inode **ip);
 /* By number; with gen != 0 the generation must match, else -ESTALE. A number
- * that is not an allocated inode is -ESTALE too. */
+ * that is not an allocated inode is -ESTALE too. An inode whose last name
+ * went (unlink, rename over it) is found while someone still holds it (an
+ * open file), and is -ESTALE once its last reference went. */
 int fs_iget(struct fs *fs, uint64_t ino, uint32_t gen, struct fs_inode **ip);
 /* Another reference to an inode the caller holds one of. */
 void fs_igrab(struct fs_inode *ip);

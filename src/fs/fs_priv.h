@@ -375,6 +375,8 @@ struct fs_inode {
 	uint64_t i_ino;
 	_Atomic int i_ref;
 	bool i_freed;   /* the inode was freed; the number may be reused */
+	bool i_freeing; /* the last reference of an unlinked inode went: it is
+			 * being freed (or that failed), no get finds it */
 	bool i_lru_ref; /* used since the shrink last looked (icache lock) */
 	bool i_new;     /* allocated, not yet written back once */
 	bool i_evictable;

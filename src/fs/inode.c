@@ -7,6 +7,8 @@
  * what is on disk is its latest state. An inode whose link count reached
  * zero is freed when its last reference goes (ino_inactive), in as many
  * transactions as its blocks need, under the protection of the orphan tree.
+ * Until then it is found by number (an open file's handle names it after
+ * its last name went); from its last reference on (i_freeing) it is not.
  * A freed inode stays cached as a "zombie" until its item is idle; if its
  * number is allocated again meanwhile, the zombie is reused.
  *
@@ -352,7 +354,8 @@ static void icache_insert(struct fs *fs, struct fs_inode *ip)
 	fs->f_ninodes++;
 }
 
-static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_inode **ipp)
+static int ino_get(struct fs *fs, uint64_t ino, uint32_t gen, bool allow_unlinked,
+		   struct fs_inode **ipp)
 {
 	*ipp = NULL;
 	if (fs_is_shutdown(fs))
@@ -362,7 +365,7 @@ static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_i
 	mutex_lock(&fs->f_icache_lock);
 	struct fs_inode *ip = hashmap_get(&fs->f_inodes, ino);
 	if (ip) {
-		if (ip->i_freed) {
+		if (ip->i_freed || ip->i_freeing) {
 			mutex_unlock(&fs->f_icache_lock);
 			return -ESTALE;
 		}
@@ -387,7 +390,7 @@ static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_i
 	ip = hashmap_get(&fs->f_inodes, ino);
 	if (ip) {
 		/* loaded by someone else meanwhile */
-		bool freed = ip->i_freed;
+		bool freed = ip->i_freed || ip->i_freeing;
 		if (!freed)
 			atomic_fetch_add(&ip->i_ref, 1);
 		mutex_unlock(&fs->f_icache_lock);
@@ -412,10 +415,17 @@ static int ino_get(struct fs *fs, uint64_t ino, bool allow_unlinked, struct fs_i
 		eof_note(ip);
 found:
 	if (!allow_unlinked) {
+		/* A cached inode without links that is not being freed has a
+		 * holder besides us: an open file whose last name went (REMOVE,
+		 * or RENAME over it), which its handle still names until it is
+		 * let go, as POSIX keeps an unlinked open file. A zombie has no
+		 * type: freed, or its number being made anew (ino_get_new, which
+		 * holds i_ilock until the new inode is whole: its generation is
+		 * then read here, not a half-made one) */
 		mutex_lock(&ip->i_ilock);
-		bool unlinked = ip->i_d.nlink == 0;
+		bool gone = ip->i_d.mode == 0 || (gen && ip->i_d.gen != gen);
 		mutex_unlock(&ip->i_ilock);
-		if (unlinked) {
+		if (gone) {
 			fs_iput(ip);
 			return -ESTALE;
 		}
@@ -426,20 +436,12 @@ found:
 
 int fs_iget(struct fs *fs, uint64_t ino, uint32_t gen, struct fs_inode **ipp)
 {
-	int err = ino_get(fs, ino, false, ipp);
-	if (err)
-		return err;
-	if (gen && (*ipp)->i_d.gen != gen) {
-		fs_iput(*ipp);
-		*ipp = NULL;
-		return -ESTALE;
-	}
-	return 0;
+	return ino_get(fs, ino, gen, false, ipp);
 }
 
 int fs_iget_orphan(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 {
-	return ino_get(fs, ino, true, ipp);
+	return ino_get(fs, ino, 0, true, ipp);
 }
 
 int fs_root(struct fs *fs, struct fs_inode **ipp)
@@ -468,14 +470,14 @@ void fs_iput(struct fs_inode *ip)
 	bool inactive = ip->i_d.nlink == 0 && !ip->i_freed && !fs_is_shutdown(fs);
 	if (inactive) {
 		/*
-		 * Keep it referenced while it is freed. A get by number (a file
-		 * handle) may find it cached and not freed yet, and take a
-		 * reference too, before it sees no links and lets go: so the
-		 * count is given back, never reset, or that reference would be
-		 * lost and the inode (or the next one of that number) freed a
-		 * second time under its holder.
+		 * Keep it referenced while it is freed, and marked so that no
+		 * get by number (a file handle) takes a reference meanwhile
+		 * (under the icache lock, as the gets look): a get before this
+		 * point found it in use and kept it alive, one after finds it
+		 * going (-ESTALE). The count is given back, never reset.
 		 */
 		atomic_store(&ip->i_ref, 1);
+		ip->i_freeing = true;
 		mutex_unlock(&fs->f_icache_lock);
 		int err = ino_inactive(ip);
 		if (err && err != -EIO)
@@ -541,6 +543,7 @@ int ino_get_new(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 		}
 		atomic_store(&ip->i_ref, 1);
 		ip->i_freed = false;
+		ip->i_freeing = false;
 	} else {
 		ip = ino_alloc_incore(fs, ino);
 		icache_insert(fs, ip);

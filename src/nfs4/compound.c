@@ -460,6 +460,12 @@ static void compound_failed(void *arg, int err)
 
 static enum svc_stat finish(struct nfs4_compound *c)
 {
+	/* the filehandles go now, in this thread with no lock held: the last
+	 * reference of an unlinked file (its CLOSE after a REMOVE) frees it
+	 * (fs_iput), which the journal's completion that sends a stable
+	 * reply, and releases the compound, must not do under its locks */
+	nfs4_fh_clear(&c->cfh);
+	nfs4_fh_clear(&c->sfh);
 	if (c->replayed)
 		return SVC_OK; /* the slot's bytes, stable when they were first sent */
 	enc_finish(c);
