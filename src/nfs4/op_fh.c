@@ -430,12 +430,17 @@ uint32_t nfs4_op_lookup(struct nfs4_compound *c, struct nfs_argop4 *a, struct nf
 	return NFS4_OK;
 }
 
-uint32_t nfs4_op_lookupp(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+/* The current filehandle becomes its directory's parent (LOOKUPP, and
+ * SECINFO_NO_NAME of SECINFO_STYLE4_PARENT): NOENT above the root, SYMLINK
+ * for a symlink and NOTDIR for any other non-directory, as for LOOKUP. */
+static uint32_t lookup_parent(struct nfs4_compound *c)
 {
 	struct fs_attr dat;
 	int err;
 	if ((err = nfs4_fh_attr(c, &c->cfh, &dat)))
 		return nfs4_status(err);
+	if (S_ISLNK(dat.mode))
+		return NFS4ERR_SYMLINK;
 	if (!S_ISDIR(dat.mode))
 		return NFS4ERR_NOTDIR;
 	unsigned up;
@@ -465,6 +470,11 @@ uint32_t nfs4_op_lookupp(struct nfs4_compound *c, struct nfs_argop4 *a, struct n
 	nfs4_fh_clear(&c->cfh);
 	c->cfh = nfh;
 	return NFS4_OK;
+}
+
+uint32_t nfs4_op_lookupp(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
+{
+	return lookup_parent(c);
 }
 
 /* AUTH_SYS is what every export serves (and AUTH_NONE, squashed). */
@@ -516,5 +526,10 @@ uint32_t nfs4_op_secinfo_no_name(struct nfs4_compound *c, struct nfs_argop4 *a,
 	if (a->opsecinfo_no_name != SECINFO_STYLE4_CURRENT_FH &&
 	    a->opsecinfo_no_name != SECINFO_STYLE4_PARENT)
 		return NFS4ERR_INVAL;
+	/* the parent's, found as LOOKUPP finds it: NOENT at the root
+	 * (RFC 8881 §18.45.3) */
+	uint32_t st;
+	if (a->opsecinfo_no_name == SECINFO_STYLE4_PARENT && (st = lookup_parent(c)))
+		return st;
 	return secinfo_result(c, &r->opsecinfo_no_name.resok4);
 }

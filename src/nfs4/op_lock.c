@@ -15,10 +15,11 @@
  * left), when its open is closed... no: CLOSE is refused while it holds
  * locks, and when its client goes (its locks are released then).
  *
- * Lock owners are keyed like open owners (a keyed hash of clientid and the
- * owner bytes). A conflict answer (LOCK4denied) names the holder by its
- * clientid and owner bytes, which the lock owner registry keeps while the
- * owner has a lock stateid.
+ * Lock owners are keyed like open owners (a keyed hash of the session's
+ * clientid and the owner bytes; the clientid field of a lock_owner4 in
+ * LOCK and LOCKT is ignored). A conflict answer (LOCK4denied) names the
+ * holder by its clientid and owner bytes, which the lock owner registry
+ * keeps while the owner has a lock stateid.
  *
  * No server thread waits for a lock: a conflicting LOCK (of either the
  * blocking or the non-blocking type) is DENIED at once and the client
@@ -253,7 +254,9 @@ static uint32_t lockst_get(struct nfs4_compound *c, struct nfs4_stid *open_stid,
 	struct nfs4_open *op = nfs4_stid_payload(open_stid);
 	struct brl_owner owner = {
 		.client = nfs4_client_id(c->clp),
-		.owner = nfs4_owner_key(c->s, lo->clientid, lo->owner.val, lo->owner.len) ^ 1,
+		.owner =
+			nfs4_owner_key(c->s, nfs4_client_id(c->clp), lo->owner.val, lo->owner.len) ^
+			1,
 	};
 	unsigned b = lbucket(owner.owner, op->file);
 	uint32_t st = NFS4_OK;
@@ -360,9 +363,9 @@ uint32_t nfs4_op_lock(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	if (st)
 		return r->oplock.status = st;
 	if (la->locker.new_lock_owner) {
+		/* the lock owner's clientid field is ignored: its client is the
+		 * session's (RFC 8881 §18.10.3, as the Linux server does) */
 		const struct open_to_lock_owner4 *oo = &la->locker.open_owner;
-		if (oo->lock_owner.clientid != nfs4_client_id(c->clp))
-			return r->oplock.status = NFS4ERR_STALE_CLIENTID;
 		if ((st = find_sid(c, &oo->open_stateid, NFS4_STID_OPEN, &open_stid)))
 			return r->oplock.status = st;
 		st = lockst_get(c, open_stid, &oo->lock_owner, &sp, &fresh);
@@ -425,8 +428,6 @@ uint32_t nfs4_op_lockt(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 		return r->oplockt.status = NFS4ERR_INVAL;
 	if ((st = range_check(la->offset, la->length)))
 		return r->oplockt.status = st;
-	if (la->owner.clientid != nfs4_client_id(c->clp))
-		return r->oplockt.status = NFS4ERR_STALE_CLIENTID;
 	if (c->cfh.kind != NFS4_FH_FS)
 		return r->oplockt.status = NFS4ERR_ISDIR;
 	int err = fs_getattr(c->cfh.ip, &at);
@@ -436,7 +437,8 @@ uint32_t nfs4_op_lockt(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 		return r->oplockt.status = S_ISDIR(at.mode) ? NFS4ERR_ISDIR : NFS4ERR_INVAL;
 	struct brl_owner owner = {
 		.client = nfs4_client_id(c->clp),
-		.owner = nfs4_owner_key(c->s, la->owner.clientid, la->owner.owner.val,
+		/* the clientid field "MUST be ignored" (RFC 8881 §18.11.3) */
+		.owner = nfs4_owner_key(c->s, nfs4_client_id(c->clp), la->owner.owner.val,
 					la->owner.owner.len) ^
 			 1,
 	};

@@ -15,7 +15,8 @@
  * wants, and its inode number names it for as long (the share and lock
  * tables key files by inode number).
  *
- * Open owners are known by a keyed hash of (clientid, owner bytes): the
+ * Open owners are known by a keyed hash of (clientid, owner bytes), the
+ * clientid the session's (the owner's own clientid field is ignored): the
  * key is the server's, so a client cannot aim at another owner's value.
  *
  * The open table finds the open of (owner, file): find-or-create happens
@@ -487,7 +488,9 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	int err;
 	if (access < 1 || access > 3 || deny > 3)
 		return NFS4ERR_INVAL;
-	if (!c->clp || oa->owner.clientid != nfs4_client_id(c->clp))
+	/* the owner's client is the session's: its clientid field is ignored
+	 * (RFC 8881 §18.16.3, as the Linux server does) */
+	if (!c->clp)
 		return NFS4ERR_STALE_CLIENTID;
 	if (oa->owner.owner.len > NFS4_OPAQUE_LIMIT)
 		return NFS4ERR_BADXDR;
@@ -569,7 +572,7 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	/* the share reservation and the stateid, as one step */
 	struct share_owner owner = {
 		.client = nfs4_client_id(c->clp),
-		.owner = nfs4_owner_key(c->s, oa->owner.clientid, oa->owner.owner.val,
+		.owner = nfs4_owner_key(c->s, nfs4_client_id(c->clp), oa->owner.owner.val,
 					oa->owner.owner.len),
 	};
 	struct nfs4_open *op;

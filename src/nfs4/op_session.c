@@ -268,7 +268,11 @@ uint32_t nfs4_op_test_stateid(struct nfs4_compound *c, struct nfs_argop4 *a, str
 
 uint32_t nfs4_op_free_stateid(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
+	/* the current stateid stands for the compound's (RFC 8881 §16.2.3.1.2):
+	 * OPEN then FREE_STATEID of it is LOCKS_HELD, as the open is a lock */
 	struct nfs4_stateid sid;
-	sid_from_wire(&a->opfree_stateid.fsa_stateid, &sid);
+	uint32_t st = nfs4_sid_resolve(c, &a->opfree_stateid.fsa_stateid, &sid);
+	if (st)
+		return st;
 	return nfs4_free_stateid(clp_of(c), &sid);
 }

@@ -6,9 +6,18 @@
  *   test-nfs4-conform JNFSD JNFS [CASE]
  *
  * Cases:
+ *   - owners: OPEN, LOCK (a new lock owner) and LOCKT take the client from
+ *     the session; the client ID inside the owner (0, another client's,
+ *     anything) is ignored, so owners with the same bytes are the same
+ *     owner, and another client's number reaches none of its owners;
+ *     LOCK4denied names the holder by the session's client ID;
+ *   - FREE_STATEID of the current stateid (an open's, a lock's holding
+ *     locks): LOCKS_HELD; of a lock stateid without locks: OK;
  *   - RENAME over a file that is open, and REMOVE of one: the open keeps
  *     the file (WRITE, CLOSE are OK through its handle), whose inode is
- *     freed when the open goes (then the handle is STALE).
+ *     freed when the open goes (then the handle is STALE);
+ *   - LOOKUPP of a symlink: SYMLINK; of a file or a FIFO: NOTDIR;
+ *   - SECINFO_NO_NAME(PARENT) at the root: NOENT; of a file: NOTDIR.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -20,13 +29,196 @@
 #include "nfs4_test.h"
 
 static struct nfs4t_server srv;
-static struct nfs4c_client *a;
+static struct nfs4c_client *a, *b;
 static struct nfs4c_fh root, dir;
 
 static void kill_server(void)
 {
 	if (srv.j.pid > 0)
 		kill(srv.j.pid, SIGKILL);
+}
+
+static nfsstat4 resop_status(const struct nfs4c_compound *c, unsigned i)
+{
+	CHECK(i < c->res.resarray.len);
+	return nfs4c_resop_status(&c->res.resarray.val[i]);
+}
+
+/* The last operation appended. */
+static struct nfs_argop4 *last_op(struct nfs4c_compound *c)
+{
+	CHECK(c->nops > 0);
+	return &c->ops[c->nops - 1];
+}
+
+/* OPEN (create UNCHECKED) of name in dir by owner, whose client ID field
+ * is clientid: the compound's status, the stateid and handle. */
+static nfsstat4 open_as(struct nfs4c_client *cl, const char *name, const char *owner,
+			clientid4 clientid, uint32_t access, uint32_t deny, struct stateid4 *sid,
+			struct nfs4c_fh *fh)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, cl);
+	nfs4c_op_putfh(&c, &dir);
+	struct nfs4c_open o = {.owner = owner,
+			       .owner_len = (uint32_t)strlen(owner),
+			       .access = access,
+			       .deny = deny,
+			       .claim = CLAIM_NULL,
+			       .name = name,
+			       .create = true,
+			       .how = UNCHECKED4,
+			       .attrs = {.set = NFS4C_SA_MODE, .mode = 0644}};
+	nfs4c_op_open(&c, &o);
+	last_op(&c)->opopen.owner.clientid = clientid;
+	nfs4c_op_getfh(&c);
+	nfsstat4 st = nfs4t_send(&c);
+	if (st == NFS4_OK) {
+		*sid = nfs4c_res(&c, OP_OPEN, 0)->opopen.resok4.stateid;
+		CHECK_OK(nfs4c_res_fh(&c, fh));
+	}
+	nfs4c_compound_destroy(&c);
+	return st;
+}
+
+/* What LOCK4denied said. */
+struct denied {
+	uint64_t offset, length;
+	clientid4 clientid;
+	uint32_t owner_len;
+	uint8_t owner[8];
+};
+
+/* LOCKT of [0, 10) for writing by owner, client ID field clientid. */
+static nfsstat4 lockt_as(const struct nfs4c_fh *fh, const char *owner, clientid4 clientid,
+			 struct denied *denied)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, a);
+	nfs4c_op_putfh(&c, fh);
+	nfs4c_op_lockt(&c, WRITE_LT, 0, 10, owner, (uint32_t)strlen(owner));
+	last_op(&c)->oplockt.owner.clientid = clientid;
+	nfsstat4 st = nfs4t_send(&c);
+	if (st == NFS4ERR_DENIED) {
+		const struct LOCK4denied *d = &nfs4c_res(&c, OP_LOCKT, 0)->oplockt.denied;
+		denied->offset = d->offset;
+		denied->length = d->length;
+		denied->clientid = d->owner.clientid;
+		CHECK(d->owner.owner.len <= sizeof(denied->owner));
+		denied->owner_len = d->owner.owner.len;
+		memcpy(denied->owner, d->owner.owner.val, d->owner.owner.len);
+	}
+	nfs4c_compound_destroy(&c);
+	return st;
+}
+
+static void owners(void)
+{
+	const clientid4 ida = nfs4c_clientid(a);
+	struct stateid4 s1, s2, sb;
+	struct nfs4c_fh fh, fh2, fhb;
+
+	/* OPEN with a client ID of 0 inside a session: the session's client */
+	CHECK_EQ(open_as(a, "own", "oo", 0, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_WRITE, &s1,
+			 &fh),
+		 NFS4_OK);
+	/* the same owner bytes with the real client ID: the same owner, so the
+	 * same open, its stateid moved on */
+	CHECK_EQ(open_as(a, "own", "oo", ida, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_WRITE, &s2,
+			 &fh2),
+		 NFS4_OK);
+	CHECK(!memcmp(s1.other, s2.other, sizeof(s1.other)));
+	CHECK_EQ(s2.seqid, s1.seqid + 1);
+	/* another client naming a's client ID is still itself: its open of
+	 * the file for writing meets a's deny */
+	CHECK_EQ(open_as(b, "own", "oo", ida, OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_NONE, &sb,
+			 &fhb),
+		 NFS4ERR_SHARE_DENIED);
+
+	/* LOCK of a new lock owner whose client ID is 0 */
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, a);
+	nfs4c_op_putfh(&c, &fh);
+	struct nfs4c_lock l = {.type = WRITE_LT,
+			       .off = 0,
+			       .len = 10,
+			       .new_owner = true,
+			       .open_stateid = s2,
+			       .owner = "lk",
+			       .owner_len = 2};
+	nfs4c_op_lock(&c, &l);
+	last_op(&c)->oplock.locker.open_owner.lock_owner.clientid = 0;
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	struct stateid4 ls = nfs4c_res(&c, OP_LOCK, 0)->oplock.resok4.lock_stateid;
+	nfs4c_compound_destroy(&c);
+
+	/* LOCKT ignores the client ID: the owner's own lock never conflicts */
+	struct denied d;
+	CHECK_EQ(lockt_as(&fh, "lk", 0, &d), NFS4_OK);
+	CHECK_EQ(lockt_as(&fh, "lk", ida, &d), NFS4_OK);
+	CHECK_EQ(lockt_as(&fh, "lk", 0x123456789abcdefull, &d), NFS4_OK);
+	/* another owner's test meets it; the holder is named by a's client ID */
+	CHECK_EQ(lockt_as(&fh, "other", 0, &d), NFS4ERR_DENIED);
+	CHECK_EQ(d.clientid, ida);
+	CHECK_EQ(d.owner_len, 2);
+	CHECK(!memcmp(d.owner, "lk", 2));
+	CHECK_EQ(d.offset, 0);
+	CHECK_EQ(d.length, 10);
+
+	CHECK_EQ(nfs4t_stateid_op(a, &fh, OP_LOCKU, &ls, NULL), NFS4_OK);
+	nfs4t_close(a, &fh, &s2);
+	TEST_PASS("owners: the session's client, whatever client ID the owner names");
+}
+
+static void free_stateid(void)
+{
+	static const struct stateid4 current = {.seqid = 1};
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, a);
+	nfs4c_op_putfh(&c, &dir);
+	struct nfs4c_open o = {.owner = "fo",
+			       .owner_len = 2,
+			       .access = OPEN4_SHARE_ACCESS_BOTH,
+			       .deny = OPEN4_SHARE_DENY_NONE,
+			       .claim = CLAIM_NULL,
+			       .name = "fs",
+			       .create = true,
+			       .how = UNCHECKED4,
+			       .attrs = {.set = NFS4C_SA_MODE, .mode = 0644}};
+	nfs4c_op_open(&c, &o);
+	nfs4c_op_getfh(&c);
+	nfs4c_op_free_stateid(&c, &current);
+	nfs4c_op_close(&c, &current);
+	CHECK_EQ(nfs4t_send(&c), NFS4ERR_LOCKS_HELD);
+	CHECK_EQ(c.res.resarray.len, 5); /* SEQUENCE PUTFH OPEN GETFH FREE_STATEID */
+	CHECK_EQ(resop_status(&c, 4), NFS4ERR_LOCKS_HELD);
+	struct stateid4 os = nfs4c_res(&c, OP_OPEN, 0)->opopen.resok4.stateid;
+	struct nfs4c_fh fh;
+	CHECK_OK(nfs4c_res_fh(&c, &fh));
+
+	/* a lock stateid holding a lock, as the current stateid and by value */
+	nfs4c_compound_reset(&c);
+	nfs4c_op_putfh(&c, &fh);
+	struct nfs4c_lock l = {.type = WRITE_LT,
+			       .off = 0,
+			       .len = 10,
+			       .new_owner = true,
+			       .open_stateid = os,
+			       .owner = "fl",
+			       .owner_len = 2};
+	nfs4c_op_lock(&c, &l);
+	nfs4c_op_free_stateid(&c, &current);
+	CHECK_EQ(nfs4t_send(&c), NFS4ERR_LOCKS_HELD);
+	CHECK_EQ(c.res.resarray.len, 4);
+	struct stateid4 ls = nfs4c_res(&c, OP_LOCK, 0)->oplock.resok4.lock_stateid;
+	nfs4c_compound_destroy(&c);
+	CHECK_EQ(nfs4t_stateid_op(a, &fh, OP_FREE_STATEID, &ls, NULL), NFS4ERR_LOCKS_HELD);
+	struct stateid4 ls2;
+	CHECK_EQ(nfs4t_stateid_op(a, &fh, OP_LOCKU, &ls, &ls2), NFS4_OK);
+	CHECK_EQ(nfs4t_stateid_op(a, &fh, OP_FREE_STATEID, &ls2, NULL), NFS4_OK);
+	nfs4t_close(a, &fh, &os);
+	TEST_PASS("FREE_STATEID of an open or a lock holding locks (current stateid too): "
+		  "LOCKS_HELD");
 }
 
 /* Inodes in use: files_total - files_free (each counts free blocks as
@@ -109,6 +301,68 @@ static void unlinked_open(void)
 	TEST_PASS("REMOVE of an open file: WRITE, READ and CLOSE OK, the inode freed then");
 }
 
+static nfsstat4 lookupp_of(const struct nfs4c_fh *fh)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, a);
+	nfs4c_op_putfh(&c, fh);
+	nfs4c_op_lookupp(&c);
+	nfsstat4 st = nfs4t_send(&c);
+	nfs4c_compound_destroy(&c);
+	return st;
+}
+
+static nfsstat4 secinfo_parent_of(const struct nfs4c_fh *fh)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, a);
+	if (fh)
+		nfs4c_op_putfh(&c, fh);
+	else
+		nfs4c_op_putrootfh(&c);
+	nfs4c_op_secinfo_no_name(&c, SECINFO_STYLE4_PARENT);
+	nfsstat4 st = nfs4t_send(&c);
+	nfs4c_compound_destroy(&c);
+	return st;
+}
+
+/* CREATE of a non-regular object in dir: its handle. */
+static void make(nfs_ftype4 type, const char *name, const char *linkdata, struct nfs4c_fh *fh)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, a);
+	nfs4c_op_putfh(&c, &dir);
+	nfs4c_op_create(&c, type, name, linkdata, NULL, NULL);
+	nfs4c_op_getfh(&c);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	CHECK_OK(nfs4c_res_fh(&c, fh));
+	nfs4c_compound_destroy(&c);
+}
+
+static void parents(void)
+{
+	struct nfs4c_fh sl, fifo, file;
+	struct stateid4 s;
+	make(NF4LNK, "sl", "target", &sl);
+	make(NF4FIFO, "fifo", NULL, &fifo);
+	nfs4t_open_create(a, &dir, "plain", "po", &file, &s);
+	nfs4t_close(a, &file, &s);
+
+	CHECK_EQ(lookupp_of(&sl), NFS4ERR_SYMLINK);
+	CHECK_EQ(lookupp_of(&fifo), NFS4ERR_NOTDIR);
+	CHECK_EQ(lookupp_of(&file), NFS4ERR_NOTDIR);
+	CHECK_EQ(lookupp_of(&dir), NFS4_OK);
+	CHECK_EQ(lookupp_of(&root), NFS4ERR_NOENT);
+	TEST_PASS("LOOKUPP: SYMLINK for a symlink, NOTDIR for a file or FIFO, NOENT at the root");
+
+	CHECK_EQ(secinfo_parent_of(NULL), NFS4ERR_NOENT);
+	CHECK_EQ(secinfo_parent_of(&root), NFS4ERR_NOENT);
+	CHECK_EQ(secinfo_parent_of(&dir), NFS4_OK);
+	CHECK_EQ(secinfo_parent_of(&sl), NFS4ERR_SYMLINK);
+	CHECK_EQ(secinfo_parent_of(&file), NFS4ERR_NOTDIR);
+	TEST_PASS("SECINFO_NO_NAME(PARENT): NOENT at the root, the parent's answer elsewhere");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3 && argc != 4) {
@@ -123,7 +377,9 @@ int main(int argc, char **argv)
 	nfs4t_server_start(&srv, NULL);
 	atexit(kill_server);
 
+	struct nfs4c_fh root_b;
 	a = nfs4t_client(srv.addr, "conform-a", &root);
+	b = nfs4t_client(srv.addr, "conform-b", &root_b);
 	nfs4t_lookup(a, &root, "d", &dir);
 
 	/* an optional fourth argument runs one case alone */
@@ -131,12 +387,16 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} cases[] = {
+		{"owners", owners},
+		{"free_stateid", free_stateid},
 		{"unlinked_open", unlinked_open},
+		{"parents", parents},
 	};
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (argc < 4 || !strcmp(argv[3], cases[i].name))
 			cases[i].fn();
 
+	nfs4t_unmount(b);
 	nfs4t_unmount(a);
 	struct nfs4t_stats st;
 	nfs4t_stats(&srv.j, &st);
