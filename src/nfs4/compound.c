@@ -72,6 +72,8 @@
 #define NFS4_REPLY_HDR (3 * 4 + 1024 + SVC_REPLY_HDR)
 /* An operation's result when its row gives no bound. */
 #define NFS4_RES_DEFAULT 256
+/* SEQUENCE's successful result: opcode, status, sessionid, five words. */
+#define NFS4_SEQUENCE_RES (2 * 4 + NFS4_SESSIONID_SIZE + 5 * 4)
 
 _Static_assert((int)NFS4S_TOO_MANY_OPS == (int)NFS4ERR_TOO_MANY_OPS, "state core status values");
 _Static_assert((int)NFS4S_SEQ_MISORDERED == (int)NFS4ERR_SEQ_MISORDERED,
@@ -217,6 +219,7 @@ uint32_t nfs4_op_sequence(struct nfs4_compound *c, struct nfs_argop4 *arg, struc
 		.conn_id = svc_conn_id(conn),
 		.nops = args->count,
 		.req_len = (uint32_t)args->record_len,
+		.rep_min = (uint32_t)(xdr_enc_len(&c->enc) + SVC_REPLY_HDR + NFS4_SEQUENCE_RES),
 	};
 	struct nfs4_seq_res r;
 	memcpy(a.sessionid, sa->sa_sessionid, NFS4_SESSIONID_SIZE);
@@ -343,11 +346,16 @@ static uint32_t run_op(struct nfs4_compound *c, unsigned i)
 	if (st && !(row->flags & OP4_ERRDATA))
 		goto error;
 	int err = nfs4_enc_nfs_resop4(&c->enc, &res);
-	if (!err && c->maxresp && xdr_enc_len(&c->enc) + SVC_REPLY_HDR > c->maxresp)
+	size_t len = xdr_enc_len(&c->enc) + SVC_REPLY_HDR;
+	if (!err && c->maxresp && len > c->maxresp)
 		err = -EMSGSIZE;
+	else if (!err && c->cachethis && len > c->maxresp_cached)
+		err = -ENOBUFS; /* past what the bound (reply_size) promised */
 	if (err) {
 		xdr_enc_rollback(&c->enc, mark);
-		st = err == -EMSGSIZE ? NFS4ERR_REP_TOO_BIG : NFS4ERR_SERVERFAULT;
+		st = err == -EMSGSIZE  ? NFS4ERR_REP_TOO_BIG
+		     : err == -ENOBUFS ? NFS4ERR_REP_TOO_BIG_TO_CACHE
+				       : NFS4ERR_SERVERFAULT;
 		goto error;
 	}
 	goto out;

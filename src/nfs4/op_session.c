@@ -136,6 +136,10 @@ uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a, s
 {
 	struct CREATE_SESSION4args *ca = &a->opcreate_session;
 	struct CREATE_SESSION4resok *ok = &r->opcreate_session.csr_resok4;
+	/* flags RFC 8881 §18.36 does not define: INVAL, as the Linux server */
+	if (ca->csa_flags & ~(NFS4_CREATE_SESSION_PERSIST | NFS4_CREATE_SESSION_CONN_BACK_CHAN |
+			      NFS4_CREATE_SESSION_CONN_RDMA))
+		return NFS4ERR_INVAL;
 	/* RDMA is not served; the back channel needs AUTH_NONE or AUTH_SYS */
 	if (ca->csa_fore_chan_attrs.ca_rdma_ird.len > 1 ||
 	    ca->csa_back_chan_attrs.ca_rdma_ird.len > 1)

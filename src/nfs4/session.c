@@ -463,6 +463,11 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 		status = NFS4S_REQ_TOO_BIG;
 		goto out_unlock;
 	}
+	if (a->cachethis && a->rep_min > s->se_fore.maxresponsesize_cached) {
+		/* not even SEQUENCE's result could be cached (RFC 8881 §18.46.3) */
+		status = NFS4S_REP_TOO_BIG_TO_CACHE;
+		goto out_unlock;
+	}
 	if (a->slotid >= s->se_nslots || a->slotid > s->se_highest) {
 		status = NFS4S_BADSLOT;
 		goto out_unlock;

@@ -139,6 +139,11 @@ struct nfs4_seq_args {
 	 * request leaves the slot as it was (0: not checked). */
 	uint32_t nops;
 	uint32_t req_len;
+	/* The smallest reply the request can have (RPC header, compound
+	 * header, SEQUENCE's result): with cachethis, one larger than
+	 * maxresponsesize_cached is REP_TOO_BIG_TO_CACHE, checked as the two
+	 * above, before the slot (0: not checked). */
+	uint32_t rep_min;
 	/* Where a cached reply is copied: at least maxresponsesize_cached
 	 * (and NFS4_SLOT_SOLO_MAX) bytes; NULL: a buffer of the reply's size
 	 * is allocated and returned in res.replay (the caller frees it). */
@@ -167,7 +172,8 @@ struct nfs4_seq_res {
 /*
  * SEQUENCE: find the session and check the slot. NFS4S_OK with *sess
  * referenced (nfs4_session_put() when the compound is answered), or an
- * error with nothing held: BADSESSION, TOO_MANY_OPS, REQ_TOO_BIG, BADSLOT
+ * error with nothing held: BADSESSION, TOO_MANY_OPS, REQ_TOO_BIG,
+ * REP_TOO_BIG_TO_CACHE, BADSLOT
  * (slotid above the highest),
  * BAD_HIGH_SLOT, SEQ_MISORDERED, DELAY (the original is still in progress),
  * SEQ_FALSE_RETRY, SERVERFAULT (replay_cap too small). Renews the client's

@@ -463,7 +463,8 @@ int nfs4c_create_session(struct nfs4c_client *cl)
 	struct CREATE_SESSION4args *a = &nfs4c_op_add(&c, OP_CREATE_SESSION)->opcreate_session;
 	a->csa_clientid = clientid;
 	a->csa_sequence = seq;
-	a->csa_flags = cl->cfg.no_back_channel ? 0 : CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
+	a->csa_flags = cl->cfg.csa_flags |
+		       (cl->cfg.no_back_channel ? 0 : CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
 	chan_attrs(&a->csa_fore_chan_attrs, cl->cfg.max_request, cl->cfg.max_response,
 		   cl->cfg.max_response_cached, cl->cfg.max_ops, cl->cfg.fore_slots);
 	/* the server's calls are small; the back channel answers at most

@@ -139,6 +139,8 @@ struct nfs4c_cfg {
 	uint32_t fore_slots;  /* ca_maxrequests asked for (default 64) */
 	uint32_t back_slots;  /* of the back channel (default 1) */
 	bool no_back_channel; /* CREATE_SESSION without CONN_BACK_CHAN */
+	uint32_t csa_flags;   /* more CREATE_SESSION flags, sent as they are (tests:
+			       * PERSIST, bits no RFC defines) */
 	uint32_t cb_program;  /* default NFS4_CALLBACK (0x40000000) */
 	uint32_t max_request, max_response; /* fore channel sizes asked for
 					     * (default 1 MiB + 64 KiB each) */

@@ -17,7 +17,11 @@
  *     the file (WRITE, CLOSE are OK through its handle), whose inode is
  *     freed when the open goes (then the handle is STALE);
  *   - LOOKUPP of a symlink: SYMLINK; of a file or a FIFO: NOTDIR;
- *   - SECINFO_NO_NAME(PARENT) at the root: NOENT; of a file: NOTDIR.
+ *   - SECINFO_NO_NAME(PARENT) at the root: NOENT; of a file: NOTDIR;
+ *   - sa_cachethis with a reply larger than ca_maxresponsesize_cached:
+ *     REP_TOO_BIG_TO_CACHE, from SEQUENCE itself when not even its result
+ *     fits (the slot is left as it was);
+ *   - CREATE_SESSION with flags RFC 8881 does not define: INVAL.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -363,6 +367,106 @@ static void parents(void)
 	TEST_PASS("SECINFO_NO_NAME(PARENT): NOENT at the root, the parent's answer elsewhere");
 }
 
+static struct nfs4c_client *client_cfg(const char *owner, uint32_t cached, uint32_t csa_flags)
+{
+	struct nfs4c_cfg cfg;
+	struct nfs4c_client *cl;
+	nfs4c_cfg_default(&cfg);
+	cfg.addr = srv.addr;
+	cfg.owner = owner;
+	cfg.cred.uid = cfg.cred.gid = 0;
+	cfg.reconnect_ms = 15000;
+	cfg.no_renew = true;
+	if (cached)
+		cfg.max_response_cached = cached;
+	cfg.csa_flags = csa_flags;
+	CHECK_OK(nfs4c_create(&cfg, &cl));
+	return cl;
+}
+
+static void cachethis(void)
+{
+	/* ca_maxresponsesize_cached of 10 bytes: not even SEQUENCE's result */
+	struct nfs4c_client *cl = client_cfg("conform-cache-10", 10, 0);
+	struct nfs4c_fh r;
+	CHECK_OK(nfs4c_mount(cl, &r));
+	struct nfs4c_info info;
+	nfs4c_get_info(cl, &info);
+	CHECK_EQ(info.fore.ca_maxresponsesize_cached, 10);
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, cl);
+	c.slot = 0;
+	c.cachethis = true;
+	CHECK_EQ(nfs4t_send(&c), NFS4ERR_REP_TOO_BIG_TO_CACHE);
+	CHECK_EQ(c.res.resarray.len, 1);
+	CHECK_EQ(resop_status(&c, 0), NFS4ERR_REP_TOO_BIG_TO_CACHE);
+	nfs4c_compound_reset(&c);
+	c.slot = 0;
+	c.cachethis = true;
+	nfs4c_op_putrootfh(&c);
+	CHECK_EQ(nfs4t_send(&c), NFS4ERR_REP_TOO_BIG_TO_CACHE);
+	CHECK_EQ(c.res.resarray.len, 1);
+	/* the slot was left as it was: without cachethis it goes on */
+	nfs4c_compound_reset(&c);
+	c.slot = 0;
+	nfs4c_op_putrootfh(&c);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	nfs4c_compound_destroy(&c);
+	nfs4t_unmount(cl);
+
+	/* room for SEQUENCE and a little: the operation that does not fit */
+	cl = client_cfg("conform-cache-512", 512, 0);
+	CHECK_OK(nfs4c_mount(cl, &r));
+	nfs4c_compound_init(&c, cl);
+	c.cachethis = true;
+	nfs4c_op_putfh(&c, &dir);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	nfs4c_compound_reset(&c);
+	c.cachethis = true;
+	nfs4c_op_putfh(&c, &dir);
+	for (int i = 0; i < 8; i++)
+		nfs4c_op_getattr(&c, NULL);
+	CHECK_EQ(nfs4t_send(&c), NFS4ERR_REP_TOO_BIG_TO_CACHE);
+	CHECK(c.res.resarray.len >= 3);
+	CHECK_EQ(resop_status(&c, 0), NFS4_OK);
+	CHECK_EQ(resop_status(&c, c.res.resarray.len - 1), NFS4ERR_REP_TOO_BIG_TO_CACHE);
+	/* the same without cachethis: nothing is to be cached */
+	nfs4c_compound_reset(&c);
+	nfs4c_op_putfh(&c, &dir);
+	for (int i = 0; i < 8; i++)
+		nfs4c_op_getattr(&c, NULL);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	nfs4c_compound_destroy(&c);
+	nfs4t_unmount(cl);
+	TEST_PASS("sa_cachethis beyond ca_maxresponsesize_cached: REP_TOO_BIG_TO_CACHE");
+}
+
+static void session_flags(void)
+{
+	static const uint32_t bad[] = {0x8, 0x10, 0x80000000u, 0xf};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char owner[64];
+		snprintf(owner, sizeof(owner), "conform-flags-%u", i);
+		struct nfs4c_client *cl = client_cfg(owner, 0, bad[i]);
+		CHECK_EQ(nfs4c_exchange_id(cl), NFS4_OK);
+		CHECK_EQ(nfs4c_create_session(cl), NFS4ERR_INVAL);
+		CHECK_EQ(nfs4c_destroy_clientid(cl), NFS4_OK);
+		nfs4c_destroy(cl);
+	}
+	/* the flags RFC 8881 defines are fine; PERSIST and RDMA not granted */
+	struct nfs4c_client *cl =
+		client_cfg("conform-flags-ok", 0,
+			   CREATE_SESSION4_FLAG_PERSIST | CREATE_SESSION4_FLAG_CONN_RDMA);
+	CHECK_EQ(nfs4c_exchange_id(cl), NFS4_OK);
+	CHECK_EQ(nfs4c_create_session(cl), NFS4_OK);
+	struct nfs4c_info info;
+	nfs4c_get_info(cl, &info);
+	CHECK_EQ(info.csr_flags & (CREATE_SESSION4_FLAG_PERSIST | CREATE_SESSION4_FLAG_CONN_RDMA),
+		 0);
+	nfs4t_unmount(cl);
+	TEST_PASS("CREATE_SESSION with undefined flags: INVAL");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3 && argc != 4) {
@@ -391,6 +495,8 @@ int main(int argc, char **argv)
 		{"free_stateid", free_stateid},
 		{"unlinked_open", unlinked_open},
 		{"parents", parents},
+		{"cachethis", cachethis},
+		{"session_flags", session_flags},
 	};
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (argc < 4 || !strcmp(argv[3], cases[i].name))
