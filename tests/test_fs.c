@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/msg.h"
 #include "base/rand.h"
@@ -1217,11 +1218,90 @@ static void test_setattr_guard(void)
 	TEST_PASS("the SETATTR guard is checked atomically with the change");
 }
 
+/*
+ * Writes that cover whole sectors of written blocks, or whole unwritten
+ * blocks, go to the device from the caller's buffer itself: from buffers
+ * at every misalignment, through direct I/O where the filesystem of /tmp
+ * has it (the device bounces them), the bytes land where they belong and
+ * nothing around them moves.
+ */
+static void test_whole_sector_writes(void)
+{
+	char path[] = "/tmp/jnfs-test-fs-sectors-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	unlink(path);
+	struct dev *d;
+	int err = dev_file_open(path, DEV_OPEN_CREATE | DEV_OPEN_DIRECT, 64 << 20, &d);
+	if (err == -EINVAL)
+		err = dev_file_open(path, DEV_OPEN_CREATE, 64 << 20, &d);
+	CHECK_OK(err);
+	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = d}));
+	struct fs *fs = mnt(d);
+	struct fs_inode *root, *f;
+	CHECK_OK(fs_root(fs, &root));
+	f = mk(root, "f", S_IFREG | 0644);
+	enum { SIZE = 1 << 20 };
+	uint8_t *model = calloc(1, SIZE), *buf = malloc(SIZE + 64), *out = malloc(SIZE + 64);
+	struct rng r;
+	rng_seed(&r, 11);
+	/* written blocks: the first write allocates, the rest overwrite */
+	struct {
+		uint64_t off, len;
+		unsigned mis;
+	} w[] = {
+		{0, SIZE, 0},	   {0, SIZE, 1},      {512, 1536, 3},	    {4096, 8192, 7},
+		{65024, 1024, 13}, {0, 512, 5},	      {SIZE - 512, 512, 9}, {100352, 262144, 17},
+		{3584, 1024, 2},   {200000, 7000, 4},
+	};
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		for (uint64_t k = 0; k < w[i].len; k++)
+			buf[w[i].mis + k] = (uint8_t)rng_next(&r);
+		CHECK_OK(fs_write(f, w[i].off, buf + w[i].mis, w[i].len, NULL));
+		memcpy(model + w[i].off, buf + w[i].mis, w[i].len);
+	}
+	/* unwritten blocks: whole blocks of an allocated range past EOF */
+	CHECK_OK(fs_fallocate(f, FS_FALLOC_ALLOC, SIZE, SIZE, NULL));
+	for (uint64_t k = 0; k < 3 * 4096; k++)
+		buf[5 + k] = (uint8_t)rng_next(&r);
+	CHECK_OK(fs_write(f, SIZE + 8192, buf + 5, 3 * 4096, NULL));
+	size_t n;
+	bool eof;
+	for (unsigned mis = 0; mis < 2; mis++) {
+		CHECK_OK(fs_read(f, 0, out + mis, SIZE, &n, &eof));
+		CHECK_EQ(n, SIZE);
+		CHECK(memcmp(out + mis, model, SIZE) == 0);
+	}
+	CHECK_OK(fs_read(f, SIZE, out + 3, 6 * 4096, &n, &eof));
+	CHECK_EQ(n, 6 * 4096);
+	CHECK_EQ(out[3 + 5 * 4096], 0);
+	for (unsigned k = 0; k < 2 * 4096; k++)
+		CHECK_EQ(out[3 + k], 0);
+	CHECK(memcmp(out + 3 + 8192, buf + 5, 3 * 4096) == 0);
+	/* and the same from the device after a remount */
+	fs_iput(f);
+	fs = remount(fs, d, &root);
+	CHECK_OK(fs_lookup(root, "f", 1, &f));
+	CHECK_OK(fs_read(f, 0, out + 1, SIZE, &n, &eof));
+	CHECK(memcmp(out + 1, model, SIZE) == 0);
+	fs_iput(f);
+	fs_iput(root);
+	umount_check(fs, d);
+	dev_close(d);
+	unlink(path);
+	free(model);
+	free(buf);
+	free(out);
+	TEST_PASS("whole-sector writes from misaligned buffers");
+}
+
 int main(void)
 {
 	msg_set_level(MSG_WARN);
 	test_namespace();
 	test_data();
+	test_whole_sector_writes();
 	test_bigdir();
 	test_hash_collisions();
 	test_cache_limits();

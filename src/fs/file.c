@@ -295,10 +295,16 @@ static int write_mapped(struct fs_inode *ip, uint64_t off, const uint8_t *buf, s
 		uint64_t span_lo = b * FS_BLOCK_SIZE, span_hi = eb * FS_BLOCK_SIZE;
 		uint64_t lo = MAX(span_lo, off), hi = MIN(span_hi, off + len);
 		uint64_t addr = fs_daddr(e.start + (b - e.off));
-		if (!e.unwritten) {
+		uint64_t whole_lo = e.unwritten ? span_lo : ALIGN_DOWN(lo, (uint64_t)SECTOR);
+		uint64_t whole_hi = e.unwritten ? span_hi : ALIGN_UP(hi, (uint64_t)SECTOR);
+		if (lo == whole_lo && hi == whole_hi) {
+			/* the write covers what goes to the device: its own
+			 * bytes, no copy (the device bounces a buffer that is
+			 * not aligned enough for it) */
+			err = put_data(ip, wl, buf + (lo - off), hi - lo, addr + (lo - span_lo));
+		} else if (!e.unwritten) {
 			/* written blocks: only the sectors the write touches */
-			uint64_t slo = ALIGN_DOWN(lo, (uint64_t)SECTOR);
-			uint64_t shi = ALIGN_UP(hi, (uint64_t)SECTOR);
+			uint64_t slo = whole_lo, shi = whole_hi;
 			uint8_t *tmp = xmalloc_aligned(4096, shi - slo);
 			if (slo != lo) {
 				err = dev_read(fs->f_ddev, tmp, SECTOR, addr + (slo - span_lo));
