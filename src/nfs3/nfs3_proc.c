@@ -506,7 +506,8 @@ static enum svc_stat nfs3_read(struct svc_req *rq, const struct rpc_cred *rc, vo
 	uint32_t count = a->count < NFS3_MAXDATA ? a->count : NFS3_MAXDATA;
 	size_t n = 0;
 	bool eof = false;
-	rr->buf = xmalloc(count ? count : 1);
+	/* aligned for direct I/O: the device reads straight into it */
+	rr->buf = xmalloc_aligned(4096, count ? count : 1);
 	r->status = nfs3_status(fs_read(ip, a->offset, rr->buf, count, &n, &eof));
 	r->resok.count = (uint32_t)n;
 	r->resok.eof = eof;

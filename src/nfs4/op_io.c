@@ -67,7 +67,8 @@ uint32_t nfs4_op_read(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	}
 	size_t n = 0;
 	bool eof = false;
-	uint8_t *buf = xmalloc(count ? count : 1);
+	/* aligned for direct I/O: the device reads straight into it */
+	uint8_t *buf = xmalloc_aligned(4096, count ? count : 1);
 	err = fs_read(c->cfh.ip, ra->offset, buf, count, &n, &eof);
 	if (err) {
 		free(buf);
