@@ -402,6 +402,7 @@ void dev_stats(struct dev *d, const char *prefix, const struct stat_sink *sink)
 	stat_emitf(sink, prefix, "errors", counter_get(&d->d_errors));
 	stat_emitf(sink, prefix, "write_errors", dev_write_errors(d));
 	stat_gaugef(sink, prefix, "direct_io", d->d_direct_io);
+	stat_emitf(sink, prefix, "bounced_bytes", counter_get(&d->d_bounced_bytes));
 	uint64_t held = atomic_load(&d->d_write_total) - atomic_load(&d->d_flushed_total);
 	stat_gaugef(sink, prefix, "unflushed_bytes", (int64_t)held > 0 ? held : 0);
 }

@@ -136,6 +136,9 @@ struct dev {
 		d_flushes_elided, d_errors;
 	counter_t d_flush_callers, d_flush_waits, d_flush_async_led;
 	counter_t d_flush_group[6]; /* groups of 1, 2, 3-4, 5-8, 9-16, more */
+	/* bytes of direct I/O copied through an aligned buffer because the
+	 * caller's was not aligned enough (file.c) */
+	counter_t d_bounced_bytes;
 };
 
 int dev_read(struct dev *d, void *buf, size_t len, uint64_t off);

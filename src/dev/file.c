@@ -109,6 +109,7 @@ static int file_read(struct dev *d, void *buf, size_t len, uint64_t off)
 	struct file_dev *f = to_fdev(d);
 	if (!needs_bounce(f, buf))
 		return full_pread(f->fd_fd, buf, len, off);
+	counter_add(&d->d_bounced_bytes, len);
 	char *b = xmalloc_aligned(MAX(f->fd_mem_align, 4096u), len);
 	int err = full_pread(f->fd_fd, b, len, off);
 	if (!err)
@@ -126,6 +127,7 @@ static int file_write(struct dev *d, const void *buf, size_t len, uint64_t off, 
 	char *bounce = NULL;
 	const void *wbuf = buf;
 	if (needs_bounce(f, buf)) {
+		counter_add(&d->d_bounced_bytes, len);
 		bounce = xmalloc_aligned(MAX(f->fd_mem_align, 4096u), len);
 		memcpy(bounce, buf, len);
 		wbuf = bounce;
