@@ -20,12 +20,18 @@ void rec_init(struct rec_asm *r, size_t max_record)
 
 void rec_destroy(struct rec_asm *r)
 {
-	free(r->buf);
-	r->buf = NULL;
-	r->len = r->cap = 0;
+	free(r->base);
+	r->base = r->buf = NULL;
+	r->len = r->cap = r->lead = 0;
 }
 
-/* Grow the buffer for n more body bytes (invariant 2). */
+void rec_align(struct rec_asm *r, size_t off)
+{
+	r->align_next = off;
+}
+
+/* Grow the buffer for n more body bytes (invariant 2), keeping this
+ * record's alignment (invariant 4). */
 static void reserve(struct rec_asm *r, size_t n)
 {
 	if (r->len + n <= r->cap)
@@ -34,7 +40,21 @@ static void reserve(struct rec_asm *r, size_t n)
 	/* never beyond what this fragment can still bring */
 	want = MIN(want, r->len + r->frag_left);
 	want = MAX(want, r->len + n);
-	r->buf = xrealloc(r->buf, want);
+	if (!r->base)
+		r->align_off = r->align_next;
+	if (!r->align_off) {
+		r->base = r->buf = xrealloc(r->base, want);
+		r->cap = want;
+		return;
+	}
+	uint8_t *base = xrealloc(r->base, want + REC_ALIGN - 1);
+	size_t mis = ((uintptr_t)base + r->align_off) % REC_ALIGN;
+	size_t lead = mis ? REC_ALIGN - mis : 0;
+	if (lead != r->lead && r->len)
+		memmove(base + lead, base + r->lead, r->len);
+	r->base = base;
+	r->lead = lead;
+	r->buf = base + lead;
 	r->cap = want;
 }
 
@@ -121,19 +141,29 @@ int rec_direct_commit(struct rec_asm *r, size_t n)
 	return 0;
 }
 
-uint8_t *rec_take(struct rec_asm *r, size_t *len)
+uint8_t *rec_take_at(struct rec_asm *r, size_t *len, void **alloc)
 {
 	BUG_ON(!r->done);
 	uint8_t *buf = r->buf;
 	*len = r->len;
+	*alloc = r->base;
 	if (!r->len) {
-		free(buf);
+		free(r->base);
 		buf = NULL;
+		*alloc = NULL;
 	}
-	r->buf = NULL;
-	r->len = r->cap = 0;
+	r->base = r->buf = NULL;
+	r->len = r->cap = r->lead = 0;
 	r->done = false;
 	r->nfrags = 0;
+	return buf;
+}
+
+uint8_t *rec_take(struct rec_asm *r, size_t *len)
+{
+	void *alloc;
+	uint8_t *buf = rec_take_at(r, len, &alloc);
+	BUG_ON(buf != alloc); /* rec_align() callers use rec_take_at() */
 	return buf;
 }
 

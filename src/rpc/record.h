@@ -22,6 +22,14 @@
  *     arrives costs what did arrive).
  *  3. After an error the reassembler accepts nothing more; the connection
  *     is to be dropped.
+ *  4. Alignment (rec_align): the transport may ask that the byte at offset
+ *     off of the next record sit at an address that is a multiple of
+ *     REC_ALIGN, so that bulk data there (a WRITE's) can go to a direct-I/O
+ *     device without a bounce. The buffer then has up to REC_ALIGN - 1
+ *     bytes before the record (not counted in cap), and the record moves
+ *     within it when a growth moves the buffer to an address of another
+ *     alignment. It is a hint: the bytes of the record are the same
+ *     whatever it asks, and a record shorter than off is simply stored.
  */
 #ifndef JNFS_RPC_RECORD_H
 #define JNFS_RPC_RECORD_H
@@ -32,6 +40,7 @@
 
 #define REC_LAST_FRAG 0x80000000u
 #define REC_LEN_MASK  0x7fffffffu
+#define REC_ALIGN     4096u
 
 struct rec_asm {
 	size_t max_record;
@@ -45,6 +54,10 @@ struct rec_asm {
 	unsigned nfrags;
 	uint8_t *buf;        /* the record so far, fragment headers removed */
 	size_t len, cap;
+	uint8_t *base;       /* the allocation: buf - lead */
+	size_t lead;
+	size_t align_next;   /* rec_align() for the next record; 0: none */
+	size_t align_off;    /* this record's, taken when its buffer is made */
 };
 
 void rec_init(struct rec_asm *r, size_t max_record);
@@ -68,8 +81,16 @@ size_t rec_direct(struct rec_asm *r, uint8_t **space);
 int rec_direct_commit(struct rec_asm *r, size_t n);
 
 /* Hand the complete record to the caller, who frees it with free(). An
- * empty record returns NULL with *len == 0. */
+ * empty record returns NULL with *len == 0. Only without rec_align(). */
 uint8_t *rec_take(struct rec_asm *r, size_t *len);
+
+/* The same where rec_align() may be in use: the caller frees *alloc (NULL
+ * with an empty record), not the record. */
+uint8_t *rec_take_at(struct rec_asm *r, size_t *len, void **alloc);
+
+/* Ask that offset off (0: no request) of the records from the next one on
+ * lie at a multiple of REC_ALIGN in memory (invariant 4). */
+void rec_align(struct rec_asm *r, size_t off);
 
 /* True while part of a record has arrived (for the stall timeout). */
 bool rec_partial(const struct rec_asm *r);

@@ -619,9 +619,10 @@ static void record_done(struct svc_conn *c, struct list *works, struct list *inl
 			size_t *accounted, size_t *records)
 {
 	size_t len;
+	void *alloc;
 	(*records)++;
-	uint8_t *rec = rec_take(&c->rec, &len);
-	struct svc_req *rq = req_new(c, rec, len);
+	uint8_t *rec = rec_take_at(&c->rec, &len, &alloc);
+	struct svc_req *rq = req_new(c, rec, len, alloc);
 	*accounted += rq->accounted;
 	list_add_tail(&rq->work.link, req_is_inline(rq) ? inl : works);
 }
@@ -686,6 +687,9 @@ static bool conn_read(struct svc_conn *c, uint8_t *staging)
 	list_init(&inl);
 	for (int i = 0; i < READS_PER_EVENT && ok && records < RECORDS_PER_EVENT; i++) {
 		uint8_t *space;
+		if (!rec_partial(&c->rec))
+			rec_align(&c->rec,
+				  atomic_load_explicit(&c->bulk_off, memory_order_relaxed));
 		size_t direct = rec_direct(&c->rec, &space);
 		ssize_t n;
 		if (direct >= DIRECT_MIN) {

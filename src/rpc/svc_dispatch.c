@@ -45,7 +45,7 @@ int svc_enc_void(struct xdr_enc *x, const void *res)
 	return 0;
 }
 
-struct svc_req *req_new(struct svc_conn *c, uint8_t *record, size_t len)
+struct svc_req *req_new(struct svc_conn *c, uint8_t *record, size_t len, void *alloc)
 {
 	struct svc_req *rq = xmalloc(sizeof(*rq));
 	memset(rq, 0, offsetof(struct svc_req, inline_area));
@@ -56,6 +56,7 @@ struct svc_req *req_new(struct svc_conn *c, uint8_t *record, size_t len)
 	svc_conn_get(c);
 	rq->record = record;
 	rq->record_len = len;
+	rq->record_alloc = alloc;
 	rq->accounted = len + sizeof(*rq);
 	rq->start_ns = now_ns();
 	list_init(&rq->parked_link);
@@ -147,7 +148,7 @@ void svc_req_put(struct svc_req *rq)
 	if (rq->out.iov && rq->out.iov != rq->iov_inline)
 		free(rq->out.iov);
 	xdr_enc_destroy(&rq->reply);
-	free(rq->record);
+	free(rq->record_alloc);
 	conn_account(rq->conn, -(long)rq->accounted, rq->reserved ? rq->reserve : 0);
 	svc_conn_put(rq->conn);
 	free(rq);
@@ -474,6 +475,13 @@ static void req_process(struct svc_work *w)
 	if (rq->proc->decode(&rq->argx, rq->args)) {
 		reply_accept_stat(rq, RPC_GARBAGE_ARGS);
 		return;
+	}
+	uint32_t off = (uint32_t)xdr_dec_bulk_off(&rq->argx, rq->record);
+	if (off) {
+		/* the next record of this connection puts this offset aligned
+		 * (svc_internal.h, svc_conn.bulk_off) */
+		if (atomic_load_explicit(&rq->conn->bulk_off, memory_order_relaxed) != off)
+			atomic_store_explicit(&rq->conn->bulk_off, off, memory_order_relaxed);
 	}
 	rq->wake = SVC_WAKE_NONE;
 	req_bound(rq);

@@ -236,6 +236,14 @@ struct svc_conn {
 	void *data;
 	const struct svc_conn_ops *_Atomic data_ops;
 
+	/* where the bulk data (a WRITE's) of its last call that had any lay in
+	 * its record, 0: none yet. Written by the worker that decoded the
+	 * call, read by the loop, which asks the next record to put that
+	 * offset at an aligned address (record.h, invariant 4): a client's
+	 * WRITEs have one layout, so their data then reaches a direct-I/O
+	 * device without a bounce. Only a hint. */
+	_Atomic uint32_t bulk_off;
+
 	/* loop only */
 	struct rec_asm rec;
 	uint64_t last_rx_ns;
@@ -275,6 +283,7 @@ struct svc_req {
 	struct svc_conn *conn;
 	uint8_t *record;
 	size_t record_len;
+	void *record_alloc; /* what to free for record (record.h, rec_take_at) */
 	size_t accounted; /* bytes added to conn->rx_bytes */
 	size_t reserve;   /* reply space it needs */
 	bool reserved;    /* reserve is counted in conn->reserved */
@@ -307,7 +316,7 @@ struct svc_req {
 };
 
 /* Called by the loop for every complete record (owned by the request). */
-struct svc_req *req_new(struct svc_conn *c, uint8_t *record, size_t len);
+struct svc_req *req_new(struct svc_conn *c, uint8_t *record, size_t len, void *alloc);
 /* A call of a procedure marked SVC_PROC_INLINE: the loop runs it itself. */
 bool req_is_inline(const struct svc_req *rq);
 void svc_req_run_inline(struct svc_req *rq);

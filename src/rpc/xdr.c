@@ -21,6 +21,13 @@ void xdr_dec_init(struct xdr_dec *x, const void *buf, size_t len)
 	if (!buf)
 		x->end = x->p;
 	x->arena = NULL;
+	x->bulk = NULL;
+	x->bulk_len = 0;
+}
+
+size_t xdr_dec_bulk_off(const struct xdr_dec *x, const void *buf)
+{
+	return x->bulk ? (size_t)(x->bulk - (const uint8_t *)buf) : 0;
 }
 
 /* Take n bytes (n already includes padding) or fail without moving. */
@@ -121,6 +128,10 @@ int xdr_dec_fixed_ref(struct xdr_dec *x, size_t len, const void **p)
 		return -EBADMSG;
 	if (take(x, len + XDR_PAD(len), &b))
 		return -EBADMSG;
+	if (len >= XDR_BULK_MIN && len > x->bulk_len) {
+		x->bulk = b;
+		x->bulk_len = len;
+	}
 	*p = b;
 	return 0;
 }

@@ -62,10 +62,21 @@ struct xdr_dec {
 	const uint8_t *p;   /* next byte to decode */
 	const uint8_t *end; /* one past the last byte */
 	struct xdr_arena *arena; /* where decoders allocate (invariant 7); NULL: nowhere */
+	/* the largest opaque of at least XDR_BULK_MIN bytes decoded without
+	 * copying (WRITE data), NULL if none: where the transport would have
+	 * it land aligned in the next record (svc.c) */
+	const uint8_t *bulk;
+	size_t bulk_len;
 };
+
+#define XDR_BULK_MIN 4096
 
 /* A stream over buf, without an arena. */
 void xdr_dec_init(struct xdr_dec *x, const void *buf, size_t len);
+
+/* Where x's bulk opaque (struct xdr_dec.bulk) begins in buf, the buffer x
+ * was made over; 0 if it has none. */
+size_t xdr_dec_bulk_off(const struct xdr_dec *x, const void *buf);
 
 static inline size_t xdr_dec_remaining(const struct xdr_dec *x)
 {
