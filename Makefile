@@ -41,8 +41,8 @@ clean:
 
 # Every benchmark of bench/ against its anchor (kernel XFS, NFS-Ganesha) and
 # a dated report folder under bench-reports/ with plots (bench/run-all.sh).
-# Root; installs its dependencies. About 25 minutes on 2 cores;
-# BENCH_QUICK=1 for about 5. BASELINE_JNFSD=/path/to/an/older/jnfsd (and
+# Root; installs its dependencies. About 35-40 minutes on 2 cores;
+# BENCH_QUICK=1 for about 9. BASELINE_JNFSD=/path/to/an/older/jnfsd (and
 # BASELINE_JNFS) measures that one too, beside this build's.
 bench:
 	BENCH_QUICK="$(BENCH_QUICK)" BASELINE_JNFSD="$(BASELINE_JNFSD)" \

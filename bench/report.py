@@ -37,6 +37,11 @@ The goals are the project's performance goals for each comparison:
               of one in a 1,000-entry directory on the same jnfsd, over
               NFSv3 and NFSv4.1, with 1 and 8 in flight (lookups/s
               small/big, median of the per-round ratios, <= 1.10)
+  stream      MiB/s moving large files (bench/run-stream.sh): jnfsd against
+              NFS-Ganesha per cell, and jnfsd as a fraction of the lesser
+              ceiling (the disk with O_DIRECT, loopback TCP); no goal yet.
+              Its own section lists every cell with the ceilings and the
+              server CPU seconds per GiB, and the pNFS cell when it ran.
 """
 import csv
 import os
@@ -51,13 +56,14 @@ GOALS = {
     "nfs4-untar": (">=", 1.5),
     "pnfs-commit": (">=", 1.0),
     "nfs-lookup": ("<=", 1.10),
+    "stream": None,
 }
 # goals of single rows that differ from their benchmark's: (bench, clients)
 ROW_GOALS = {
     ("nfs4-untar", "1"): (">=", 1.2),
 }
 BENCHES = ["rpc-null", "sync-loop", "fs-scale", "nfs3-untar", "nfs4-untar", "pnfs-commit",
-           "nfs-lookup"]
+           "nfs-lookup", "stream"]
 UNTAR_PROTO = {"nfs3-untar": "NFSv3", "nfs4-untar": "NFSv4.1"}
 
 
@@ -98,8 +104,10 @@ def goal_of(bench, clients=None):
 
 
 def met(bench, ratio, clients=None):
-    op, goal = goal_of(bench, clients)
     r = num(ratio)
+    if goal_of(bench, clients) is None:
+        return "n/a"
+    op, goal = goal_of(bench, clients)
     if r is None:
         return "n/a"
     ok = r >= goal if op == ">=" else r <= goal
@@ -110,6 +118,8 @@ def goal_text(bench, clients=None):
     """The goal of a row (clients given), or of the whole benchmark with its
     rows' exceptions."""
     def one(g):
+        if g is None:
+            return "none"
         return "%s %.2f" % ("≥" if g[0] == ">=" else "≤", g[1])
     text = one(goal_of(bench, clients))
     if clients is None:
@@ -230,6 +240,64 @@ def rows_nfs_lookup(raw):
                         "small directory " + fmt(r["small_lookups_per_s"]), r["ratio"],
                         r["ratio_min"], r["ratio_max"]))
     return rows
+
+
+STREAM_PROTO = {"nfs3": "NFSv3", "nfs4": "NFSv4.1"}
+
+
+def io_text(io):
+    n = int(num(io) or 0)
+    return "%d MiB" % (n >> 20) if n >= 1 << 20 and n % (1 << 20) == 0 else "%d KiB" % (n >> 10)
+
+
+def stream_workload(r):
+    return "%s %s, %s I/O, %s stream%s (MiB/s)" % (
+        STREAM_PROTO.get(r["proto"], r["proto"]), r["workload"], io_text(r["io"]), r["streams"],
+        "" if r["streams"] == "1" else "s")
+
+
+def rows_stream(raw):
+    rows = []
+    for r in read_csv(os.path.join(raw, "stream.csv")) or []:
+        rows.append(Row("stream", stream_workload(r), fmt(r["jnfsd_mib_s"]),
+                        "NFS-Ganesha " + fmt(r["ganesha_mib_s"]), r["ratio"], r["ratio_min"],
+                        r["ratio_max"], goal=False))
+    return rows
+
+
+def stream_section(raw):
+    """The stream benchmark's own table: every cell with its spread, ceilings
+    and CPU cost, then the pNFS cell."""
+    rows = read_csv(os.path.join(raw, "stream.csv"))
+    if not rows:
+        return []
+    md = ["## Streaming data (stream)", "",
+          "MiB/s median (min–max) over the rounds; ceilings: the disk with O_DIRECT (raw) and "
+          "loopback TCP for the same bytes; of ceiling: jnfsd over the lesser of the two; "
+          "CPU: server CPU seconds per GiB moved.", "",
+          "| cell | jnfsd MiB/s | NFS-Ganesha MiB/s | jnfsd/Ganesha | raw | TCP | "
+          "jnfsd of ceiling | CPU s/GiB jnfsd | CPU s/GiB Ganesha |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append("| %s | %s (%s–%s) | %s (%s–%s) | %s (%s–%s) | %s | %s | %s | %s | %s |" % (
+            stream_workload(r)[:-len(" (MiB/s)")], fmt(r["jnfsd_mib_s"]), fmt(r["jnfsd_min"]),
+            fmt(r["jnfsd_max"]), fmt(r["ganesha_mib_s"]), fmt(r["ganesha_min"]),
+            fmt(r["ganesha_max"]), fmt(r["ratio"], 2), fmt(r["ratio_min"], 2),
+            fmt(r["ratio_max"], 2), fmt(r["raw_mib_s"]), fmt(r["tcp_mib_s"]),
+            fmt(r["jnfsd_of_ceiling"], 2), fmt(r["jnfsd_cpu_s_per_gib"], 2),
+            fmt(r["ganesha_cpu_s_per_gib"], 2)))
+    pn = read_csv(os.path.join(raw, "stream-pnfs.csv"))
+    if pn:
+        md += ["", "pNFS block layouts (`jnfs pnfs put` / `get`, 1 MiB I/O, 1 stream) against "
+               "NFSv4.1 through jnfsd and the disk:", "",
+               "| op | pNFS MiB/s | NFSv4.1 through jnfsd | raw disk | pNFS/NFSv4.1 | pNFS of raw |",
+               "|---|---|---|---|---|---|"]
+        for r in pn:
+            md.append("| %s | %s (%s–%s) | %s | %s | %s | %s |" % (
+                r["op"], fmt(r["pnfs_mib_s"]), fmt(r["pnfs_min"]), fmt(r["pnfs_max"]),
+                fmt(r["nfs4_mib_s"]), fmt(r["raw_mib_s"]), fmt(r["pnfs_over_nfs4"], 2),
+                fmt(r["pnfs_of_raw"], 2)))
+    return md + [""]
 
 
 # ---- plots (gnuplot) ----
@@ -448,6 +516,32 @@ def plot_nfs_lookup(raw, out, tmp):
     return png if gnuplot(script, png) else None
 
 
+def plot_stream(raw, out, tmp):
+    rows = read_csv(os.path.join(raw, "stream.csv"))
+    if not rows:
+        return None
+    dat = os.path.join(tmp, "stream.dat")
+    write_dat(dat, [("%s %s %s S=%s" % (STREAM_PROTO.get(r["proto"], r["proto"]), r["workload"],
+                                        io_text(r["io"]).replace(" ", ""), r["streams"]),
+                     num(r["jnfsd_mib_s"]), num(r["ganesha_mib_s"]), num(r["raw_mib_s"]),
+                     num(r["tcp_mib_s"]), num(r["ratio"]), num(r["ratio_min"]),
+                     num(r["ratio_max"]), num(r["jnfsd_of_ceiling"])) for r in rows])
+    png = os.path.join(out, "stream.png")
+    script = (HEAD % (1100, png) + "set multiplot layout 2,1\n"
+              "set title \"stream: MiB/s moving large files (median of rounds) and the ceilings\"\n"
+              "set ylabel \"MiB/s\"\nset yrange [0:*]\n"
+              "set style data histograms\nset style histogram clustered gap 1\n"
+              "plot \"%s\" using 2:xtic(1) title \"jnfsd\", \"\" using 3 title \"NFS-Ganesha\", "
+              "\"\" using 4 title \"disk O_DIRECT\", \"\" using 5 title \"loopback TCP\"\n"
+              "set title \"stream: jnfsd / NFS-Ganesha (min–max over rounds) and jnfsd / lesser "
+              "ceiling\"\nset ylabel \"ratio\"\nset yrange [0:*]\nset xrange [-0.5:%.1f]\n"
+              "plot \"%s\" using ($0-0.08):6:7:8:xtic(1) with yerrorbars pt 7 ps 1.2 lw 2 "
+              "title \"jnfsd / NFS-Ganesha\", \"\" using ($0+0.08):9 with points pt 5 ps 1.2 "
+              "title \"jnfsd / ceiling\", 1.0 with lines dt 2 lw 1 lc rgb \"gray\" notitle\n"
+              "unset multiplot\n" % (dat, len(rows) - 0.5, dat))
+    return png if gnuplot(script, png) else None
+
+
 def main():
     report = sys.argv[1]
     raw = os.path.join(report, "raw")
@@ -462,12 +556,14 @@ def main():
     untar4_rows, untar4_base = rows_untar("nfs4-untar", raw)
     rows = {"rpc-null": rpc_rows, "sync-loop": rows_sync_loop(raw), "fs-scale": rows_fs_scale(raw),
             "nfs3-untar": untar_rows, "nfs4-untar": untar4_rows,
-            "pnfs-commit": rows_pnfs_commit(raw), "nfs-lookup": rows_nfs_lookup(raw)}
+            "pnfs-commit": rows_pnfs_commit(raw), "nfs-lookup": rows_nfs_lookup(raw),
+            "stream": rows_stream(raw)}
     plots = {"rpc-null": plot_rpc_null, "sync-loop": plot_sync_loop,
              "fs-scale": plot_fs_scale,
              "nfs3-untar": lambda raw, out, tmp: plot_untar("nfs3-untar", raw, out, tmp),
              "nfs4-untar": lambda raw, out, tmp: plot_untar("nfs4-untar", raw, out, tmp),
-             "pnfs-commit": plot_pnfs_commit, "nfs-lookup": plot_nfs_lookup}
+             "pnfs-commit": plot_pnfs_commit, "nfs-lookup": plot_nfs_lookup,
+             "stream": plot_stream}
 
     md = ["# jnfs benchmark report", ""]
     if run_txt:
@@ -505,7 +601,8 @@ def main():
                                                              fmt(lo, 2), fmt(hi, 2)))
             out_rows.append([b, w + " (new/old)", new, "baseline " + old, fmt(r, 2), fmt(lo, 2),
                              fmt(hi, 2), "none", "n/a"])
-    md += ["", "## Plots", ""]
+    md += [""] + stream_section(raw)
+    md += ["## Plots", ""]
     for b in BENCHES:
         png = plots[b](raw, report, tmp)
         if png:

@@ -17,6 +17,9 @@
 #   nfs-lookup  an NFS LOOKUP in a 100,000-entry directory against one in a
 #               1,000-entry directory, jnfsd against itself, over NFSv3 and
 #               NFSv4.1 (run-nfs-lookup.sh)
+#   stream      MiB/s moving large files over NFSv3 and NFSv4.1, jnfsd
+#               against NFS-Ganesha over XFS, with the disk (O_DIRECT) and
+#               loopback TCP as ceilings, and a pNFS cell (run-stream.sh)
 # Each script alternates the systems it compares round by round; they run
 # one after the other. The report goes to a dated folder,
 # $BENCH_REPORTS/YYYY-MM-DD-HHMMSS (default bench-reports/): raw/ (every
@@ -28,8 +31,8 @@
 #
 # Needs root (loop devices, mounts, network namespaces); installs what it
 # needs (scripts/install-deps, scripts/install-bench-deps) and builds.
-# About 20-25 minutes on 2 cores; BENCH_QUICK=1 runs fewer rounds, files and
-# seconds (about 5 minutes): for trying the machinery, not for conclusions.
+# About 30-35 minutes on 2 cores; BENCH_QUICK=1 runs fewer rounds, files and
+# seconds (about 7 minutes): for trying the machinery, not for conclusions.
 # BASELINE_JNFSD (and BASELINE_JNFS) are passed to run-rpc-null.sh,
 # run-nfs3-untar.sh and run-nfs4-untar.sh, which then also measure that
 # older jnfsd (the report gets a table of new/old).
@@ -62,6 +65,7 @@ if [ "$QUICK" = 1 ]; then
 	UNTAR_ARGS="1 8"
 	PNFS_ARGS="2"
 	NFS_LOOKUP_ARGS="--big 20000 --lookups 5000 --rounds 2"
+	STREAM_ENV="BENCH_QUICK=1"
 else
 	RPC_NULL_ENV="ROUNDS=3"
 	RPC_NULL_ARGS="3 1 4 16"
@@ -73,6 +77,7 @@ else
 	UNTAR_ARGS="1 8"
 	PNFS_ARGS="5"
 	NFS_LOOKUP_ARGS=""
+	STREAM_ENV="ROUNDS=3"
 fi
 
 {
@@ -86,6 +91,7 @@ fi
 	echo "nfs4-untar: $UNTAR_ENV bench/run-nfs4-untar.sh $UNTAR_ARGS"
 	echo "pnfs-commit: bench/run-pnfs-commit.sh $PNFS_ARGS"
 	echo "nfs-lookup: bench/run-nfs-lookup.sh $NFS_LOOKUP_ARGS"
+	echo "stream:     $STREAM_ENV bench/run-stream.sh"
 } >"$REPORT/run.txt"
 cat "$REPORT/run.txt"
 
@@ -109,6 +115,7 @@ bench nfs3-untar "$UNTAR_ENV" "$UNTAR_ARGS" bench/run-nfs3-untar.sh
 bench nfs4-untar "$UNTAR_ENV" "$UNTAR_ARGS" bench/run-nfs4-untar.sh
 bench pnfs-commit "" "$PNFS_ARGS" bench/run-pnfs-commit.sh
 bench nfs-lookup "" "$NFS_LOOKUP_ARGS" bench/run-nfs-lookup.sh
+bench stream "$STREAM_ENV" "" bench/run-stream.sh
 
 python3=/usr/bin/python3
 [ -x "$python3" ] || python3=python3

@@ -14,6 +14,12 @@ the size asked for, end chunk). Then the same without the baseline and with
 sync-loop failed: its row says so, the others are there, and no plot is
 drawn for it.
 
+The stream benchmark's table is made by bench/stream_table.py (beside
+report.py) from made-up runs: the medians, spreads, per-round ratios,
+ceilings and the pNFS table must come out as computed by hand; report.py
+then puts each cell in the main table (no goal), its own section with the
+ceilings, CPU cost and the pNFS cell, and stream.png.
+
 usage: test_report.py REPORT_PY
 """
 import csv
@@ -75,6 +81,81 @@ nfs3,1,1000,100000,3,20000,9000,8600,110.0,115.0,100.0,104.0,300.0,320.0,1.047,1
 nfs4,8,1000,100000,3,20000,30000,24000,260.0,330.0,240.0,300.0,900.0,1100.0,1.250,1.180,1.300
 """
 
+# stream: run-stream.sh's runs (system, proto, op, stable, ...), 3 rounds of
+# one NFSv3 cell (write unstable, 1 MiB, 1 stream) and one NFSv4.1 cell
+# (read, 64 KiB, 4 streams), their disk and TCP ceilings, and pNFS runs
+STREAM_RUNS = """round,system,proto,op,stable,streams,io,depth,bytes,seconds,mib_per_s,server_cpu_s,server_cpu_s_per_gib
+1,tcp,tcp,write,unstable,1,1048576,8,1073741824,0.5,2000.0,n/a,n/a
+1,jnfsd,nfs3,write,unstable,1,1048576,8,1073741824,5.0,200.0,2.00,2.00
+1,ganesha,nfs3,write,unstable,1,1048576,8,1073741824,2.0,500.0,3.00,3.00
+1,raw,raw,write,unstable,1,1048576,8,1073741824,1.0,1000.0,n/a,n/a
+2,tcp,tcp,write,unstable,1,1048576,8,1073741824,0.5,2200.0,n/a,n/a
+2,ganesha,nfs3,write,unstable,1,1048576,8,1073741824,2.0,400.0,3.20,3.20
+2,raw,raw,write,unstable,1,1048576,8,1073741824,1.0,1100.0,n/a,n/a
+2,jnfsd,nfs3,write,unstable,1,1048576,8,1073741824,5.0,240.0,2.20,2.20
+3,tcp,tcp,write,unstable,1,1048576,8,1073741824,0.5,1800.0,n/a,n/a
+3,raw,raw,write,unstable,1,1048576,8,1073741824,1.0,900.0,n/a,n/a
+3,jnfsd,nfs3,write,unstable,1,1048576,8,1073741824,5.0,180.0,1.80,1.80
+3,ganesha,nfs3,write,unstable,1,1048576,8,1073741824,2.0,600.0,2.80,2.80
+1,tcp,tcp,write,unstable,4,65536,8,268435456,0.5,300.0,n/a,n/a
+1,jnfsd,nfs4,read,-,4,65536,8,268435456,1.0,250.0,1.00,4.00
+1,ganesha,nfs4,read,-,4,65536,8,268435456,1.0,200.0,2.00,8.00
+1,raw,raw,read,-,4,65536,8,268435456,1.0,900.0,n/a,n/a
+2,tcp,tcp,write,unstable,4,65536,8,268435456,0.5,320.0,n/a,n/a
+2,jnfsd,nfs4,read,-,4,65536,8,268435456,1.0,270.0,1.00,5.00
+2,ganesha,nfs4,read,-,4,65536,8,268435456,1.0,300.0,2.00,9.00
+2,raw,raw,read,-,4,65536,8,268435456,1.0,800.0,n/a,n/a
+3,tcp,tcp,write,unstable,4,65536,8,268435456,0.5,310.0,n/a,n/a
+3,jnfsd,nfs4,read,-,4,65536,8,268435456,1.0,260.0,1.00,6.00
+3,ganesha,nfs4,read,-,4,65536,8,268435456,1.0,100.0,2.00,7.00
+3,raw,raw,read,-,4,65536,8,268435456,1.0,1000.0,n/a,n/a
+"""
+STREAM_PNFS_RUNS = """round,op,bytes,seconds,mib_per_s
+1,put,1073741824,2.0,500.0
+2,put,1073741824,2.0,700.0
+3,put,1073741824,2.0,600.0
+1,get,1073741824,1.0,1000.0
+"""
+# what stream_table.py must make of them: per-round ratios 0.40 0.60 0.30
+# (median 0.40) and 1.25 0.90 2.60 (1.25); ceilings min(raw, tcp)
+STREAM_TABLE = [
+    ["nfs3", "write-unstable", "1048576", "1", "8", "200.0", "180.0", "240.0", "500.0",
+     "400.0", "600.0", "0.40", "0.30", "0.60", "2.00", "3.00", "1000.0", "2000.0", "1000.0",
+     "0.20"],
+    ["nfs4", "read", "65536", "4", "8", "260.0", "250.0", "270.0", "200.0", "100.0", "300.0",
+     "1.25", "0.90", "2.60", "5.00", "8.00", "900.0", "310.0", "310.0", "0.84"],
+]
+# the 1-stream 1 MiB NFSv4.1 cells did not run: n/a beside pNFS; the disk's
+# 1-stream 1 MiB write did (put), its read did not (get)
+STREAM_PNFS_TABLE = [
+    ["put", "1048576", "1", "600.0", "500.0", "700.0", "n/a", "1000.0", "n/a", "0.60"],
+    ["get", "1048576", "1", "1000.0", "1000.0", "1000.0", "n/a", "n/a", "n/a", "n/a"],
+]
+
+
+def stream_tables(tmp):
+    """bench/stream_table.py on STREAM_RUNS: the tables of the hand-made
+    figures, as CSV text (the inputs of the report below)."""
+    runs, table, pruns, ptable = (os.path.join(tmp, n) for n in (
+        "stream-runs.csv", "stream.csv", "stream-pnfs-runs.csv", "stream-pnfs.csv"))
+    write(runs, STREAM_RUNS)
+    write(pruns, STREAM_PNFS_RUNS)
+    tool = os.path.join(os.path.dirname(os.path.abspath(REPORT_PY)), "stream_table.py")
+    r = subprocess.run([sys.executable, tool, runs, table, pruns, ptable],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    if r.returncode:
+        fail("stream_table.py exited %d:\n%s" % (r.returncode, r.stdout))
+    got = list(csv.reader(open(table, newline="")))
+    if got[0][:6] != ["proto", "workload", "io", "streams", "depth", "jnfsd_mib_s"] or \
+            got[1:] != STREAM_TABLE:
+        fail("stream_table.py made\n%s\nexpected\n%s" % (got[1:], STREAM_TABLE))
+    pgot = list(csv.reader(open(ptable, newline="")))
+    if pgot[1:] != STREAM_PNFS_TABLE:
+        fail("stream_table.py's pNFS table is\n%s\nexpected\n%s" % (pgot[1:],
+                                                                   STREAM_PNFS_TABLE))
+    print("stream_table.py: medians, spreads, ratios, ceilings and the pNFS table as computed")
+    return open(table).read(), open(ptable).read()
+
 
 def png_size(path):
     data = open(path, "rb").read()
@@ -97,7 +178,8 @@ def table(md):
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) == 7 and cells[0] in ("rpc-null", "sync-loop", "fs-scale", "nfs3-untar",
-                                            "nfs4-untar", "pnfs-commit", "nfs-lookup"):
+                                            "nfs4-untar", "pnfs-commit", "nfs-lookup",
+                                            "stream"):
             rows[(cells[0], cells[1])] = cells
     return rows
 
@@ -116,6 +198,7 @@ def expect(rows, bench, workload, ratio, verdict, goal=None):
 def main():
     tmp = tempfile.mkdtemp(prefix="jnfs-report.")
     try:
+        stream_csv, stream_pnfs_csv = stream_tables(tmp)
         rep = os.path.join(tmp, "with-baseline")
         raw = os.path.join(rep, "raw")
         os.makedirs(raw)
@@ -126,9 +209,11 @@ def main():
         write(os.path.join(raw, "nfs4-untar.csv"), UNTAR4)
         write(os.path.join(raw, "pnfs-commit.csv"), PNFS_COMMIT)
         write(os.path.join(raw, "nfs-lookup.csv"), NFS_LOOKUP)
+        write(os.path.join(raw, "stream.csv"), stream_csv)
+        write(os.path.join(raw, "stream-pnfs.csv"), stream_pnfs_csv)
         write(os.path.join(raw, "status.csv"), "name,exit_status,seconds\nrpc-null,0,10\n"
               "sync-loop,0,40\nfs-scale,0,30\nnfs3-untar,0,60\nnfs4-untar,0,70\n"
-              "pnfs-commit,0,50\nnfs-lookup,0,80\n")
+              "pnfs-commit,0,50\nnfs-lookup,0,80\nstream,0,600\n")
         write(os.path.join(rep, "run.txt"), "BENCH_QUICK=1\n")
         md = run(rep)
         rows = table(md)
@@ -170,6 +255,18 @@ def main():
         if "| nfs-lookup | LOOKUP over NFSv3, 1 in flight, 100,000 vs 1,000 entries " \
            "(lookups/s) | 8,600 | small directory 9,000 |" not in md:
             fail("the nfs-lookup row does not show both directories' lookups/s:\n" + md)
+        expect(rows, "stream", "NFSv3 write-unstable, 1 MiB I/O, 1 stream (MiB/s)",
+               "0.40 (0.30–0.60)", "n/a", "none")
+        expect(rows, "stream", "NFSv4.1 read, 64 KiB I/O, 4 streams (MiB/s)",
+               "1.25 (0.90–2.60)", "n/a", "none")
+        if "| NFSv3 write-unstable, 1 MiB I/O, 1 stream | 200 (180–240) | " \
+           "500 (400–600) | 0.40 (0.30–0.60) | 1,000 | 2,000 | 0.20 | 2.00 | 3.00 |" \
+           not in md or "| NFSv4.1 read, 64 KiB I/O, 4 streams | 260 (250–270) | " \
+           "200 (100–300) | 1.25 (0.90–2.60) | 900 | 310 | 0.84 | 5.00 | 8.00 |" \
+           not in md:
+            fail("the stream section is wrong:\n" + md)
+        if "| put | 600 (500–700) | n/a | 1,000 | n/a | 0.60 |" not in md:
+            fail("the stream section has no pNFS row:\n" + md)
         if "## This jnfsd against the baseline jnfsd" not in md or \
            "| nfs3-untar | untar filesync, 1 client (files/s) | 620.0 | 510.0 | 1.22 (1.20–1.23) |" \
            not in md or "| rpc-null | NULL calls/s, 16 conns | 300,000 | 280,000 | 1.07 (1.01–1.10) |" \
@@ -177,11 +274,11 @@ def main():
             fail("the baseline table is wrong:\n" + md)
         with open(os.path.join(rep, "results.csv")) as f:
             res = list(csv.DictReader(f))
-        if len(res) != 2 + 2 + 4 + 2 + 2 + 2 + 4 + 2 + 2:
+        if len(res) != 2 + 2 + 4 + 2 + 2 + 2 + 4 + 2 + 2 + 2:
             fail("results.csv has %d rows" % len(res))
         for b, h in (("rpc-null", 900), ("sync-loop", 900), ("fs-scale", 900),
                      ("nfs3-untar", 1000), ("nfs4-untar", 1000), ("pnfs-commit", 900),
-                     ("nfs-lookup", 900)):
+                     ("nfs-lookup", 900), ("stream", 1100)):
             png = os.path.join(rep, b + ".png")
             if not os.path.exists(png):
                 fail("no %s" % png)
@@ -191,7 +288,7 @@ def main():
                 fail("report.md does not show %s.png" % b)
         if os.path.exists(os.path.join(rep, ".plot")):
             fail("the plot data was left behind")
-        print("report with a baseline: %d rows, 7 plots" % len(rows))
+        print("report with a baseline: %d rows, 8 plots" % len(rows))
 
         # no baseline, sync-loop failed
         rep2 = os.path.join(tmp, "failed")
@@ -204,7 +301,7 @@ def main():
               "\n".join(",".join(l.split(",")[:22]) for l in UNTAR.splitlines()) + "\n")
         write(os.path.join(raw2, "status.csv"), "name,exit_status,seconds\nrpc-null,0,10\n"
               "sync-loop,1,3\nfs-scale,0,30\nnfs3-untar,0,60\nnfs4-untar,1,5\n"
-              "pnfs-commit,1,2\n")
+              "pnfs-commit,1,2\nstream,1,9\n")
         md = run(rep2)
         rows = table(md)
         expect(rows, "sync-loop", "failed (exit 1), see raw/sync-loop.log", "", "n/a")
@@ -217,12 +314,15 @@ def main():
             fail("a baseline table without a baseline")
         expect(rows, "pnfs-commit", "failed (exit 1), see raw/pnfs-commit.log", "", "n/a")
         expect(rows, "nfs-lookup", "no results, see raw/nfs-lookup.log", "", "n/a", "≤ 1.10")
-        for b in ("sync-loop", "nfs4-untar", "pnfs-commit", "nfs-lookup"):
+        expect(rows, "stream", "failed (exit 1), see raw/stream.log", "", "n/a", "none")
+        if "## Streaming data" in md:
+            fail("a stream section without stream results")
+        for b in ("sync-loop", "nfs4-untar", "pnfs-commit", "nfs-lookup", "stream"):
             if os.path.exists(os.path.join(rep2, b + ".png")):
                 fail("a plot for a failed benchmark (%s)" % b)
         for b in ("rpc-null", "fs-scale", "nfs3-untar"):
             png_size(os.path.join(rep2, b + ".png"))
-        print("report with three failed benchmarks and no baseline: the failures named, 3 plots")
+        print("report with four failed benchmarks, one without results and no baseline: the failures named, 3 plots")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("test_report: ok")
