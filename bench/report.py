@@ -521,13 +521,18 @@ def plot_stream(raw, out, tmp):
     if not rows:
         return None
     dat = os.path.join(tmp, "stream.dat")
-    write_dat(dat, [("%s %s %s S=%s" % (STREAM_PROTO.get(r["proto"], r["proto"]), r["workload"],
-                                        io_text(r["io"]).replace(" ", ""), r["streams"]),
+    short = {"nfs3": "v3", "nfs4": "v4.1"}
+    write_dat(dat, [("%s %s %s S=%s" % (short.get(r["proto"], r["proto"]),
+                                        r["workload"].replace("write-", ""),
+                                        io_text(r["io"]).replace(" MiB", "M").replace(" KiB", "K"),
+                                        r["streams"]),
                      num(r["jnfsd_mib_s"]), num(r["ganesha_mib_s"]), num(r["raw_mib_s"]),
                      num(r["tcp_mib_s"]), num(r["ratio"]), num(r["ratio_min"]),
                      num(r["ratio_max"]), num(r["jnfsd_of_ceiling"])) for r in rows])
     png = os.path.join(out, "stream.png")
-    script = (HEAD % (1100, png) + "set multiplot layout 2,1\n"
+    # 36 cells: upright labels, small
+    script = (HEAD % (1100, png) + "set xtics rotate by 90 right font \",8\"\n"
+              "set multiplot layout 2,1\n"
               "set title \"stream: MiB/s moving large files (median of rounds) and the ceilings\"\n"
               "set ylabel \"MiB/s\"\nset yrange [0:*]\n"
               "set style data histograms\nset style histogram clustered gap 1\n"
