@@ -25,6 +25,7 @@ struct s4 {
 	char owner[48];
 	uint8_t verf[NFS4_VERIFIER_SIZE];
 	bool verf_set;
+	uint64_t resent; /* calls sent again after RETRY_UNCACHED_REP */
 	struct nfs4c_compound c[STREAM_MAX_DEPTH];
 };
 
@@ -62,6 +63,14 @@ void *nfs4_stream_setup(unsigned k)
 	if (err)
 		die("stream %u: mount: %s", k,
 		    err < 0 ? strerror(-err) : "the server refused (NFS4 status)");
+
+	/* D compounds in flight need D slots (nfs4c_start waits for a free
+	 * one, and this thread would then wait for itself) */
+	struct nfs4c_info info;
+	nfs4c_get_info(s->cl, &info);
+	if (info.fore_slots < so.depth)
+		die("stream %u: the server granted %u session slots, fewer than --depth %u", k,
+		    info.fore_slots, so.depth);
 
 	/* the export, then its directory (made when missing) */
 	nfs4c_compound_init(&c, s->cl);
@@ -130,6 +139,15 @@ static void finish_one(struct s4 *s, struct nfs4c_compound *c, uint64_t off)
 {
 	const char *what = so.read ? "READ" : "WRITE";
 	int err = nfs4c_wait(c);
+	/* a call sent again on its slot after a reconnect, whose reply the
+	 * server did not keep (a READ's or WRITE's is too big to): the same
+	 * call as a new request, counted (RFC 8881 2.10.6.1.3) */
+	for (unsigned n = 0; !err && c->status == NFS4ERR_RETRY_UNCACHED_REP && n < 3; n++) {
+		s->resent++;
+		nfs4c_compound_destroy(c);
+		start_one(s, c, off);
+		err = nfs4c_wait(c);
+	}
 	if (err)
 		die("stream %u: %s: %s", s->k, what, strerror(-err));
 	if (c->status != NFS4_OK)
@@ -193,6 +211,13 @@ void nfs4_stream_teardown(void *arg)
 	nfs4c_op_close(&c, &s->sid);
 	send_checked(s, &c, "CLOSE");
 	nfs4c_compound_destroy(&c);
+	struct nfs4c_info info;
+	nfs4c_get_info(s->cl, &info);
+	if (info.reconnects || s->resent)
+		fprintf(stderr,
+			"stream-bench: stream %u: %" PRIu64 " reconnects, %" PRIu64
+			" calls sent again after RETRY_UNCACHED_REP\n",
+			s->k, info.reconnects, s->resent);
 	nfs4c_unmount(s->cl);
 	nfs4c_destroy(s->cl);
 	free(s);
