@@ -2,9 +2,11 @@
  * test_dev.c - the device layer: memory and file backends, counters, the
  * latency model, fault injection, flush elision, and the crash device's
  * contract (unflushed writes may be lost or torn; flushed and FUA writes
- * never are; the recording rebuilds what powerfail can leave).
+ * never are; the recording rebuilds what powerfail can leave), and
+ * flush-behind (dev.h, B1-B3).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -18,6 +20,24 @@ static void fill(uint8_t *b, size_t n, uint8_t v)
 {
 	memset(b, v, n);
 }
+
+static uint64_t dev_stat(struct dev *d, const char *name)
+{
+	struct stat_table t;
+	struct stat_sink s = stat_sink_table(&t);
+	dev_stats(d, "dev", &s);
+	return stat_table_get(&t, name);
+}
+
+/* Poll for cond, failing the test after 20 s (a hang is a failure). */
+#define WAIT_FOR(cond)                                                                             \
+	do {                                                                                       \
+		uint64_t _t0 = now_ns();                                                           \
+		while (!(cond)) {                                                                  \
+			CHECK(now_ns() - _t0 < 20 * NSEC_PER_SEC);                                 \
+			usleep(200);                                                               \
+		}                                                                                  \
+	} while (0)
 
 static void test_mem(void)
 {
@@ -305,6 +325,192 @@ static void test_crash_record(void)
 	TEST_PASS("crash record");
 }
 
+/* ---- flush-behind (dev.h, B1-B3) ---- */
+
+#define FB_BOUND (64u << 10)
+#define FB_LIMIT (256u << 10)
+#define FB_BLK	 4096u
+
+/* The crash device's flush hook: flush number n (from 1) waits until
+ * released >= n. */
+struct gate {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	unsigned entered, released;
+};
+
+static void gate_hook(void *arg)
+{
+	struct gate *g = arg;
+	pthread_mutex_lock(&g->m);
+	unsigned me = ++g->entered;
+	pthread_cond_broadcast(&g->c);
+	while (g->released < me)
+		pthread_cond_wait(&g->c, &g->m);
+	pthread_mutex_unlock(&g->m);
+}
+
+static unsigned gate_entered(struct gate *g)
+{
+	pthread_mutex_lock(&g->m);
+	unsigned n = g->entered;
+	pthread_mutex_unlock(&g->m);
+	return n;
+}
+
+static void gate_release(struct gate *g, unsigned n)
+{
+	pthread_mutex_lock(&g->m);
+	g->released = n;
+	pthread_cond_broadcast(&g->c);
+	pthread_mutex_unlock(&g->m);
+}
+
+struct fb_caller {
+	pthread_t th;
+	struct dev *d;
+	uint64_t off;
+	bool flush; /* then dev_flush */
+	_Atomic int returned;
+	int err;
+};
+
+static void *fb_caller_fn(void *arg)
+{
+	struct fb_caller *c = arg;
+	uint8_t buf[FB_BLK];
+	fill(buf, sizeof(buf), 0x5a);
+	c->err = dev_write(c->d, buf, FB_BLK, c->off, 0);
+	if (!c->err && c->flush)
+		c->err = dev_flush(c->d);
+	atomic_store(&c->returned, 1);
+	return NULL;
+}
+
+/* Write n blocks of FB_BLK from block *next on, each returning 0. */
+static void fb_write(struct dev *d, unsigned *next, unsigned n)
+{
+	uint8_t buf[FB_BLK];
+	fill(buf, sizeof(buf), 0x3c);
+	for (unsigned i = 0; i < n; i++, (*next)++)
+		CHECK_OK(dev_write(d, buf, FB_BLK, (uint64_t)*next * FB_BLK, 0));
+}
+
+/*
+ * Held flushes: a flush-behind flush is asked for once B bytes are
+ * unflushed and the writer does not wait for it (B1); while it is held,
+ * writes up to H go on without waiting and ask for no second one; the
+ * write that would pass H waits for it (B2), and only that one. A
+ * synchronous caller whose write came after the flush-behind flush started
+ * is not served by it (F2), and leads the next one (F5). A failed
+ * flush-behind flush is counted (B3, F4) and fails nobody else (F3).
+ */
+static void test_flush_behind_held(void)
+{
+	struct dev *inner, *cd;
+	CHECK_OK(dev_mem_create(4 << 20, NULL, &inner));
+	CHECK_OK(crashdev_create(inner, 0, &cd));
+	struct gate g = {.m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
+	crashdev_set_flush_hook(cd, gate_hook, &g);
+	dev_set_flush_behind(cd, FB_BOUND, FB_LIMIT);
+	CHECK_EQ(dev_stat(cd, "dev.flush_behind_bound"), FB_BOUND);
+	unsigned next = 0;
+
+	/* under the bound: nothing */
+	fb_write(cd, &next, FB_BOUND / FB_BLK - 1);
+	CHECK_EQ(dev_stat(cd, "dev.flush_behind_flushes"), 0);
+	CHECK_EQ(gate_entered(&g), 0);
+	/* at the bound: a flush is asked for, and held; the writer returned */
+	fb_write(cd, &next, 1);
+	CHECK_EQ(dev_stat(cd, "dev.flush_behind_flushes"), 1);
+	WAIT_FOR(gate_entered(&g) == 1);
+
+	/* a synchronous caller after it started: not served by it (F2) */
+	struct fb_caller sc = {.d = cd, .off = 3u << 20, .flush = true};
+	CHECK_OK(pthread_create(&sc.th, NULL, fb_caller_fn, &sc));
+	WAIT_FOR(dev_flush_queued(cd) == 1);
+
+	/* up to the limit, no writer waits and no other flush is asked for */
+	fb_write(cd, &next, (FB_LIMIT - FB_BOUND) / FB_BLK - 1); /* + sc's block: H */
+	CHECK_EQ(dev_stat(cd, "dev.unflushed_bytes"), FB_LIMIT);
+	CHECK_EQ(dev_stat(cd, "dev.flush_behind_flushes"), 1);
+	CHECK_EQ(dev_stat(cd, "dev.flush_behind_throttles"), 0);
+
+	/* past it: the writer waits for the held flush, which is enough */
+	struct fb_caller tw = {.d = cd, .off = (uint64_t)next++ * FB_BLK};
+	CHECK_OK(pthread_create(&tw.th, NULL, fb_caller_fn, &tw));
+	usleep(20000); /* room to be wrong: tw must still wait */
+	CHECK_EQ(atomic_load(&tw.returned), 0);
+	CHECK_EQ(atomic_load(&sc.returned), 0);
+	gate_release(&g, 1);
+	CHECK_OK(pthread_join(tw.th, NULL));
+	CHECK_OK(tw.err);
+	CHECK_EQ(dev_stat(cd, "dev.flush_behind_throttles"), 1);
+	CHECK_EQ(dev_stat(cd, "dev.flush_bytes_last"), FB_BOUND);
+	/* sc leads flush 2 (F5); it returns only once that completed */
+	WAIT_FOR(gate_entered(&g) == 2);
+	usleep(20000);
+	CHECK_EQ(atomic_load(&sc.returned), 0);
+	gate_release(&g, 100);
+	CHECK_OK(pthread_join(sc.th, NULL));
+	CHECK_OK(sc.err);
+	/* the writer that waited asked for the next flush-behind flush, since
+	 * B was unflushed again; it may have been sc's flush or one after */
+	WAIT_FOR(dev_stat(cd, "dev.unflushed_bytes") < FB_BOUND);
+	CHECK(dev_stat(cd, "dev.unflushed_bytes_max") <= FB_LIMIT);
+
+	/* a failed flush-behind flush: counted, and only that one fails */
+	uint64_t werr = dev_write_errors(cd);
+	dev_inject_flush_fault(cd, 1);
+	fb_write(cd, &next, FB_BOUND / FB_BLK);
+	WAIT_FOR(dev_write_errors(cd) == werr + 1);
+	CHECK_OK(dev_flush(cd));
+	CHECK_EQ(dev_write_errors(cd), werr + 1);
+	CHECK_EQ(crashdev_pending(cd), 0);
+	dev_close(cd);
+	dev_close(inner);
+	TEST_PASS("flush-behind: held flushes, the limit, F2, a failed flush");
+}
+
+/*
+ * A stream of N x B bytes from one writer: flush-behind flushes start
+ * (B1), the unflushed bytes never pass H (B2), every flush covers at most
+ * H, and so the flushes are at least (N x B - H) / H. Off (bound 0), the
+ * same stream asks for no flush at all.
+ */
+static void test_flush_behind_stream(void)
+{
+	for (int on = 0; on <= 1; on++) {
+		struct dev *d;
+		CHECK_OK(dev_mem_create(32 << 20, NULL, &d));
+		if (on)
+			dev_set_flush_behind(d, FB_BOUND, FB_LIMIT);
+		unsigned next = 0;
+		uint64_t total = 0;
+		for (int round = 0; round < 8; round++) {
+			fb_write(d, &next, (4u << 20) / FB_BLK);
+			total += 4u << 20;
+			if (on)
+				CHECK(dev_stat(d, "dev.flush_bytes_last") <= FB_LIMIT);
+		}
+		uint64_t flushes = dev_stat(d, "dev.flushes");
+		if (on) {
+			CHECK(dev_stat(d, "dev.flush_behind_flushes") >= 1);
+			CHECK(dev_stat(d, "dev.unflushed_bytes_max") <= FB_LIMIT);
+			CHECK(flushes >= (total - FB_LIMIT) / FB_LIMIT);
+		} else {
+			CHECK_EQ(flushes, 0);
+			CHECK_EQ(dev_stat(d, "dev.flush_behind_flushes"), 0);
+			CHECK_EQ(dev_stat(d, "dev.unflushed_bytes_max"), total);
+		}
+		/* F5: a flush asked for behind the stream completes; close waits */
+		CHECK_OK(dev_flush(d));
+		CHECK_EQ(dev_stat(d, "dev.unflushed_bytes"), 0);
+		dev_close(d);
+	}
+	TEST_PASS("flush-behind: a stream stays under the limit");
+}
+
 int main(void)
 {
 	test_mem();
@@ -313,5 +519,7 @@ int main(void)
 	test_generic();
 	test_crash();
 	test_crash_record();
+	test_flush_behind_held();
+	test_flush_behind_stream();
 	return 0;
 }

@@ -19,6 +19,12 @@
  *     stays volatile until the next flush. crashdev_set_flush_hook() runs a
  *     test's function in that window, so a test can hold a flush in flight.
  *
+ * Flush-behind (dev.h, B1-B3) is the generic layer's, so a crash device
+ * has it like any other (jnfsd --crash --flush-behind): its flushes are
+ * recorded and make writes durable as any flush does, and a power cut
+ * loses only what no flush had covered. Its inner device must not have it
+ * (the crash device writes to it holding its own lock).
+ *
  * The inner device is not owned: close it after the crash device.
  */
 #ifndef JNFS_DEV_CRASH_H

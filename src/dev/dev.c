@@ -79,11 +79,12 @@ int dev_read(struct dev *d, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned flags)
+static void fb_throttle(struct dev *d, size_t len, uint64_t limit);
+static void fb_kick(struct dev *d, uint64_t total);
+
+/* The I/O of dev_write, once B2 let it go. */
+static int dev_write_io(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned flags)
 {
-	int err = dev_check_range(d, len, off);
-	if (err)
-		return err;
 	if (dev_fault(d)) {
 		atomic_fetch_add(&d->d_write_errors, 1);
 		return -EIO;
@@ -93,22 +94,40 @@ int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned
 		if (lat)
 			sleep_ns(lat);
 	}
-	err = d->d_ops->write(d, buf, len, off, flags);
+	int err = d->d_ops->write(d, buf, len, off, flags);
 	if (err) {
 		counter_inc(&d->d_errors);
 		atomic_fetch_add(&d->d_write_errors, 1);
 		return err;
 	}
+	uint64_t total = 0;
 	if (!(flags & DEV_FUA)) {
 		/* bytes first: a flush that sees the generation sees them */
-		atomic_fetch_add(&d->d_write_total, len);
+		total = atomic_fetch_add(&d->d_write_total, len) + len;
 		atomic_fetch_add(&d->d_write_gen, 1);
 	}
 	counter_inc(&d->d_writes);
 	counter_add(&d->d_write_bytes, len);
 	if (flags & DEV_FUA)
 		counter_inc(&d->d_fua_writes);
+	else
+		fb_kick(d, total);
 	return 0;
+}
+
+int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned flags)
+{
+	int err = dev_check_range(d, len, off);
+	if (err)
+		return err;
+	uint64_t limit = atomic_load(&d->d_fb_limit);
+	bool fb = limit && !(flags & DEV_FUA);
+	if (fb)
+		fb_throttle(d, len, limit); /* B2: len is in d_fb_inflight */
+	err = dev_write_io(d, buf, len, off, flags);
+	if (fb) /* after d_write_total counted it: never out of both */
+		atomic_fetch_sub(&d->d_fb_inflight, len);
+	return err;
 }
 
 void dev_note_external_writes(struct dev *d)
@@ -176,6 +195,7 @@ static int flush_backend(struct dev *d, uint64_t gen, uint64_t bytes)
 	uint64_t cur = atomic_load(&d->d_flushed_total);
 	while (cur < bytes && !atomic_compare_exchange_weak(&d->d_flushed_total, &cur, bytes))
 		;
+	atomic_store(&d->d_flush_bytes_last, cur < bytes ? bytes - cur : 0);
 	cur = atomic_load(&d->d_flushed_gen);
 	while (cur < gen && !atomic_compare_exchange_weak(&d->d_flushed_gen, &cur, gen))
 		;
@@ -215,6 +235,7 @@ static int flush_lead(struct dev *d)
 	uint64_t gen = atomic_load(&d->d_write_gen);
 	uint64_t bytes = atomic_load(&d->d_write_total);
 	bool elide = gen == atomic_load(&d->d_flushed_gen);
+	d->d_flush_bytes = bytes;
 	mutex_unlock(&d->d_flush_lock);
 
 	int err = elide ? 0 : flush_backend(d, gen, bytes);
@@ -313,6 +334,103 @@ int dev_flush_async(struct dev *d, struct dev_flush_waiter *w, bool may_lead)
 	return 1;
 }
 
+/* ---- flush-behind (dev.h, B1-B3) ---- */
+
+/* Unflushed bytes now: what completed writes added that no completed
+ * flush covered (0 while a flush sampled writes newer than total). */
+static uint64_t fb_held(struct dev *d, uint64_t total)
+{
+	uint64_t flushed = atomic_load(&d->d_flushed_total);
+	return total > flushed ? total - flushed : 0;
+}
+
+/* The flush asked for by B1 completed (its failure, if any, is counted
+ * already, F4): the next one may be asked for. No device lock held. */
+static void fb_done(struct dev_flush_waiter *w, int err)
+{
+	(void)err;
+	struct dev *d = container_of(w, struct dev, d_fb_waiter);
+	mutex_lock(&d->d_flush_lock);
+	atomic_store(&d->d_fb_queued, false);
+	cond_broadcast(&d->d_flush_cond); /* dev_close waits for it */
+	mutex_unlock(&d->d_flush_lock);
+}
+
+/* B1, after a write without FUA completed with the device's write total
+ * at total: past the bound, a flush is asked for, nobody waits for it. */
+static void fb_kick(struct dev *d, uint64_t total)
+{
+	uint64_t held = fb_held(d, total);
+	uint64_t max = atomic_load(&d->d_unflushed_max);
+	while (max < held && !atomic_compare_exchange_weak(&d->d_unflushed_max, &max, held))
+		;
+	uint64_t bound = atomic_load(&d->d_fb_bound);
+	if (!bound || held < bound || atomic_exchange(&d->d_fb_queued, true))
+		return;
+	d->d_fb_waiter.fn = fb_done;
+	if (dev_flush_async(d, &d->d_fb_waiter, false))
+		counter_inc(&d->d_fb_flushes);
+	else
+		atomic_store(&d->d_fb_queued, false); /* nothing to flush after all */
+}
+
+/*
+ * B2, before a write of len bytes without FUA. What it would leave in the
+ * cache is the unflushed bytes, plus those of the writes that passed here
+ * and have not completed (d_fb_inflight), plus len. Over the limit, it
+ * waits until flushes made durable enough of what completed: the flush
+ * under way when it sampled that much, else the next one (dev_flush, F2:
+ * it covers everything completed before the call). Then it counts itself
+ * in flight, after one wait at most, even if writes that passed meanwhile
+ * keep it over: a writer never waits for another that waits, and the
+ * bytes by which the cache can pass the limit are those of the writes
+ * that run at once. A flush that fails ends the wait all the same: it is
+ * counted (B3), and the write goes on.
+ */
+static void fb_throttle(struct dev *d, size_t len, uint64_t limit)
+{
+	uint64_t t0 = 0;
+	for (;;) {
+		/* in flight first: a write leaves it after d_write_total has it,
+		 * so it is counted once or twice here, never missed */
+		uint64_t inflight = atomic_load(&d->d_fb_inflight);
+		uint64_t total = atomic_load(&d->d_write_total);
+		uint64_t held = fb_held(d, total);
+		uint64_t want = held + inflight + len;
+		if (want <= limit || t0 || (!held && !inflight)) {
+			if (!atomic_compare_exchange_weak(&d->d_fb_inflight, &inflight,
+							  inflight + len))
+				continue;
+			break;
+		}
+		t0 = now_ns();
+		/* flushed_total must reach need: everything completed but what
+		 * fits, or all of it when even that is not enough */
+		uint64_t excess = want - limit;
+		uint64_t need = total - held + MIN(excess, held);
+		mutex_lock(&d->d_flush_lock);
+		if (d->d_flush_running && d->d_flush_bytes >= need) {
+			uint64_t seq = d->d_flush_started;
+			while (d->d_flush_done < seq)
+				cond_wait(&d->d_flush_cond, &d->d_flush_lock);
+		}
+		bool more = atomic_load(&d->d_flushed_total) < need;
+		mutex_unlock(&d->d_flush_lock);
+		if (more)
+			dev_flush(d); /* a failure is counted (F4): the verifier moves */
+	}
+	if (t0) {
+		counter_inc(&d->d_fb_throttles);
+		counter_add(&d->d_fb_throttle_ns, now_ns() - t0);
+	}
+}
+
+void dev_set_flush_behind(struct dev *d, uint64_t bound, uint64_t limit)
+{
+	atomic_store(&d->d_fb_limit, bound ? MAX(limit, bound) : 0);
+	atomic_store(&d->d_fb_bound, bound);
+}
+
 uint64_t dev_flush_ticket(struct dev *d)
 {
 	mutex_lock(&d->d_flush_lock);
@@ -342,6 +460,8 @@ void dev_close(struct dev *d)
 	if (!d)
 		return;
 	mutex_lock(&d->d_flush_lock);
+	while (atomic_load(&d->d_fb_queued)) /* B1's flush: the flusher thread leads it */
+		cond_wait(&d->d_flush_cond, &d->d_flush_lock);
 	BUG_ON(!list_empty(&d->d_flush_async) || d->d_flush_running);
 	d->d_flusher_stop = true;
 	cond_signal(&d->d_flusher_cond);
@@ -399,10 +519,16 @@ void dev_stats(struct dev *d, const char *prefix, const struct stat_sink *sink)
 					    "flush_group_8", "flush_group_16", "flush_group_more"};
 	for (unsigned i = 0; i < ARRAY_SIZE(group); i++)
 		stat_emitf(sink, prefix, group[i], counter_get(&d->d_flush_group[i]));
+	stat_emitf(sink, prefix, "flush_behind_flushes", counter_get(&d->d_fb_flushes));
+	stat_emitf(sink, prefix, "flush_behind_throttles", counter_get(&d->d_fb_throttles));
+	stat_emitf(sink, prefix, "flush_behind_throttle_ns", counter_get(&d->d_fb_throttle_ns));
 	stat_emitf(sink, prefix, "errors", counter_get(&d->d_errors));
 	stat_emitf(sink, prefix, "write_errors", dev_write_errors(d));
 	stat_gaugef(sink, prefix, "direct_io", d->d_direct_io);
 	stat_emitf(sink, prefix, "bounced_bytes", counter_get(&d->d_bounced_bytes));
 	uint64_t held = atomic_load(&d->d_write_total) - atomic_load(&d->d_flushed_total);
 	stat_gaugef(sink, prefix, "unflushed_bytes", (int64_t)held > 0 ? held : 0);
+	stat_gaugef(sink, prefix, "unflushed_bytes_max", atomic_load(&d->d_unflushed_max));
+	stat_gaugef(sink, prefix, "flush_bytes_last", atomic_load(&d->d_flush_bytes_last));
+	stat_gaugef(sink, prefix, "flush_behind_bound", atomic_load(&d->d_fb_bound));
 }

@@ -54,7 +54,39 @@
  * The group of a flush is the callers it served; dev.flush_callers counts
  * them all, dev.flush_group_<n> how many flushes served up to n callers
  * (n = 1, 2, 4, 8, 16, and "more"). dev.unflushed_bytes is what writes
- * completed since the last flush put in the device's volatile cache.
+ * completed since the last flush put in the device's volatile cache,
+ * dev.unflushed_bytes_max the most it was after a write completed, and
+ * dev.flush_bytes_last what the newest completed flush made durable that
+ * no flush before it had (what it had to write back).
+ *
+ * Flush-behind (dev_set_flush_behind). Without it the volatile cache holds
+ * whatever was written since the last flush, and the next caller that
+ * needs a flush, or a FUA write where FUA is a write and a flush, pays for
+ * writing all of it back: a sync export's CREATE right after another
+ * client wrote half a gigabyte UNSTABLE. With a bound B and a limit H:
+ *   B1 When a write without FUA completes and the unflushed bytes are B or
+ *      more, a flush is asked for (dev_flush_async, no thread waits; the
+ *      device's flusher thread leads it), unless one it asked for has not
+ *      completed yet. It is a flush like any other (F1-F5): it serves
+ *      whoever is queued for it, and serves nobody that came later (F2).
+ *   B2 A write without FUA that would leave more than H bytes in the cache
+ *      (unflushed, plus the writes under way that passed this check)
+ *      waits first until flushes made durable what keeps it under H
+ *      (everything completed before it, if that is not enough): the flush
+ *      under way when it covers that, else the next (F2); one wait, then
+ *      it goes. So the one that waits is the writer that fills the cache,
+ *      normally the writer of unstable data, and the cache passes H only
+ *      by writes that run at once with the one that waited (or by a single
+ *      write larger than H). FUA writes never wait.
+ *   B3 A flush-behind flush that fails is counted in dev_write_errors like
+ *      any other (F4), before any later flush starts: the write verifier
+ *      that hangs on it changes before the next COMMIT reply.
+ * It cannot break an ordering rule (log.h G7, I1): they are all "this
+ * must be durable before that is written", and an extra flush only makes
+ * things durable sooner, as the disk's own write-back may at any moment
+ * (1). Counters: dev.flush_behind_flushes (asked for and not elided),
+ * dev.flush_behind_throttles and dev.flush_behind_throttle_ns (writers
+ * that waited, B2, and how long), dev.flush_behind_bound (B, a gauge).
  *
  * All functions return 0 or -errno. Offsets and lengths are in bytes; reads
  * and writes must be multiples of the sector size at sector-aligned offsets.
@@ -65,7 +97,10 @@
  * held across I/O), 970 crash_dev.flush_lock (the crash device's flushes,
  * one at a time), 980 crash_dev.lock (the crash device's overlay and
  * record; it calls its inner device with it held), then 990 mem_dev.lock
- * (the memory backend's pages). Nothing else is taken under them.
+ * (the memory backend's pages). Nothing else is taken under them. With
+ * flush-behind on, dev_write may wait for a flush or lead one (B2), as
+ * dev_flush does: it may then run asynchronous callers' functions, which
+ * must not take a lock a writer holds.
  */
 #ifndef JNFS_DEV_DEV_H
 #define JNFS_DEV_DEV_H
@@ -81,6 +116,13 @@
 #define DEV_FUA 0x1u /* write: durable on completion */
 
 struct dev;
+
+/* A caller of dev_flush_async (below). */
+struct dev_flush_waiter {
+	void (*fn)(struct dev_flush_waiter *w, int err);
+	uint64_t seq; /* the flush it waits for (the device's) */
+	struct list link;
+};
 
 struct dev_ops {
 	int (*read)(struct dev *d, void *buf, size_t len, uint64_t off);
@@ -132,8 +174,19 @@ struct dev {
 	bool d_flusher_started, d_flusher_stop;
 	pthread_t d_flusher;
 
+	uint64_t d_flush_bytes; /* d_write_total sampled by the running flush */
+
+	/* flush-behind (B1-B3); d_fb_bound 0: off */
+	_Atomic uint64_t d_fb_bound, d_fb_limit;
+	_Atomic bool d_fb_queued;	/* d_fb_waiter is queued (B1): not again */
+	_Atomic uint64_t d_fb_inflight; /* bytes of writes past B2, not completed */
+	struct dev_flush_waiter d_fb_waiter;
+	_Atomic uint64_t d_unflushed_max;    /* high-water mark of unflushed bytes */
+	_Atomic uint64_t d_flush_bytes_last; /* what the newest flush made durable */
+
 	counter_t d_reads, d_writes, d_read_bytes, d_write_bytes, d_fua_writes, d_flushes,
 		d_flushes_elided, d_errors;
+	counter_t d_fb_flushes, d_fb_throttles, d_fb_throttle_ns;
 	counter_t d_flush_callers, d_flush_waits, d_flush_async_led;
 	counter_t d_flush_group[6]; /* groups of 1, 2, 3-4, 5-8, 9-16, more */
 	/* bytes of direct I/O copied through an aligned buffer because the
@@ -162,11 +215,6 @@ void dev_close(struct dev *d);
  * needs). Otherwise the flush is led by a synchronous caller or by the
  * device's flusher thread, and fn runs there.
  */
-struct dev_flush_waiter {
-	void (*fn)(struct dev_flush_waiter *w, int err);
-	uint64_t seq; /* the flush it waits for (the device's) */
-	struct list link;
-};
 int dev_flush_async(struct dev *d, struct dev_flush_waiter *w, bool may_lead);
 
 /*
@@ -191,6 +239,15 @@ static inline uint32_t dev_sector_size(const struct dev *d)
 {
 	return d->d_sector_size;
 }
+
+/*
+ * Flush-behind (B1-B3): bound bytes (B) of completed writes may sit in the
+ * volatile cache before a flush is started behind them, limit (H) before
+ * a writer waits; 0 turns it off (the default). A limit below the bound is
+ * taken as the bound. Not for a device that another device writes through
+ * while holding its own lock (the crash device's inner device).
+ */
+void dev_set_flush_behind(struct dev *d, uint64_t bound, uint64_t limit);
 
 /* Latency model: added to every flush and every FUA write. */
 void dev_set_latency(struct dev *d, uint64_t flush_ns, uint64_t fua_ns);

@@ -13,6 +13,14 @@
  * and removed names are gone, and every byte written stably reads back.
  * The write verifier must differ from the previous life's.
  *
+ * The server bounds its unflushed data (--flush-behind 8 KiB, so writers
+ * wait past 32 KiB: src/dev/dev.h, B1-B3), and every fourth round a
+ * worker also writes 96 KiB UNSTABLE to a new file that it never COMMITs,
+ * crossing the bound: that data may be lost, but only as the protocol
+ * allows: each sector of it reads back as what was written or as zeros
+ * (the file's blocks were new), never as anything else, as far as the size
+ * that became durable. Flush-behind flushes must have happened.
+ *
  * usage: test-nfs3-powerloss JNFSD JNFS [CYCLES [SEED]]
  */
 #include <errno.h>
@@ -24,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/compiler.h"
 #include "base/rand.h"
 #include "check.h"
 #include "jnfsd_proc.h"
@@ -31,8 +40,11 @@
 
 #define NWORKERS 4
 #define CHUNK    4096
+#define UNCOMMITTED (96u << 10) /* past the bound (FLUSH_BEHIND) */
+#define FLUSH_BEHIND "8192"
 
-enum ack_type { ACK_EXISTS, ACK_ABSENT, ACK_DATA };
+/* ACK_MAYBE: UNSTABLE data never COMMITted: each sector is the data or zeros */
+enum ack_type { ACK_EXISTS, ACK_ABSENT, ACK_DATA, ACK_MAYBE };
 
 struct ack {
 	enum ack_type type;
@@ -174,6 +186,22 @@ static void *worker_run(void *arg)
 			for (int k = 1; k <= 3; k++)
 				ack(ACK_DATA, path, (uint64_t)k * CHUNK, CHUNK, seed + k);
 		}
+		if (i % 4 == 2) {
+			/* UNSTABLE past the flush-behind bound, no COMMIT */
+			snprintf(name, sizeof(name), "u%u-%u", cycle, i);
+			if (create(w, name, &f))
+				return NULL;
+			snprintf(path, sizeof(path), "/w%d/%s", w->id, name);
+			ack(ACK_EXISTS, path, 0, 0, 0);
+			struct nfs_fh3 uh = f.fh;
+			uh.data.data_val = f.fhbuf;
+			for (int k = 0; k < (int)(UNCOMMITTED / CHUNK); k++) {
+				if (write_chunk(w, uh, (uint64_t)k * CHUNK, seed + 16 + k, UNSTABLE,
+						&r))
+					return NULL;
+				ack(ACK_MAYBE, path, (uint64_t)k * CHUNK, CHUNK, seed + 16 + k);
+			}
+		}
 		if (i % 4 != 0)
 			continue;
 		/* MKDIR */
@@ -223,7 +251,7 @@ static void verify(size_t from, bool all, struct rng *rng)
 {
 	struct nfs_context *n = tn_mount(jnfsd.port[0], "/", 0, 0);
 	uint8_t want[CHUNK], got[CHUNK];
-	size_t data = 0, checked = 0;
+	size_t data = 0, checked = 0, maybe_kept = 0;
 	for (size_t j = 0; j < acks.n; j++) {
 		size_t i = j;
 		if (!all && j < from) {
@@ -264,11 +292,36 @@ static void verify(size_t from, bool all, struct rng *rng)
 			data++;
 			break;
 		}
+		case ACK_MAYBE: {
+			struct nfsfh *f;
+			CHECK_OK(rc);
+			if (st.nfs_size <= a->off)
+				break; /* the size that became durable ends before it */
+			uint32_t len = (uint32_t)MIN((uint64_t)a->len, st.nfs_size - a->off);
+			CHECK_OK(nfs_open(n, a->path, O_RDONLY, &f));
+			CHECK_EQ(nfs_pread(n, f, a->off, len, got), (int)len);
+			nfs_close(n, f);
+			pattern(want, a->len, a->seed);
+			static const uint8_t zero[512];
+			for (uint32_t s = 0; s < len; s += 512) {
+				uint32_t k = MIN(512u, len - s);
+				if (memcmp(got + s, want + s, k) && memcmp(got + s, zero, k)) {
+					fprintf(stderr,
+						"cycle %u: %s at %llu holds neither what was "
+						"written UNSTABLE nor zeros\n",
+						cycle, a->path, (unsigned long long)(a->off + s));
+					CHECK(0);
+				}
+				maybe_kept += memcmp(got + s, want + s, k) == 0;
+			}
+			break;
+		}
 		}
 	}
 	nfs_destroy_context(n);
-	printf("cycle %u: %zu of %zu acknowledged operations verified (%zu data ranges)\n",
-	       cycle, checked, acks.n, data);
+	printf("cycle %u: %zu of %zu acknowledged operations verified (%zu data ranges; %zu "
+	       "sectors of uncommitted data kept)\n",
+	       cycle, checked, acks.n, data, maybe_kept);
 }
 
 int main(int argc, char **argv)
@@ -298,7 +351,8 @@ int main(int argc, char **argv)
 	fclose(f);
 	const char *args[] = {"--image", image, "--exports", exports, "--listen", "127.0.0.1:0",
 			      "--rpcbind", "off", "--threads", "4", "--crash",
-			      "--flush-latency-us", "200", NULL};
+			      "--flush-latency-us", "200", "--flush-behind", FLUSH_BEHIND, NULL};
+	uint64_t fb_flushes = 0;
 
 	uint8_t last_verf[8] = {0};
 	size_t last_from = 0;
@@ -321,6 +375,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < NWORKERS; i++)
 			CHECK_OK(pthread_create(&w[i].thread, NULL, worker_run, &w[i]));
 		usleep((useconds_t)(50000 + rng_below(&rng, 600000)));
+		fb_flushes += tc_jnfsd_stat(&jnfsd, "dev.flush_behind_flushes");
 		CHECK_OK(kill(jnfsd.pid, SIGKILL)); /* power cut */
 		tn_abort = 1;
 		int status;
@@ -347,6 +402,8 @@ int main(int argc, char **argv)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	tn_sh("%s check %s", argv[2], image);
 	tn_sh("rm -rf %s", dir);
+	printf("%llu flush-behind flushes before the cuts\n", (unsigned long long)fb_flushes);
+	CHECK(fb_flushes > 0);
 	printf("ok %u power cuts, every stable reply kept\n", cycles);
 	return 0;
 }

@@ -18,7 +18,13 @@
  *      data device (that would make y's data durable): it fails, NFS3ERR_IO;
  *   4. COMMIT x again succeeds, with a verifier other than V0, and so does
  *      COMMIT y: y's client sees V0 != its COMMIT's verifier and resends;
- *   5. a new WRITE and its COMMIT agree again.
+ *   5. a new WRITE and its COMMIT agree again;
+ *   6. a failed flush-behind flush (src/dev/dev.h, B3), that nobody waits
+ *      for: the fault armed again, file z gets UNSTABLE WRITEs past the
+ *      flush-behind bound (jnfsd's default, read from its counters), so a
+ *      flush is started behind them, and it fails. Once the device counted
+ *      it, the next WRITE has a new verifier, and COMMIT z succeeds with
+ *      it: z's client resends what it wrote before.
  *
  * usage: test-nfs3-verf JNFSD JNFS
  */
@@ -26,7 +32,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "base/time.h"
 #include "check.h"
 #include "jnfsd_proc.h"
 #include "nfs3/nfs3_client.h"
@@ -118,6 +126,36 @@ int main(int argc, char **argv)
 	CHECK_EQ(commit3(rpc, y, v), NFS3_OK);
 	CHECK(memcmp(v, v1, 8) == 0);
 	TEST_PASS("after it, WRITE and COMMIT agree again");
+
+	struct raw keep_z;
+	struct nfs_fh3 z = create(rpc, root, "z", &keep_z);
+	uint64_t bound = tc_jnfsd_stat(&jnfsd, "dev.flush_behind_bound");
+	uint64_t fb = tc_jnfsd_stat(&jnfsd, "dev.flush_behind_flushes");
+	CHECK(bound > 0); /* on by default */
+	tc_jnfsd_signal(&jnfsd, SIGUSR2, "flush fault armed");
+	uint8_t v2[8];
+	for (uint64_t off = 0; off <= bound; off += 65536) {
+		write3(rpc, z, off, 65536, UNSTABLE, 0x44, v);
+		if (off == 0)
+			memcpy(v2, v, 8);
+	}
+	CHECK(memcmp(v2, v1, 8) == 0);
+	uint64_t t0 = now_ns();
+	while (tc_jnfsd_stat(&jnfsd, "dev.write_errors") < 2) {
+		CHECK(now_ns() - t0 < 20 * NSEC_PER_SEC); /* a hang is a failure */
+		usleep(1000);
+	}
+	CHECK(tc_jnfsd_stat(&jnfsd, "dev.flush_behind_flushes") > fb);
+	write3(rpc, z, 0, 65536, UNSTABLE, 0x55, v);
+	if (memcmp(v, v1, 8) == 0) {
+		fprintf(stderr, "a WRITE after a failed flush-behind flush has the verifier of "
+				"the WRITEs before it: their data may be lost\n");
+		CHECK(0);
+	}
+	CHECK_EQ(commit3(rpc, z, v2), NFS3_OK);
+	CHECK(memcmp(v2, v, 8) == 0);
+	CHECK(memcmp(v2, v1, 8) != 0);
+	TEST_PASS("a failed flush-behind flush: the next WRITE and COMMIT have a new verifier");
 
 	nfs_destroy_context(nfs);
 	int status = tc_jnfsd_stop(&jnfsd);

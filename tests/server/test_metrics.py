@@ -284,6 +284,25 @@ def main():
             fail("fs.inodes: metrics %s, jnfs stat %s" % (got, stat["fs.inodes"]))
         print("per-procedure counts equal jnfs stat --server")
 
+        # the flush-behind counters of the data device (src/dev/dev.h, B1-B3)
+        # keep their names: counts, a time in seconds, gauges
+        for metric, name, scale in (
+                ("jnfs_dev_flush_behind_flushes_total", "dev.flush_behind_flushes", 1),
+                ("jnfs_dev_flush_behind_throttles_total", "dev.flush_behind_throttles", 1),
+                ("jnfs_dev_flush_behind_throttle_seconds_total",
+                 "dev.flush_behind_throttle_ns", 1e-9),
+                ("jnfs_dev_flush_behind_bound", "dev.flush_behind_bound", 1),
+                ("jnfs_dev_unflushed_bytes_max", "dev.unflushed_bytes_max", 1),
+                ("jnfs_dev_flush_bytes_last", "dev.flush_bytes_last", 1)):
+            got = samples.get((metric, ""))
+            if got is None or name not in stat:
+                fail("%s (%s) is missing" % (metric, name))
+            if abs(got - float(stat[name]) * scale) > 1e-6 * max(1.0, got):
+                fail("%s: metrics %s, jnfs stat %s" % (metric, got, stat[name]))
+        if samples[("jnfs_dev_flush_behind_bound", "")] <= 0:
+            fail("flush-behind is off by default")
+        print("flush-behind counters are there, on by default")
+
         proc.send_signal(signal.SIGTERM)
         if proc.wait(timeout=60) != 0:
             fail("jnfsd exited %d: %s" % (proc.returncode, proc.stderr.read()))
