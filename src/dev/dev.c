@@ -344,15 +344,42 @@ static uint64_t fb_held(struct dev *d, uint64_t total)
 	return total > flushed ? total - flushed : 0;
 }
 
-/* The flush asked for by B1 completed (its failure, if any, is counted
- * already, F4): the next one may be asked for. No device lock held. */
+/* Queue the flush-behind waiter for the next flush (F2), for the flusher
+ * thread to lead unless a flush is running (its leader hands on). */
+static void fb_queue_locked(struct dev *d)
+{
+	assert_locked(&d->d_flush_lock);
+	d->d_fb_waiter.seq = d->d_flush_started + 1;
+	d->d_flush_next++;
+	list_add_tail(&d->d_fb_waiter.link, &d->d_flush_async);
+	if (!d->d_flush_running)
+		flusher_kick(d);
+	else
+		counter_inc(&d->d_flush_waits);
+	counter_inc(&d->d_fb_flushes);
+}
+
+/*
+ * The flush asked for by B1 completed (its failure, if any, is counted
+ * already, F4). Writes that crossed the bound while it was queued asked
+ * for none, and it may not have covered them (elided, or started before
+ * they completed): if the bound is passed still, the next flush is asked
+ * for at once rather than at the next write, which may never come; else
+ * the next write past the bound may ask. Never again after a failure: a
+ * dead device would be asked forever. Runs on the thread that led the
+ * flush, no device lock held.
+ */
 static void fb_done(struct dev_flush_waiter *w, int err)
 {
-	(void)err;
 	struct dev *d = container_of(w, struct dev, d_fb_waiter);
 	mutex_lock(&d->d_flush_lock);
-	atomic_store(&d->d_fb_queued, false);
-	cond_broadcast(&d->d_flush_cond); /* dev_close waits for it */
+	uint64_t bound = atomic_load(&d->d_fb_bound);
+	if (!err && bound && fb_held(d, atomic_load(&d->d_write_total)) >= bound) {
+		fb_queue_locked(d);
+	} else {
+		atomic_store(&d->d_fb_queued, false);
+		cond_broadcast(&d->d_flush_cond); /* dev_close waits for it */
+	}
 	mutex_unlock(&d->d_flush_lock);
 }
 
@@ -368,10 +395,14 @@ static void fb_kick(struct dev *d, uint64_t total)
 	if (!bound || held < bound || atomic_exchange(&d->d_fb_queued, true))
 		return;
 	d->d_fb_waiter.fn = fb_done;
-	if (dev_flush_async(d, &d->d_fb_waiter, false))
-		counter_inc(&d->d_fb_flushes);
-	else
+	mutex_lock(&d->d_flush_lock);
+	if (flush_elide(d)) {
 		atomic_store(&d->d_fb_queued, false); /* nothing to flush after all */
+		cond_broadcast(&d->d_flush_cond);
+	} else {
+		fb_queue_locked(d);
+	}
+	mutex_unlock(&d->d_flush_lock);
 }
 
 /*
@@ -429,6 +460,8 @@ void dev_set_flush_behind(struct dev *d, uint64_t bound, uint64_t limit)
 {
 	atomic_store(&d->d_fb_limit, bound ? MAX(limit, bound) : 0);
 	atomic_store(&d->d_fb_bound, bound);
+	/* the high-water mark is of what the bound now in force let pass */
+	atomic_store(&d->d_unflushed_max, fb_held(d, atomic_load(&d->d_write_total)));
 }
 
 uint64_t dev_flush_ticket(struct dev *d)

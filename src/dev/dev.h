@@ -55,7 +55,8 @@
  * them all, dev.flush_group_<n> how many flushes served up to n callers
  * (n = 1, 2, 4, 8, 16, and "more"). dev.unflushed_bytes is what writes
  * completed since the last flush put in the device's volatile cache,
- * dev.unflushed_bytes_max the most it was after a write completed, and
+ * dev.unflushed_bytes_max the most it was after a write completed (since
+ * dev_set_flush_behind last set the bound), and
  * dev.flush_bytes_last what the newest completed flush made durable that
  * no flush before it had (what it had to write back).
  *
