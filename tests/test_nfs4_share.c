@@ -4,14 +4,14 @@
  * Fixed cases: bad bits, conflicts of access against deny both ways across
  * owners and clients with the conflicting open reported, upgrades (refused
  * ones change nothing), OPEN_DOWNGRADE only to unions of the pairs opened
- * with (and the strict pairwise reading), CLOSE, the I/O check for owners
- * and special stateids, release by owner and client, bounds. A model test:
- * random OPEN, OPEN_DOWNGRADE, CLOSE and releases by six owners on three
- * files against a reference that decides a downgrade by trying every subset
- * of the pairs opened with. Threads (also under TSan): an OPEN with
- * DENY_BOTH is exclusive, checked with an atomic, while a reaper releases
- * clients. Last, 10,000 opens of 100 clients released: counters back to
- * zero, the heap back where it was.
+ * with (and the strict pairwise reading), the undo of a granted OPEN,
+ * CLOSE, the I/O check for owners and special stateids, release by owner
+ * and client, bounds. A model test: random OPEN, OPEN_DOWNGRADE, CLOSE and
+ * releases by six owners on three files against a reference that decides a
+ * downgrade by trying every subset of the pairs opened with. Threads (also
+ * under TSan): an OPEN with DENY_BOTH is exclusive, checked with an atomic,
+ * while a reaper releases clients. Last, 10,000 opens of 100 clients
+ * released: counters back to zero, the heap back where it was.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -616,11 +616,53 @@ static void test_scale(void)
 	TEST_PASS("share 10,000 opens of 100 clients, released");
 }
 
+static void test_undo(void)
+{
+	struct share_table *t = table(0, 0, 0);
+	struct share_info c;
+	struct share_undo u;
+	struct share_counts n;
+	/* a new open taken back is gone, its charge too */
+	CHECK_OK(share_open_undoable(t, 1, &A, RW, DW, &c, &u));
+	CHECK_EQ(share_open(t, 1, &C, W, DN, &c), -EAGAIN);
+	CHECK_OK(share_undo(t, 1, &A, &u));
+	CHECK_EQ(share_get(t, 1, &A, NULL, NULL), -ENOENT);
+	CHECK_EQ(share_client_opens(t, A.client), 0);
+	share_counts(t, &n);
+	CHECK_EQ(n.files, 0);
+	CHECK_OK(share_check_all(t));
+	/* an upgrade taken back: the bits before, and OPEN_DOWNGRADE cannot
+	 * go to what the failed OPEN asked for */
+	CHECK_OK(share_open(t, 1, &A, R, DN, &c));
+	CHECK_OK(share_open_undoable(t, 1, &A, RW, DN, &c, &u));
+	expect_open(t, 1, &A, RW, DN);
+	CHECK_OK(share_undo(t, 1, &A, &u));
+	expect_open(t, 1, &A, R, DN);
+	CHECK_OK(share_open(t, 1, &C, W, DN, &c)); /* A writes no more */
+	CHECK_OK(share_close(t, 1, &C));
+	/* a pair within the bits already held, new or not */
+	CHECK_OK(share_open(t, 1, &A, RW, DW, &c));
+	CHECK_OK(share_open_undoable(t, 1, &A, W, DN, &c, &u)); /* a new pair */
+	CHECK_OK(share_undo(t, 1, &A, &u));
+	expect_open(t, 1, &A, RW, DW);
+	CHECK_EQ(share_downgrade(t, 1, &A, W, DN), -EINVAL);	/* it was forgotten */
+	CHECK_OK(share_open_undoable(t, 1, &A, R, DN, &c, &u)); /* asked for before */
+	CHECK_OK(share_undo(t, 1, &A, &u));
+	expect_open(t, 1, &A, RW, DW);
+	CHECK_OK(share_downgrade(t, 1, &A, R, DN)); /* still there */
+	expect_open(t, 1, &A, R, DN);
+	CHECK_OK(share_close(t, 1, &A));
+	CHECK_EQ(share_undo(t, 1, &A, &u), -ENOENT);
+	share_destroy(t);
+	TEST_PASS("share undo of a granted OPEN: as if it had not been");
+}
+
 int main(void)
 {
 	test_args();
 	test_conflicts();
 	test_downgrade();
+	test_undo();
 	test_release_bounds();
 	test_model();
 	test_threads();

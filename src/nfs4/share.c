@@ -257,6 +257,13 @@ void share_destroy(struct share_table *t)
 int share_open(struct share_table *t, uint64_t file, const struct share_owner *o, unsigned access,
 	       unsigned deny, struct share_info *conflict)
 {
+	return share_open_undoable(t, file, o, access, deny, conflict, NULL);
+}
+
+int share_open_undoable(struct share_table *t, uint64_t file, const struct share_owner *o,
+			unsigned access, unsigned deny, struct share_info *conflict,
+			struct share_undo *undo)
+{
 	if (!access_ok(access) || !deny_ok(deny))
 		return -EINVAL;
 	struct share_bucket *b = bucket_of(t, file);
@@ -264,6 +271,11 @@ int share_open(struct share_table *t, uint64_t file, const struct share_owner *o
 	mutex_lock(&b->b_lock);
 	struct share_file *fp = file_find(b, file);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
+	if (undo)
+		*undo = (struct share_undo){.access = access,
+					    .deny = deny,
+					    .had_pair =
+						    op && (op->o_pairs & pair_bit(access, deny))};
 	unsigned na = access | (op ? op->o_access : 0);
 	unsigned nd = deny | (op ? op->o_deny : 0);
 	struct share_open *c = fp ? find_conflict(fp, o, na, nd) : NULL;
@@ -329,6 +341,34 @@ int share_downgrade(struct share_table *t, uint64_t file, const struct share_own
 		op->o_deny = (uint8_t)deny;
 		op->o_pairs = pairs_within(op->o_pairs, access, deny);
 	}
+	mutex_unlock(&b->b_lock);
+	return err;
+}
+
+int share_undo(struct share_table *t, uint64_t file, const struct share_owner *o,
+	       const struct share_undo *u)
+{
+	struct share_bucket *b = bucket_of(t, file);
+	int err = -ENOENT;
+	mutex_lock(&b->b_lock);
+	struct share_file *fp = file_find(b, file);
+	struct share_open *op = fp ? open_find(fp, o) : NULL;
+	if (op && !u->had_pair) {
+		/* the pair was this OPEN's alone: the bits of the others */
+		op->o_pairs &= (uint16_t)~pair_bit(u->access, u->deny);
+		unsigned ua, ud;
+		if (pairs_union_within(op->o_pairs, SHARE_ACCESS_BOTH, SHARE_DENY_BOTH, &ua, &ud)) {
+			op->o_access = (uint8_t)ua;
+			op->o_deny = (uint8_t)ud;
+		} else {
+			struct tally_shard *ts = tally_lock(&t->t_tally, o->client);
+			open_free(t, ts, tally_find(ts, o->client), op);
+			tally_unlock(ts);
+			file_put(t, b, fp);
+		}
+	}
+	if (op)
+		err = 0;
 	mutex_unlock(&b->b_lock);
 	return err;
 }

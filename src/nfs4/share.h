@@ -32,6 +32,8 @@
  *    pairs that are not within the new bits are forgotten: those OPENs are
  *    what the downgrade closed.
  *  - CLOSE removes the open.
+ *  - share_undo() takes back one granted OPEN (an OPEN that failed after
+ *    its reservation, when its truncation did): as if it had not been.
  *  - share_check() answers whether an I/O needing some access by an owner
  *    (or by a special stateid, which has none) is denied by another open.
  *
@@ -114,6 +116,28 @@ void share_destroy(struct share_table *t);
  */
 int share_open(struct share_table *t, uint64_t file, const struct share_owner *o, unsigned access,
 	       unsigned deny, struct share_info *conflict);
+
+/* What share_undo() needs to take back one granted share_open_undoable(). */
+struct share_undo {
+	unsigned access, deny; /* the OPEN's bits */
+	bool had_pair;	       /* o's open had asked for that pair before */
+};
+
+/* share_open(), noting in *undo (if not NULL) how to take it back. */
+int share_open_undoable(struct share_table *t, uint64_t file, const struct share_owner *o,
+			unsigned access, unsigned deny, struct share_info *conflict,
+			struct share_undo *undo);
+
+/*
+ * Take back a granted share_open_undoable() of o, for an OPEN that failed
+ * after it (its truncation; op_open.c): the OPEN's pair is forgotten
+ * unless an earlier OPEN asked for it too, and the open's bits go back to
+ * the union of the pairs left (the bits before, unless o's other OPENs
+ * added some meanwhile); an open left with no pair is removed. It never
+ * conflicts (the bits only shrink). 0, or -ENOENT (o's open has gone).
+ */
+int share_undo(struct share_table *t, uint64_t file, const struct share_owner *o,
+	       const struct share_undo *u);
 
 /* OPEN_DOWNGRADE of o's open to (access, deny): 0, -EINVAL (bits out of
  * range, or not a union of pairs o opened with; nothing changed) or -ENOENT
