@@ -23,7 +23,16 @@
  * under the bucket's mutex, so two OPENs of one owner and file never make
  * two stateids. The change of the share reservation and the stateid's
  * seqid then happen under the stateid's own lock (nfs4_stid_lock), as one
- * step.
+ * step, unless a truncation comes between them (below).
+ *
+ * Truncation (OPEN(CREATE, UNCHECKED4) of an existing file with size 0)
+ * comes after the permission check and the share reservation, so that an
+ * OPEN refused there (SHARE_DENIED) has cut nothing; it is an engine call,
+ * made with no state lock held. If it fails, the OPEN takes back what it
+ * did to the share state (a new open goes, an upgrade of an existing one
+ * is undone: share_undo), and the seqid moves only after it succeeded, so
+ * a failed OPEN leaves the stateid as it was; its run again after a layout
+ * recall (nfs4_err_on) finds the open as before.
  *
  * Conflicts and the courteous server: an OPEN that another client's open
  * denies asks the state core to expire that client if it is only a
@@ -280,6 +289,8 @@ struct open_ctx {
 	bool created;
 	bool made_here; /* created, or the retransmission of its exclusive create */
 	bool truncated;
+	struct fs_setattr trunc; /* what an existing file is to take (the size) */
+	bool want_trunc;	 /* after the share reservation: open_truncate */
 };
 
 /* Decode the attributes an OPEN(CREATE) sent. */
@@ -429,7 +440,9 @@ static uint32_t open_create(struct open_ctx *o, const component4 *name)
 		return st;
 	/* an existing file takes only the size (O_TRUNC), with a SETATTR's
 	 * permission (docs/permissions.md), and only by an OPEN for writing
-	 * that may be had: nothing is cut for an OPEN that fails there */
+	 * that may be had: the OPEN's permission and its share reservation
+	 * first, so nothing is cut for an OPEN that fails there
+	 * (open_truncate) */
 	srv_existing_sattr(&req);
 	/* and only a size of 0: UNCHECKED4 truncates (RFC 8881 §18.16.3),
 	 * it does not set another size (as Linux; NFSv3 sets any) */
@@ -438,18 +451,27 @@ static uint32_t open_create(struct open_ctx *o, const component4 *name)
 	if (req.mask) {
 		if (!(o->access & SHARE_ACCESS_WRITE))
 			return NFS4ERR_INVAL;
-		if ((st = open_permission(c, o->ip, o->access, o->deny, false)))
-			return st;
-		struct fs_result tres = {0};
-		if ((err = srv_setattr(&c->cfh.exp, o->ip, &req, &tres)))
-			return nfs4_err_on(c, err, o->ip);
-		if (c->cfh.exp.opts->sync)
-			nfs4_note_change(c, tres.csn, false);
-		o->truncated = true;
-		struct nfs4_bitmap as = {0};
-		nfs4_bm_set(&as, FATTR4_SIZE);
-		memcpy(o->ok->attrset.val, as.w, sizeof(as.w));
+		o->trunc = req;
+		o->want_trunc = true;
 	}
+	return NFS4_OK;
+}
+
+/* The truncation of an existing file an OPEN(CREATE) asked for, once the
+ * OPEN's share reservation is held (no state lock held). */
+static uint32_t open_truncate(struct open_ctx *o)
+{
+	struct nfs4_compound *c = o->c;
+	struct fs_result tres = {0};
+	int err = srv_setattr(&c->cfh.exp, o->ip, &o->trunc, &tres);
+	if (err)
+		return nfs4_err_on(c, err, o->ip);
+	if (c->cfh.exp.opts->sync)
+		nfs4_note_change(c, tres.csn, false);
+	o->truncated = true;
+	struct nfs4_bitmap as = {0};
+	nfs4_bm_set(&as, FATTR4_SIZE);
+	memcpy(o->ok->attrset.val, as.w, sizeof(as.w));
 	return NFS4_OK;
 }
 
@@ -463,15 +485,27 @@ static bool open_is_reclaim(open_claim_type4 claim)
 /* One try at the share reservation (the open's stateid locked): OK,
  * SHARE_DENIED with *conflict, DELAY at a bound, INVAL. */
 static uint32_t try_share(struct nfs4_compound *c, struct nfs4_open *op, unsigned access,
-			  unsigned deny, struct share_info *conflict)
+			  unsigned deny, struct share_info *conflict, struct share_undo *undo)
 {
 	assert_stid_locked(op->stid);
-	int err = share_open(c->s->shares, op->file, &op->owner, access, deny, conflict);
+	int err = share_open_undoable(c->s->shares, op->file, &op->owner, access, deny, conflict,
+				      undo);
 	if (!err)
 		return NFS4_OK;
 	if (err == -ENOLCK)
 		return NFS4ERR_DELAY;
 	return err == -EAGAIN ? NFS4ERR_SHARE_DENIED : NFS4ERR_INVAL;
+}
+
+/* The stateid of an OPEN that succeeded (the open's stateid locked): a
+ * new open's first value, an upgrade's next one. */
+static void open_sid(struct nfs4_open *op, bool fresh, struct nfs4_stateid *sid)
+{
+	assert_stid_locked(op->stid);
+	if (fresh)
+		nfs4_stid_value(op->stid, sid);
+	else
+		nfs4_stid_bump(op->stid, sid);
 }
 
 uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
@@ -569,7 +603,8 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	if (!o.created && (st = open_permission(c, o.ip, access, deny, o.made_here)))
 		goto out;
 
-	/* the share reservation and the stateid, as one step */
+	/* the share reservation and the stateid, as one step; with a
+	 * truncation between them (the design note) */
 	struct share_owner owner = {
 		.client = nfs4_client_id(c->clp),
 		.owner = nfs4_owner_key(c->s, nfs4_client_id(c->clp), oa->owner.owner.val,
@@ -580,16 +615,13 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	if ((st = open_get(c, &owner, o.ip, &op, &fresh)))
 		goto out;
 	struct nfs4_stateid sid;
+	struct share_undo undo;
 	for (int tries = 0;; tries++) {
 		struct share_info conflict;
 		nfs4_stid_lock(op->stid);
-		st = try_share(c, op, access, deny, &conflict);
-		if (!st) {
-			if (fresh)
-				nfs4_stid_value(op->stid, &sid);
-			else
-				nfs4_stid_bump(op->stid, &sid);
-		}
+		st = try_share(c, op, access, deny, &conflict, &undo);
+		if (!st && !o.want_trunc)
+			open_sid(op, fresh, &sid);
 		nfs4_stid_unlock(op->stid);
 		/* the courteous server: a courtesy client's open goes when it is
 		 * in the way (expiring it takes state locks: none may be held) */
@@ -604,6 +636,19 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 			st = NFS4ERR_DELAY;
 			break;
 		}
+	}
+	/* the truncation once the share is held (a refused OPEN cut nothing,
+	 * as Linux's nfs4_get_vfs_file); a failed one takes back what this
+	 * OPEN did to the share, so that its run again after a layout
+	 * recall (nfs4_err_on) finds the open as it was */
+	if (!st && o.want_trunc) {
+		st = open_truncate(&o);
+		nfs4_stid_lock(op->stid);
+		if (!st)
+			open_sid(op, fresh, &sid); /* only for an OPEN that did it all */
+		else if (!fresh)
+			share_undo(c->s->shares, op->file, &op->owner, &undo);
+		nfs4_stid_unlock(op->stid);
 	}
 	if (st && fresh)
 		nfs4_stid_unhash(op->stid); /* a new open that was refused goes */

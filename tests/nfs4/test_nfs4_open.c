@@ -2,7 +2,7 @@
  * test_nfs4_open.c - OPEN over NFSv4.1 against jnfsd, answered as RFC 8881
  * and the Linux server answer it.
  *
- *   test-nfs4-open JNFSD JNFS [recc|attrset|owner]
+ *   test-nfs4-open JNFSD JNFS [recc|attrset|owner|sharetrunc]
  *
  * (one case only when named).
  *
@@ -27,7 +27,12 @@
  *     create with size 0 of such a file truncates nothing, nor does one
  *     for reading only (INVAL); a file the OPEN created (or whose
  *     exclusive create it retransmits) is the owner's whatever its mode;
- *     WRITE and SETATTR of the size keep their owner override.
+ *     WRITE and SETATTR of the size keep their owner override;
+ *   - truncation and share reservations: an UNCHECKED4 create with size 0
+ *     that another client's deny of writes refuses (SHARE_DENIED) has cut
+ *     nothing, as a refused upgrade of the owner's own open has not (its
+ *     stateid unchanged); a granted one truncates, an upgrade of the
+ *     owner's read open too (its stateid moved once).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -429,10 +434,117 @@ static void test_owner_mode(void)
 	printf("owner: mode bits checked for an existing file, not for one just made\n");
 }
 
+/* ---- truncation and share reservations ---- */
+
+/* OPEN(CREATE UNCHECKED4) of name with size 0 (a truncation), by owner. */
+static struct nfs4c_open trunc_args(const char *name, const char *owner, uint32_t access)
+{
+	struct nfs4c_open o = open_args(name, access);
+	o.owner = owner;
+	o.owner_len = (uint32_t)strlen(owner);
+	o.create = true;
+	o.how = UNCHECKED4;
+	o.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_SIZE, .size = 0};
+	return o;
+}
+
+static void write_as(struct nfs4c_client *cl, const struct opened *o, nfsstat4 want)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, cl);
+	nfs4c_op_putfh(&c, &o->fh);
+	nfs4c_op_write(&c, &o->sid, 0, FILE_SYNC4, "data", 4);
+	CHECK_EQ(nfs4t_send(&c), want);
+	nfs4c_compound_destroy(&c);
+}
+
+static uint64_t size_of(const struct nfs4c_fh *fh)
+{
+	struct nfs4c_attr at;
+	nfs4t_getattr(root_cl, fh, &at);
+	return at.size;
+}
+
+static void test_share_trunc(void)
+{
+	const unsigned size[] = {FATTR4_SIZE};
+	struct nfs4c_fh broot;
+	struct nfs4c_client *b = nfs4t_client(srv.addr, "open-trunc-b", &broot);
+
+	/* client A holds "t" open denying writes, with 4 bytes in it */
+	struct nfs4c_open ao = open_args("t", OPEN4_SHARE_ACCESS_BOTH);
+	ao.owner = "owner-a";
+	ao.owner_len = 7;
+	ao.deny = OPEN4_SHARE_DENY_WRITE;
+	ao.create = true;
+	ao.how = UNCHECKED4;
+	struct opened a = open_as(root_cl, NULL, &dir, &ao);
+	CHECK_EQ(a.st, NFS4_OK);
+	write_as(root_cl, &a, NFS4_OK);
+	CHECK_EQ(size_of(&a.fh), 4);
+
+	/* client B's truncating OPEN for writing is refused: nothing is cut
+	 * by an OPEN that fails (the share is taken before the truncation) */
+	struct nfs4c_open bo = trunc_args("t", "owner-b", OPEN4_SHARE_ACCESS_WRITE);
+	CHECK_EQ(open_as(b, NULL, &dir, &bo).st, NFS4ERR_SHARE_DENIED);
+	CHECK_EQ(size_of(&a.fh), 4);
+	/* nor by a refused upgrade of B's own read open */
+	struct nfs4c_open br = open_args("t", OPEN4_SHARE_ACCESS_READ);
+	br.owner = "owner-b";
+	br.owner_len = 7;
+	struct opened bread = open_as(b, NULL, &dir, &br);
+	CHECK_EQ(bread.st, NFS4_OK);
+	CHECK_EQ(open_as(b, NULL, &dir, &bo).st, NFS4ERR_SHARE_DENIED);
+	CHECK_EQ(size_of(&a.fh), 4);
+	write_as(b, &bread, NFS4ERR_OPENMODE); /* still a read open */
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, b);
+	nfs4c_op_putfh(&c, &bread.fh);
+	nfs4c_op_close(&c, &bread.sid);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK); /* its stateid did not move */
+	nfs4c_compound_destroy(&c);
+
+	/* once A closed, the same OPEN truncates */
+	close_as(NULL, &a);
+	struct opened bt = open_as(b, NULL, &dir, &bo);
+	CHECK_EQ(bt.st, NFS4_OK);
+	CHECK(bm_is(&bt.attrset, size, 1));
+	CHECK_EQ(size_of(&bt.fh), 0);
+	write_as(b, &bt, NFS4_OK);
+	CHECK_EQ(size_of(&bt.fh), 4);
+
+	/* an owner upgrading its own read open to both with size 0: the
+	 * upgrade truncates, its stateid moves once, and it writes */
+	struct nfs4c_open up = open_args("t", OPEN4_SHARE_ACCESS_READ);
+	up.owner = "owner-up";
+	up.owner_len = 8;
+	struct opened r = open_as(root_cl, NULL, &dir, &up);
+	CHECK_EQ(r.st, NFS4_OK);
+	struct nfs4c_open upt = trunc_args("t", "owner-up", OPEN4_SHARE_ACCESS_BOTH);
+	struct opened u = open_as(root_cl, NULL, &dir, &upt);
+	CHECK_EQ(u.st, NFS4_OK);
+	CHECK(bm_is(&u.attrset, size, 1));
+	CHECK(memcmp(u.sid.other, r.sid.other, sizeof(r.sid.other)) == 0);
+	CHECK_EQ(u.sid.seqid, r.sid.seqid + 1);
+	CHECK_EQ(size_of(&u.fh), 0);
+	write_as(root_cl, &u, NFS4_OK);
+	CHECK_EQ(size_of(&u.fh), 4);
+	close_as(NULL, &u);
+
+	nfs4c_compound_init(&c, b);
+	nfs4c_op_putfh(&c, &bt.fh);
+	nfs4c_op_close(&c, &bt.sid);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	nfs4c_compound_destroy(&c);
+	nfs4t_unmount(b);
+	printf("share_trunc: a refused OPEN truncates nothing; one granted does\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: test-nfs4-open JNFSD JNFS [recc|attrset|owner]\n");
+		fprintf(stderr,
+			"usage: test-nfs4-open JNFSD JNFS [recc|attrset|owner|sharetrunc]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -458,6 +570,8 @@ int main(int argc, char **argv)
 		test_attrset();
 	if (!only || strcmp(only, "owner") == 0)
 		test_owner_mode();
+	if (!only || strcmp(only, "sharetrunc") == 0)
+		test_share_trunc();
 
 	nfs4t_unmount(root_cl);
 	nfs4t_server_fini(&srv);

@@ -18,7 +18,11 @@
  *  2. DEALLOCATE of a range A holds a layout of: OK at the first try, the
  *     range reads back as zeros;
  *  3. a WRITE through the server into a range A holds a layout of: OK at
- *     the first try, the bytes read back.
+ *     the first try, the bytes read back;
+ *  4. an OPEN(CREATE, UNCHECKED4) with size 0 by another open owner of A,
+ *     which truncates after its share reservation (docs/nfs4.md): OK at
+ *     the first try, the file empty; the OPEN ran again after the wait,
+ *     and an upgrade of that owner's read open moved its stateid once.
  * Then client B holds an RW layout and never returns it (`hold`): A's
  * truncate of that file gets DELAY (it waits for another client, not for
  * itself), as before, and B is fenced at the lease.
@@ -71,6 +75,34 @@ static nfsstat4 deallocate(struct nfs4c_client *cl, const struct nfs4c_fh *fh,
 	int err = nfs4c_send(&c);
 	CHECK_OK(err < 0 ? err : 0);
 	nfsstat4 st = c.status;
+	nfs4c_compound_destroy(&c);
+	return st;
+}
+
+/* OPEN name for access by owner, with UNCHECKED4 size 0 when trunc. */
+static nfsstat4 open_trunc(struct nfs4c_client *cl, const struct nfs4c_fh *dir, const char *owner,
+			   uint32_t access, bool trunc, struct nfs4c_fh *fh, struct stateid4 *sid)
+{
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, cl);
+	nfs4c_op_putfh(&c, dir);
+	struct nfs4c_open o = {.owner = owner,
+			       .owner_len = (uint32_t)strlen(owner),
+			       .access = access,
+			       .claim = CLAIM_NULL,
+			       .name = "f",
+			       .create = trunc,
+			       .how = UNCHECKED4,
+			       .attrs = {.set = NFS4C_SA_SIZE, .size = 0}};
+	nfs4c_op_open(&c, &o);
+	nfs4c_op_getfh(&c);
+	int err = nfs4c_send(&c);
+	CHECK_OK(err < 0 ? err : 0);
+	nfsstat4 st = c.status;
+	if (st == NFS4_OK) {
+		CHECK_OK(nfs4c_res_fh(&c, fh));
+		*sid = nfs4c_res(&c, OP_OPEN, 0)->opopen.resok4.stateid;
+	}
 	nfs4c_compound_destroy(&c);
 	return st;
 }
@@ -164,6 +196,36 @@ int main(int argc, char **argv)
 	CHECK_EQ(pu_write(a, &fh, &osid, 4096, want + 4096, 4096, FILE_SYNC4), NFS4_OK);
 	check_parked_once(&k);
 	read_back(a, &fh, &osid, want, FSIZE / 2);
+
+	/* 4. an OPEN that truncates (UNCHECKED4, size 0), by another owner
+	 * of A: its share reservation is taken first, the truncate waits for
+	 * A's layout, the OPEN is taken back and runs again. An upgrade of
+	 * the owner's read open comes out with its stateid moved once; a new
+	 * open as new */
+	struct nfs4c_fh ufh;
+	struct stateid4 rsid, usid;
+	CHECK_EQ(open_trunc(a, &root, "own-up", OPEN4_SHARE_ACCESS_READ, false, &ufh, &rsid),
+		 NFS4_OK);
+	CHECK_OK(nfs4c_pnfs_layoutget(f, LAYOUTIOMODE4_RW, 0, 65536));
+	counts(&k);
+	CHECK_EQ(open_trunc(a, &root, "own-up", OPEN4_SHARE_ACCESS_BOTH, true, &ufh, &usid),
+		 NFS4_OK);
+	check_parked_once(&k);
+	CHECK(memcmp(usid.other, rsid.other, sizeof(rsid.other)) == 0);
+	CHECK_EQ(usid.seqid, rsid.seqid + 1);
+	pu_getattr(a, &fh, &size, &change);
+	CHECK_EQ(size, 0);
+	CHECK_EQ(pu_write(a, &ufh, &usid, 0, want, 4096, FILE_SYNC4), NFS4_OK);
+	pu_close(a, &ufh, &usid);
+	CHECK_OK(nfs4c_pnfs_layoutget(f, LAYOUTIOMODE4_RW, 0, 65536));
+	counts(&k);
+	CHECK_EQ(open_trunc(a, &root, "own-new", OPEN4_SHARE_ACCESS_WRITE, true, &ufh, &usid),
+		 NFS4_OK);
+	check_parked_once(&k);
+	CHECK_EQ(usid.seqid, 1);
+	pu_getattr(a, &fh, &size, &change);
+	CHECK_EQ(size, 0);
+	pu_close(a, &ufh, &usid);
 	CHECK_OK(nfs4c_pnfs_close(f));
 	nfs4c_pnfs_destroy(p);
 
