@@ -15,6 +15,7 @@
 #include "check.h"
 #include "dev/crash.h"
 #include "dev/dev.h"
+#include "flush_gate.h"
 
 static void fill(uint8_t *b, size_t n, uint8_t v)
 {
@@ -331,41 +332,6 @@ static void test_crash_record(void)
 #define FB_LIMIT (256u << 10)
 #define FB_BLK	 4096u
 
-/* The crash device's flush hook: flush number n (from 1) waits until
- * released >= n. */
-struct gate {
-	pthread_mutex_t m;
-	pthread_cond_t c;
-	unsigned entered, released;
-};
-
-static void gate_hook(void *arg)
-{
-	struct gate *g = arg;
-	pthread_mutex_lock(&g->m);
-	unsigned me = ++g->entered;
-	pthread_cond_broadcast(&g->c);
-	while (g->released < me)
-		pthread_cond_wait(&g->c, &g->m);
-	pthread_mutex_unlock(&g->m);
-}
-
-static unsigned gate_entered(struct gate *g)
-{
-	pthread_mutex_lock(&g->m);
-	unsigned n = g->entered;
-	pthread_mutex_unlock(&g->m);
-	return n;
-}
-
-static void gate_release(struct gate *g, unsigned n)
-{
-	pthread_mutex_lock(&g->m);
-	g->released = n;
-	pthread_cond_broadcast(&g->c);
-	pthread_mutex_unlock(&g->m);
-}
-
 struct fb_caller {
 	pthread_t th;
 	struct dev *d;
@@ -410,7 +376,7 @@ static void test_flush_behind_held(void)
 	struct dev *inner, *cd;
 	CHECK_OK(dev_mem_create(4 << 20, NULL, &inner));
 	CHECK_OK(crashdev_create(inner, 0, &cd));
-	struct gate g = {.m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
+	struct gate g = GATE_INIT;
 	crashdev_set_flush_hook(cd, gate_hook, &g);
 	dev_set_flush_behind(cd, FB_BOUND, FB_LIMIT);
 	CHECK_EQ(dev_stat(cd, "dev.flush_behind_bound"), FB_BOUND);

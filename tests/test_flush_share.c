@@ -36,6 +36,7 @@
 #include "base/time.h"
 #include "check.h"
 #include "dev/crash.h"
+#include "flush_gate.h"
 #include "fs/fs.h"
 
 static uint64_t dev_stat(struct dev *d, const char *name)
@@ -57,40 +58,6 @@ static uint64_t dev_stat(struct dev *d, const char *name)
 	} while (0)
 
 /* ---- 1. held flushes ---- */
-
-/* The flush hook: flush number n (from 1) waits until released >= n. */
-struct gate {
-	pthread_mutex_t m;
-	pthread_cond_t c;
-	unsigned entered, released;
-};
-
-static void gate_hook(void *arg)
-{
-	struct gate *g = arg;
-	pthread_mutex_lock(&g->m);
-	unsigned me = ++g->entered;
-	pthread_cond_broadcast(&g->c);
-	while (g->released < me)
-		pthread_cond_wait(&g->c, &g->m);
-	pthread_mutex_unlock(&g->m);
-}
-
-static unsigned gate_entered(struct gate *g)
-{
-	pthread_mutex_lock(&g->m);
-	unsigned n = g->entered;
-	pthread_mutex_unlock(&g->m);
-	return n;
-}
-
-static void gate_release(struct gate *g, unsigned n)
-{
-	pthread_mutex_lock(&g->m);
-	g->released = n;
-	pthread_cond_broadcast(&g->c);
-	pthread_mutex_unlock(&g->m);
-}
 
 #define K 7 /* synchronous callers of flush 2 */
 
@@ -137,7 +104,7 @@ static void test_held(bool cut)
 	struct dev *inner, *cd;
 	CHECK_OK(dev_mem_create(1 << 20, NULL, &inner));
 	CHECK_OK(crashdev_create(inner, 0, &cd));
-	struct gate g = {.m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
+	struct gate g = GATE_INIT;
 	crashdev_set_flush_hook(cd, gate_hook, &g);
 	_Atomic int returned = 0, l_returned = 0;
 
