@@ -297,13 +297,23 @@ static int tree_carve(struct fstx *tx, uint64_t s, uint64_t l, uint64_t a, uint6
  * (an in-place update that never splits a leaf); excess blocks go back
  * into the tree as busy (they may have held tree nodes a moment ago).
  */
-static int fix_freelist(struct fstx *tx)
+/*
+ * Top the free list up to what two changes of the tree may take. A free
+ * (for_free) must not fail for want of a block: on a full filesystem the
+ * only free blocks may all be busy (freed by transactions whose checkpoint
+ * is not durable yet), and a failed free shuts the filesystem down. So a
+ * free goes on with a short list as long as it holds what one change of
+ * the tree takes (a split at every level and a new root), and the list is
+ * topped up by a later change, once the busy blocks are free again.
+ */
+static int fix_freelist(struct fstx *tx, bool for_free)
 {
 	struct fs *fs = tx->fs;
 	struct fs_dsb *sb = fs->f_sb;
 	for (;;) {
 		unsigned n = le16toh(sb->sb_freelist_count);
-		unsigned need = 2 * (le16toh(sb->sb_free_level) + 2) + 2;
+		unsigned level = le16toh(sb->sb_free_level);
+		unsigned need = 2 * (level + 2) + 2;
 		if (n >= need)
 			break;
 		struct bt bt;
@@ -332,6 +342,10 @@ static int fix_freelist(struct fstx *tx)
 		bt_cursor_done(&c);
 		if (r < 0)
 			return r;
+		if (!found && for_free && n >= level + 2) {
+			counter_inc(&fs->f_stats.freelist_short);
+			break;
+		}
 		if (!found) {
 			msg_err("fs: no free block to refill the free list");
 			return -ENOSPC;
@@ -413,7 +427,7 @@ int alloc_extent(struct fstx *tx, uint64_t hint, uint64_t want, uint64_t min, ui
 	struct fs *fs = tx->fs;
 	BUG_ON(!want || min > want || !min);
 	fstx_lock(tx, FSTX_ALLOC);
-	int err = fix_freelist(tx);
+	int err = fix_freelist(tx, false);
 	if (err)
 		return err;
 	if (hint >= fs->f_blocks)
@@ -466,7 +480,7 @@ int alloc_free(struct fstx *tx, uint64_t start, uint64_t len)
 		return -EUCLEAN;
 	}
 	fstx_lock(tx, FSTX_ALLOC);
-	int err = fix_freelist(tx);
+	int err = fix_freelist(tx, true);
 	if (err)
 		return err;
 	busy_add(tx, start, len);

@@ -610,6 +610,7 @@ struct fs {
 		counter_t inode_writebacks, inode_allocs, inode_frees;
 		counter_t timestamp_txns, commit_blocks, map_blocks;
 		counter_t layout_recalls, layout_delays, layout_waits;
+		counter_t freelist_short; /* frees that went on with a short free list (alloc.c) */
 		counter_t layout_givebacks, layout_giveback_blocks;
 		counter_t buf_reads, buf_hits, buf_evictions;
 		counter_t eof_trims, eof_trim_blocks;

@@ -454,6 +454,7 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(layout_recalls);
 	C(layout_delays);
 	C(layout_waits);
+	C(freelist_short);
 	C(layout_givebacks);
 	C(layout_giveback_blocks);
 	C(buf_reads);
