@@ -86,7 +86,7 @@ test-fuzz: build-fuzz
 # built and run (a whole TSan suite would take too long on 2 cores); their
 # TSAN_OPTIONS (any report fails, tests/tsan.supp) are set in
 # tests/CMakeLists.txt.
-TSAN_TESTS := test-dev test-log test-fs test-fs-sync-race test-fs-unwritten-race test-flush-share test-fs-stress test-fs-lookup-race \
+TSAN_TESTS := test-iobuf test-dev test-log test-fs test-fs-sync-race test-fs-unwritten-race test-flush-share test-fs-stress test-fs-lookup-race \
               test-nfs4-brlock test-nfs4-share test-nfs4-state-mt test-nfs4c test-nfs4c-pnfs \
               test-fs-dirlock
 .PHONY: build-tsan test-tsan

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/msg.h"
 #include "dev/dev.h"
@@ -346,7 +347,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rh.stat == RPC_SUCCESS)
 		check = check_compound(reply + (rlen - xdr_dec_remaining(&d)),
 				       xdr_dec_remaining(&d), &layout);
-	free(reply);
+	iobuf_free(reply);
 	free(rec);
 	if (check)
 		session_check();

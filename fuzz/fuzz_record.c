@@ -11,6 +11,7 @@
 
 #include "base/compiler.h"
 #include "base/crc32c.h"
+#include "base/iobuf.h"
 #include "fuzz.h"
 #include "rpc/record.h"
 
@@ -35,7 +36,7 @@ static void take(struct rec_asm *r, struct outcome *o)
 		o->len[o->n] = len;
 	}
 	o->n++;
-	free(rec);
+	iobuf_free(rec);
 }
 
 /* mode 0: one feed; 1: chunks from the seed; 2: like 1 but direct reads

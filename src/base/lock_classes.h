@@ -46,7 +46,8 @@
 	  "byte-range lock and share tables, clients and sessions")                                \
 	X(700, 799, "the NFSv4.1 client library (tests and benchmarks): recovery, client, "      \
 	  "callbacks, connections, the pNFS block client")                                                                \
-	X(900, 999, "device layer: after every other lock; the crash device calls its inner one")
+	X(900, 999, "device layer: after every other lock; the crash device calls its inner one")  \
+	X(1000, 1099, "leaves of the base layer, taken under any lock: the I/O buffer cache")
 
 /* X(ID, name, rank, type, kind, documented in, what it guards) */
 #define LOCK_CLASSES(X)                                                                            \
@@ -149,7 +150,9 @@
 	  "the crash device's flushes, one at a time (across the inner device's I/O)")             \
 	X(DEV_CRASH, "crash_dev.lock", 980, MUTEX, ONE, "src/dev/dev.h",                           \
 	  "the crash device's overlay and record")                                                 \
-	X(DEV_MEM, "mem_dev.lock", 990, MUTEX, ONE, "src/dev/dev.h", "the memory device's pages")
+	X(DEV_MEM, "mem_dev.lock", 990, MUTEX, ONE, "src/dev/dev.h", "the memory device's pages")  \
+	X(BASE_IOBUF, "base.iobuf", 1000, MUTEX, ONE, "src/base/iobuf.h",                          \
+	  "the cache of large I/O buffers (a few pointer moves)")
 
 enum lock_type { LOCK_TYPE_MUTEX, LOCK_TYPE_RWLOCK };
 enum lock_kind { LOCK_KIND_ONE, LOCK_KIND_MULTI, LOCK_KIND_ORDERED, LOCK_KIND_UNORDERED };

@@ -51,6 +51,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/msg.h"
 #include "nfs3/nfs3.h"
@@ -506,8 +507,9 @@ static enum svc_stat nfs3_read(struct svc_req *rq, const struct rpc_cred *rc, vo
 	uint32_t count = a->count < NFS3_MAXDATA ? a->count : NFS3_MAXDATA;
 	size_t n = 0;
 	bool eof = false;
-	/* aligned for direct I/O: the device reads straight into it */
-	rr->buf = xmalloc_aligned(4096, count ? count : 1);
+	/* aligned for direct I/O when large (the device reads straight into
+	 * it), and from the buffer cache (base/iobuf.h) */
+	rr->buf = iobuf_alloc(count);
 	r->status = nfs3_status(fs_read(ip, a->offset, rr->buf, count, &n, &eof));
 	r->resok.count = (uint32_t)n;
 	r->resok.eof = eof;
@@ -521,7 +523,7 @@ out:
 
 static void nfs3_release_read(void *args, void *res)
 {
-	free(((struct read_res *)res)->buf);
+	iobuf_free(((struct read_res *)res)->buf);
 }
 
 static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, void *args,

@@ -59,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/iobuf.h"
 #include "base/lock.h"
 #include "base/mem.h"
 #include "base/msg.h"
@@ -579,7 +580,7 @@ static void nfs4_release_compound(void *argp, void *resp)
 	if (c->park_ip)
 		fs_iput(c->park_ip);
 	for (unsigned i = 0; i < c->nfree; i++)
-		free(c->free_list[i]);
+		iobuf_free(c->free_list[i]);
 	xdr_arena_reset(&c->resarena);
 	xdr_enc_destroy(&c->enc);
 	xdr_arena_reset(&a->arena);

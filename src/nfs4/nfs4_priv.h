@@ -197,6 +197,7 @@ struct nfs4_compound {
 /* Allocate n bytes that live until the reply has been sent. */
 void *nfs4_res_alloc(struct nfs4_compound *c, size_t n);
 /* Keep a heap buffer until the reply has been sent (READ data). */
+/* p (from iobuf_alloc, base/iobuf.h) is freed with the compound's results */
 void nfs4_res_keep(struct nfs4_compound *c, void *p);
 
 /*

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "nfs4/nfs4_priv.h"
 #include "srv/ops.h"
@@ -67,11 +68,12 @@ uint32_t nfs4_op_read(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	}
 	size_t n = 0;
 	bool eof = false;
-	/* aligned for direct I/O: the device reads straight into it */
-	uint8_t *buf = xmalloc_aligned(4096, count ? count : 1);
+	/* aligned for direct I/O when large (the device reads straight into
+	 * it), and from the buffer cache (base/iobuf.h) */
+	uint8_t *buf = iobuf_alloc(count);
 	err = fs_read(c->cfh.ip, ra->offset, buf, count, &n, &eof);
 	if (err) {
-		free(buf);
+		iobuf_free(buf);
 		return nfs4_status(err);
 	}
 	nfs4_res_keep(c, buf);

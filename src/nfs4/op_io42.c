@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "nfs4/nfs4_priv.h"
 #include "srv/ops.h"
@@ -175,9 +176,9 @@ uint32_t nfs4_op_read_plus(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 	if (end < ra->rpa_offset || end > at.size)
 		end = at.size;
 	struct read_plus_content *seg = nfs4_res_alloc(c, READ_PLUS_SEGS * sizeof(*seg));
-	uint8_t *buf = end > ra->rpa_offset ? xmalloc(end - ra->rpa_offset) : NULL;
+	uint8_t *buf = end > ra->rpa_offset ? iobuf_alloc(end - ra->rpa_offset) : NULL;
 	if (!seg) {
-		free(buf);
+		iobuf_free(buf);
 		return NFS4ERR_REP_TOO_BIG;
 	}
 	if (buf)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/compiler.h"
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/time.h"
@@ -87,7 +88,7 @@ static void client_on_call(struct nfs4c_conn *conn, uint8_t *rec, size_t len, vo
 		 * allow: the surplus gets no answer */
 		cl->cb_dropped++;
 		mutex_unlock(&cl->cbq_lock);
-		free(rec);
+		iobuf_free(rec);
 		return;
 	}
 	struct nfs4c_cbq_item *it = xmalloc(sizeof(*it));
@@ -126,7 +127,7 @@ static void *cb_main(void *arg)
 				nfs4c_conn_send(it->conn, iov, n);
 		}
 		xdr_enc_destroy(&out);
-		free(it->rec);
+		iobuf_free(it->rec);
 		nfs4c_conn_put(it->conn);
 		free(it);
 	}
@@ -361,7 +362,7 @@ void nfs4c_destroy(struct nfs4c_client *cl)
 	list_for_each_entry_safe (it, tmp, &cl->cbq, link) {
 		list_del(&it->link);
 		nfs4c_conn_put(it->conn);
-		free(it->rec);
+		iobuf_free(it->rec);
 		free(it);
 	}
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/compiler.h"
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/time.h"
@@ -46,7 +47,7 @@ void nfs4c_compound_init(struct nfs4c_compound *c, struct nfs4c_client *cl)
 
 static void results_clear(struct nfs4c_compound *c)
 {
-	free(c->reply);
+	iobuf_free(c->reply);
 	c->reply = NULL;
 	c->reply_len = 0;
 	c->body_off = 0;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/compiler.h"
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/time.h"
@@ -55,7 +56,7 @@ void nfs4c_call_init(struct nfs4c_call *call)
 void nfs4c_call_destroy(struct nfs4c_call *call)
 {
 	BUG_ON(call->registered);
-	free(call->reply);
+	iobuf_free(call->reply);
 	call->reply = NULL;
 	cond_destroy(&call->cv);
 }
@@ -150,7 +151,7 @@ static int deliver(struct nfs4c_conn *c, uint8_t *rec, size_t len)
 	uint32_t xid, type;
 	xdr_dec_init(&x, rec, len);
 	if (rpc_dec_xid_type(&x, &xid, &type) || (type != RPC_CALL && type != RPC_REPLY)) {
-		free(rec);
+		iobuf_free(rec);
 		return -EPROTO;
 	}
 	if (type == RPC_CALL) {
@@ -162,7 +163,7 @@ static int deliver(struct nfs4c_conn *c, uint8_t *rec, size_t len)
 		if (c->cfg.on_call)
 			c->cfg.on_call(c, rec, len, c->cfg.on_call_arg);
 		else
-			free(rec);
+			iobuf_free(rec);
 		return 0;
 	}
 	mutex_lock(&c->lock);
@@ -181,7 +182,7 @@ static int deliver(struct nfs4c_conn *c, uint8_t *rec, size_t len)
 		c->st.unmatched++;
 	}
 	mutex_unlock(&c->lock);
-	free(rec);
+	iobuf_free(rec);
 	return 0;
 }
 
@@ -396,7 +397,7 @@ int nfs4c_conn_call(struct nfs4c_conn *c, struct nfs4c_call *call, const struct 
 		mutex_unlock(&c->lock);
 		return -EEXIST;
 	}
-	free(call->reply);
+	iobuf_free(call->reply);
 	call->reply = NULL;
 	call->reply_len = 0;
 	call->done = false;

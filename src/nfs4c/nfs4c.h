@@ -347,7 +347,7 @@ int nfs4c_res_attr(const struct nfs4c_compound *c, struct nfs4c_attr *a);
 /*
  * Raw control for tests: send rec (a whole RPC record, xid inside it) on
  * conn (NULL: the client's) and wait for the reply with that xid, handed
- * back in *reply (malloc'd). No slot, no recovery. 0 or -errno.
+ * back in *reply (freed with iobuf_free, base/iobuf.h). No slot, no recovery. 0 or -errno.
  */
 int nfs4c_call_raw(struct nfs4c_client *cl, struct nfs4c_conn *conn, const void *rec, size_t len,
 		   uint32_t xid, uint8_t **reply, size_t *reply_len);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/compiler.h"
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/msg.h"
 
@@ -20,7 +21,7 @@ void rec_init(struct rec_asm *r, size_t max_record)
 
 void rec_destroy(struct rec_asm *r)
 {
-	free(r->base);
+	iobuf_free(r->base);
 	r->base = r->buf = NULL;
 	r->len = r->cap = r->lead = 0;
 }
@@ -31,27 +32,35 @@ void rec_align(struct rec_asm *r, size_t off)
 }
 
 /* Grow the buffer for n more body bytes (invariant 2), keeping this
- * record's alignment (invariant 4). */
+ * record's alignment (invariant 4). The buffer moves: a new one, the bytes
+ * so far copied over, the old one freed (a large one goes back to the
+ * buffer cache, base/iobuf.h, whose pages are mapped already). */
 static void reserve(struct rec_asm *r, size_t n)
 {
 	if (r->len + n <= r->cap)
 		return;
-	size_t want = MAX(r->cap * 2, r->len + n);
-	/* never beyond what this fragment can still bring */
-	want = MIN(want, r->len + r->frag_left);
+	size_t want;
+	if (r->len >= REC_EAGER) {
+		/* past REC_EAGER: the rest of the fragment at once */
+		want = r->len + r->frag_left;
+	} else {
+		want = MAX(r->cap * 2, r->len + n);
+		/* never beyond what this fragment can still bring */
+		want = MIN(want, r->len + r->frag_left);
+	}
 	want = MAX(want, r->len + n);
 	if (!r->base)
 		r->align_off = r->align_next;
-	if (!r->align_off) {
-		r->base = r->buf = xrealloc(r->base, want);
-		r->cap = want;
-		return;
+	uint8_t *base = iobuf_alloc(want + (r->align_off ? REC_ALIGN - 1 : 0));
+	size_t lead = 0;
+	if (r->align_off) {
+		size_t mis = ((uintptr_t)base + r->align_off) % REC_ALIGN;
+		lead = mis ? REC_ALIGN - mis : 0;
 	}
-	uint8_t *base = xrealloc(r->base, want + REC_ALIGN - 1);
-	size_t mis = ((uintptr_t)base + r->align_off) % REC_ALIGN;
-	size_t lead = mis ? REC_ALIGN - mis : 0;
-	if (lead != r->lead && r->len)
-		memmove(base + lead, base + r->lead, r->len);
+	if (r->len)
+		memcpy(base + lead, r->buf, r->len);
+	r->copied += r->len;
+	iobuf_free(r->base);
 	r->base = base;
 	r->lead = lead;
 	r->buf = base + lead;
@@ -124,8 +133,9 @@ size_t rec_direct(struct rec_asm *r, uint8_t **space)
 {
 	if (!r->in_body || r->error || r->done || !r->frag_left)
 		return 0;
-	/* grow with what has arrived, not with what the header claims */
-	size_t n = MIN((size_t)r->frag_left, MAX((size_t)65536, r->len));
+	/* grow with what has arrived, not with what the header claims
+	 * (invariant 2: up to REC_EAGER, then the rest of the fragment) */
+	size_t n = MIN((size_t)r->frag_left, r->len < REC_EAGER ? REC_EAGER - r->len : r->len);
 	reserve(r, n);
 	*space = r->buf + r->len;
 	return MIN(r->cap - r->len, (size_t)r->frag_left);
@@ -148,7 +158,7 @@ uint8_t *rec_take_at(struct rec_asm *r, size_t *len, void **alloc)
 	*len = r->len;
 	*alloc = r->base;
 	if (!r->len) {
-		free(r->base);
+		iobuf_free(r->base);
 		buf = NULL;
 		*alloc = NULL;
 	}
@@ -156,6 +166,7 @@ uint8_t *rec_take_at(struct rec_asm *r, size_t *len, void **alloc)
 	r->len = r->cap = r->lead = 0;
 	r->done = false;
 	r->nfrags = 0;
+	r->copied = 0;
 	return buf;
 }
 

@@ -17,9 +17,17 @@
  *  1. len <= max_record at all times: a header that would let the record
  *     grow past max_record is refused (-EMSGSIZE) before any byte of its
  *     body is accepted or any memory is reserved for it.
- *  2. Memory follows the bytes actually received: cap <= 2 * len + 4096,
- *     never the length a header merely claims (a 1 MiB fragment that never
- *     arrives costs what did arrive).
+ *  2. Memory follows the bytes actually received, not the length a header
+ *     merely claims: while fewer than REC_EAGER bytes of the record have
+ *     arrived, cap <= 2 * len + REC_EAGER; from then on the buffer may take
+ *     the rest of the current fragment at once, cap <= len + frag_left
+ *     (one move of the first REC_EAGER bytes, where doubling would copy
+ *     the record's size over again in five moves). So a header claiming
+ *     1 MiB that never sends more costs 60 KiB, and one that sent 60 KiB
+ *     costs its fragment: at most max_record per connection, and the
+ *     server bounds all connections' incomplete records together
+ *     (svc.h, partial_max). Buffers come from base/iobuf.h: a large one
+ *     freed is reused by the next record of its size, pages mapped.
  *  3. After an error the reassembler accepts nothing more; the connection
  *     is to be dropped.
  *  4. Alignment (rec_align): the transport may ask that the byte at offset
@@ -41,6 +49,7 @@
 #define REC_LAST_FRAG 0x80000000u
 #define REC_LEN_MASK  0x7fffffffu
 #define REC_ALIGN     4096u
+#define REC_EAGER     (60u << 10) /* invariant 2; with REC_ALIGN, under IOBUF_BIG */
 
 struct rec_asm {
 	size_t max_record;
@@ -58,6 +67,7 @@ struct rec_asm {
 	size_t lead;
 	size_t align_next;   /* rec_align() for the next record; 0: none */
 	size_t align_off;    /* this record's, taken when its buffer is made */
+	size_t copied;       /* bytes copied when this record's buffer moved */
 };
 
 void rec_init(struct rec_asm *r, size_t max_record);
@@ -80,12 +90,13 @@ int rec_feed(struct rec_asm *r, const uint8_t *data, size_t len, size_t *used);
 size_t rec_direct(struct rec_asm *r, uint8_t **space);
 int rec_direct_commit(struct rec_asm *r, size_t n);
 
-/* Hand the complete record to the caller, who frees it with free(). An
- * empty record returns NULL with *len == 0. Only without rec_align(). */
+/* Hand the complete record to the caller, who frees it with iobuf_free()
+ * (base/iobuf.h). An empty record returns NULL with *len == 0. Only
+ * without rec_align(). */
 uint8_t *rec_take(struct rec_asm *r, size_t *len);
 
 /* The same where rec_align() may be in use: the caller frees *alloc (NULL
- * with an empty record), not the record. */
+ * with an empty record) with iobuf_free(), not the record. */
 uint8_t *rec_take_at(struct rec_asm *r, size_t *len, void **alloc);
 
 /* Ask that offset off (0: no request) of the records from the next one on

@@ -31,6 +31,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/time.h"
@@ -836,11 +837,14 @@ static void sweep_fire(struct svc_timer *t)
 	 * per-thread arenas, and the next burst may be served from other ones:
 	 * VmRSS would climb burst after burst. Give it back once the total is
 	 * down to a quarter of a peak of TRIM_PEAK or more: rare, and cheap
-	 * next to what it returns. */
+	 * next to what it returns. The cache of large buffers (base/iobuf.h)
+	 * goes with it: it was filled by the peak, and the next burst can
+	 * fill it again. */
 	size_t held = atomic_load(&s->buffered);
 	if (held > s->buffered_peak)
 		s->buffered_peak = held;
 	if (s->buffered_peak >= TRIM_PEAK && held < s->buffered_peak / 4) {
+		iobuf_drain();
 		malloc_trim(0);
 		s->buffered_peak = held;
 	}

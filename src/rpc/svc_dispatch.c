@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "base/crc32c.h"
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/time.h"
@@ -148,7 +149,7 @@ void svc_req_put(struct svc_req *rq)
 	if (rq->out.iov && rq->out.iov != rq->iov_inline)
 		free(rq->out.iov);
 	xdr_enc_destroy(&rq->reply);
-	free(rq->record_alloc);
+	iobuf_free(rq->record_alloc);
 	conn_account(rq->conn, -(long)rq->accounted, rq->reserved ? rq->reserve : 0);
 	svc_conn_put(rq->conn);
 	free(rq);

@@ -53,6 +53,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/msg.h"
 #include "dev/crash.h"
@@ -110,6 +111,7 @@ static enum svc_stat proc_null(struct svc_req *rq, const struct rpc_cred *cred, 
 static void server_stats(struct server *srv, const struct stat_sink *sink)
 {
 	svc_stats(srv->svc, sink);
+	iobuf_stats(sink);
 	srv_stats(&srv->srv, sink);
 	nfs4_stats(srv->nfs4, sink);
 	stat_emit(sink, "exports.reloads", counter_get(&srv->reloads));

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "check.h"
 #include "nfs4_test.h"
@@ -215,7 +216,7 @@ static void raw_send(const struct nfs4c_fh *fh, uint32_t nops,
 static void raw_done(struct raw *r)
 {
 	xdr_arena_reset(&r->arena);
-	free(r->reply);
+	iobuf_free(r->reply);
 }
 
 /* ---- 10,000 operations ---- */

@@ -29,6 +29,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/time.h"
 #include "check.h"
@@ -1637,7 +1638,7 @@ static void test_peer_session(void)
 	peer_send(&p, flat, xdr_enc_len(&x));
 	CHECK_OK(bg_join(&b));
 	CHECK(raw_len == 24 && !memcmp(raw_rep, flat, 24));
-	free(raw_rep);
+	iobuf_free(raw_rep);
 	xdr_enc_destroy(&x);
 
 	/* DESTROY_SESSION and DESTROY_CLIENTID */
