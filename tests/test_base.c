@@ -2,8 +2,10 @@
  * test_base.c - CRC32C vectors and chaining, the hash map against a
  * reference array, lists, the lock-order checker (a wrong order must
  * panic, checked in a child process), and the kinds of counter a stat sink
- * receives (counts, gauges, latency histograms).
+ * receives (counts, gauges, latency histograms), and the size parser of
+ * both programs' command lines (parse.h).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,6 +15,7 @@
 #include "base/hashmap.h"
 #include "base/list.h"
 #include "base/lock.h"
+#include "base/parse.h"
 #include "base/rand.h"
 #include "base/stats.h"
 #include "check.h"
@@ -228,6 +231,61 @@ static void test_lockdep_order(void)
 	TEST_PASS("lockdep order within a class");
 }
 
+/* parse.h: every unit in both cases, the optional "i"/"B", hex, and the
+ * refusals: junk, signs, spaces, a value or a product past 2^64 - 1. */
+static void test_parse_size(void)
+{
+	static const struct {
+		const char *s;
+		uint64_t v;
+	} good[] = {
+		{"0", 0},
+		{"4096", 4096},
+		{"0x1000", 4096},
+		{"0X10k", 16ull << 10},
+		{"1k", 1ull << 10},
+		{"1K", 1ull << 10},
+		{"3m", 3ull << 20},
+		{"3M", 3ull << 20},
+		{"8g", 8ull << 30},
+		{"8G", 8ull << 30},
+		{"2t", 2ull << 40},
+		{"2T", 2ull << 40},
+		{"8Gi", 8ull << 30},
+		{"8GB", 8ull << 30},
+		{"8GiB", 8ull << 30},
+		{"18446744073709551615", UINT64_MAX},
+		{"16777215t", 16777215ull << 40},
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		uint64_t v = 12345;
+		CHECK_OK(parse_size(good[i].s, &v));
+		CHECK_EQ(v, good[i].v);
+	}
+	static const struct {
+		const char *s;
+		int err;
+	} bad[] = {
+		{"", -EINVAL},	  {"g", -EINVAL},    {"8x", -EINVAL},	{"8 g", -EINVAL},
+		{" 8", -EINVAL},  {"8 ", -EINVAL},   {"-1", -EINVAL},	{"+1", -EINVAL},
+		{"8gg", -EINVAL}, {"8gb", -EINVAL},  {"8Bi", -EINVAL},	{"8B", -EINVAL},
+		{"8i", -EINVAL},  {"1.5g", -EINVAL}, {"0x", -EINVAL},	{"0xg", -EINVAL},
+		{"8g8", -EINVAL}, {"k8", -EINVAL},
+		{"18446744073709551616", -ERANGE},
+		{"99999999999999999999999", -ERANGE},
+		{"16777216t", -ERANGE},
+		{"17179869184g", -ERANGE},
+		{"0x10000000000000000", -ERANGE},
+		{"0x40000000000000k", -ERANGE},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t v = 12345;
+		CHECK_EQ(parse_size(bad[i].s, &v), bad[i].err);
+		CHECK_EQ(v, 12345);
+	}
+	TEST_PASS("parse_size");
+}
+
 int main(void)
 {
 	test_crc32c();
@@ -236,5 +294,6 @@ int main(void)
 	test_lockdep();
 	test_lockdep_order();
 	test_stats();
+	test_parse_size();
 	return 0;
 }

@@ -10,7 +10,6 @@
 
 #include "dev/dev.h"
 
-int cli_parse_size(const char *s, uint64_t *out);
 /* "ENOENT" for -ENOENT or ENOENT */
 const char *cli_errname(int err);
 int cli_open_devices(const char *image, const char *logdev, bool create, uint64_t size,

@@ -37,6 +37,7 @@
 
 #include "base/mem.h"
 #include "base/msg.h"
+#include "base/parse.h"
 #include "base/time.h"
 #include "cli/cli.h"
 #include "dev/crash.h"
@@ -59,7 +60,7 @@ struct io_state {
 
 static int parse_u64(const char *s, uint64_t *v)
 {
-	return cli_parse_size(s, v) ? -EINVAL : 0;
+	return parse_size(s, v) ? -EINVAL : 0;
 }
 
 static int parse_byte(const char *s, uint8_t *b)

@@ -8,7 +8,7 @@
  *   jnfs io IMAGE [--crash] [--flush-latency-us N] [--log-device PATH] -c CMD [-c CMD ...]
  *   jnfs pnfs URL --device PATH COMMAND ...   (a pNFS block layout client, pnfs.c)
  *
- * Sizes take K, M, G, T suffixes. `io` runs one command per -c against the
+ * Sizes take K, M, G, T suffixes (base/parse.h). `io` runs one command per -c against the
  * engine, like xfs_io; see io.c. Errors print the errno name; the exit
  * status is non-zero after any error.
  */
@@ -21,36 +21,13 @@
 
 #include "base/mem.h"
 #include "base/msg.h"
+#include "base/parse.h"
 #include "cli/cli.h"
 #include "fs/fs.h"
 #include "rpc/clnt.h"
 #include "rpc/svc.h"
 #include "server/admin.h"
 #include "jnfs_version.h"
-
-int cli_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -1;
-	uint64_t mult = 1;
-	switch (*end) {
-	case 'k': case 'K': mult = 1ull << 10; end++; break;
-	case 'm': case 'M': mult = 1ull << 20; end++; break;
-	case 'g': case 'G': mult = 1ull << 30; end++; break;
-	case 't': case 'T': mult = 1ull << 40; end++; break;
-	case '\0': break;
-	default: return -1;
-	}
-	if (*end == 'i' || *end == 'B')
-		end++;
-	if (*end)
-		return -1;
-	*out = v * mult;
-	return 0;
-}
 
 const char *cli_errname(int err)
 {
@@ -90,8 +67,8 @@ static int cmd_mkfs(int argc, char **argv)
 					     {NULL, 0, NULL, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "s:l:L:n:", opts, NULL)) != -1) {
-		if ((o == 's' && cli_parse_size(optarg, &size)) ||
-		    (o == 'l' && cli_parse_size(optarg, &log_size))) {
+		if ((o == 's' && parse_size(optarg, &size)) ||
+		    (o == 'l' && parse_size(optarg, &log_size))) {
 			fprintf(stderr, "jnfs mkfs: bad size '%s'\n", optarg);
 			return 2;
 		}

@@ -52,6 +52,7 @@
 
 #include "base/compiler.h"
 #include "base/mem.h"
+#include "base/parse.h"
 #include "base/time.h"
 #include "cli/cli.h"
 #include "nfs4c/nfs4c.h"
@@ -1118,7 +1119,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'm':
 		case 'D':
 		case 'A':
-			if (cli_parse_size(optarg, &v) || v > (1ull << 50)) {
+			if (parse_size(optarg, &v) || v > (1ull << 50)) {
 				fprintf(stderr, "jnfs pnfs: bad number '%s'\n", optarg);
 				return 2;
 			}

@@ -56,6 +56,7 @@
 #include "base/iobuf.h"
 #include "base/mem.h"
 #include "base/msg.h"
+#include "base/parse.h"
 #include "dev/crash.h"
 #include "export/exports.h"
 #include "fs/fs.h"
@@ -209,7 +210,8 @@ static void usage(FILE *f)
 		"usage: jnfsd [options]\n"
 		"  --image PATH           image file or block device (default ./" DEFAULT_IMAGE ",\n"
 		"                         created sparse and formatted if it does not exist)\n"
-		"  --size SIZE            size of an image created now (default 8G)\n"
+		"  --size SIZE            size of an image created now (default 8G; K, M, G, T\n"
+		"                         in either case)\n"
 		"  --log-device PATH      external journal device (as given to jnfs mkfs)\n"
 		"  --exports FILE         exports(5) file (default: / to loopback clients\n"
 		"                         only, rw,sync,insecure,no_root_squash; then only\n"
@@ -527,18 +529,10 @@ int main(int argc, char **argv)
 		case 'I':
 			image = optarg;
 			break;
-		case 'S': {
-			char *end;
-			v = strtoull(optarg, &end, 10);
-			unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30
-					 : *end == 'T' ? 40 : 0;
-			if (shift)
-				end++;
-			if (*end || v == 0 || v > (1ull << 50) >> shift)
+		case 'S':
+			if (parse_size(optarg, &size) || size == 0 || size > (1ull << 50))
 				goto bad_value;
-			size = v << shift;
 			break;
-		}
 		case 'L':
 			logdev = optarg;
 			break;
