@@ -88,13 +88,42 @@
  * listeners, epoll, eventfd, rpcbind calls, stdio, the engine's */
 #define FDS_RESERVED 64
 
+/* The command line, parsed and checked (options_parse). */
+struct options {
+	const char *listen[MAX_LISTEN];
+	int nlisten;
+	const char *rpcbind; /* NULL: --rpcbind off */
+	const char *port_file;
+	const char *metrics_addr;
+	struct sockaddr_storage metrics_ss; /* metrics_addr parsed */
+	bool metrics_remote;
+	const char *image, *logdev, *exports_file;
+	uint64_t size, flush_us, flush_behind;
+	bool crash, buffered, max_conns_given, flush_fault, hold_ends, bench_sync_lc;
+	uint32_t ldata_max; /* 0: the engine's default */
+	struct svc_config svc;
+	struct nfs4_server_config nfs4;
+};
+
+/*
+ * What a running server holds. server_open() fills it in the order of the
+ * fields below and stops at the first failure; server_close() undoes
+ * whatever was done, in the reverse order, from any point: it is the one
+ * unwind path of the daemon.
+ */
 struct server {
-	struct svc *svc;
+	struct exports *exports; /* the table served now, owned (reload_exports) */
+	struct dev *file, *ddev, *ldev; /* ddev is file, or the crash device over it */
 	struct fs *fs;
 	struct srv srv; /* what NFSv3, MOUNT and NFSv4 share */
 	struct nfs3_server nfs3;
+	bool nfs3_ready;
 	struct nfs4_server *nfs4;
-	struct exports *exports; /* the table served now, owned (reload_exports) */
+	struct svc *svc;
+	struct metrics *metrics;
+	/* each --listen's bound port, and its address with that port */
+	uint16_t ports[MAX_LISTEN];
+	struct sockaddr_storage bound[MAX_LISTEN];
 	counter_t reloads, reload_failures;
 };
 
@@ -471,394 +500,403 @@ static void reload_exports(struct server *srv, const char *file)
 	sd_notify(0, "READY=1\nSTATUS=serving; exports reloaded");
 }
 
-int main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"image", required_argument, NULL, 'I'},
-		{"size", required_argument, NULL, 'S'},
-		{"log-device", required_argument, NULL, 'L'},
-		{"exports", required_argument, NULL, 'e'},
-		{"flush-latency-us", required_argument, NULL, 'f'},
-		{"flush-behind", required_argument, NULL, 'W'},
-		{"crash", no_argument, NULL, 'C'},
-		{"buffered", no_argument, NULL, 'B'},
-		{"logged-data-max", required_argument, NULL, 'D'},
-		{"listen", required_argument, NULL, 'l'},
-		{"threads", required_argument, NULL, 't'},
-		{"rpcbind", required_argument, NULL, 'r'},
-		{"max-conns", required_argument, NULL, 'c'},
-		{"max-record", required_argument, NULL, 'm'},
-		{"stall-timeout", required_argument, NULL, 's'},
-		{"max-partial", required_argument, NULL, 'P'},
-		{"max-buffered", required_argument, NULL, 'b'},
-		{"idle-timeout", required_argument, NULL, 'i'},
-		{"send-timeout", required_argument, NULL, 'T'},
-		{"port-file", required_argument, NULL, 'p'},
-		{"test-flush-fault", no_argument, NULL, 'F'},
-		{"test-hold-ends", no_argument, NULL, 'H'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{"metrics", required_argument, NULL, 'M'},
-		{"metrics-remote", no_argument, NULL, 'R'},
-		{"lease-seconds", required_argument, NULL, 'E'},
-		{"grace-seconds", required_argument, NULL, 'G'},
-		{"fence-cmd", required_argument, NULL, 'X'},
-		{"bench-sync-layoutcommit", no_argument, NULL, 'Y'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *listen[MAX_LISTEN];
-	int nlisten = 0;
-	const char *rpcbind = "127.0.0.1:111", *port_file = NULL, *metrics_addr = NULL;
-	bool metrics_remote = false;
-	const char *image = DEFAULT_IMAGE, *logdev = NULL, *exports_file = NULL;
-	uint64_t size = DEFAULT_SIZE, flush_us = 0, flush_behind = FLUSH_BEHIND_DEFAULT;
-	bool crash = false, max_conns_given = false, flush_fault = false, buffered = false;
-	bool hold_ends = false, holding = false;
-	bool bench_sync_lc = false;
-	uint32_t ldata_max = 0; /* the engine's default */
-	struct svc_config cfg;
-	struct nfs4_server_config nfs4cfg;
-	unsigned long long v;
-	int opt;
+static const struct option long_opts[] = {
+	{"image", required_argument, NULL, 'I'},
+	{"size", required_argument, NULL, 'S'},
+	{"log-device", required_argument, NULL, 'L'},
+	{"exports", required_argument, NULL, 'e'},
+	{"flush-latency-us", required_argument, NULL, 'f'},
+	{"flush-behind", required_argument, NULL, 'W'},
+	{"crash", no_argument, NULL, 'C'},
+	{"buffered", no_argument, NULL, 'B'},
+	{"logged-data-max", required_argument, NULL, 'D'},
+	{"listen", required_argument, NULL, 'l'},
+	{"threads", required_argument, NULL, 't'},
+	{"rpcbind", required_argument, NULL, 'r'},
+	{"max-conns", required_argument, NULL, 'c'},
+	{"max-record", required_argument, NULL, 'm'},
+	{"stall-timeout", required_argument, NULL, 's'},
+	{"max-partial", required_argument, NULL, 'P'},
+	{"max-buffered", required_argument, NULL, 'b'},
+	{"idle-timeout", required_argument, NULL, 'i'},
+	{"send-timeout", required_argument, NULL, 'T'},
+	{"port-file", required_argument, NULL, 'p'},
+	{"test-flush-fault", no_argument, NULL, 'F'},
+	{"test-hold-ends", no_argument, NULL, 'H'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{"metrics", required_argument, NULL, 'M'},
+	{"metrics-remote", no_argument, NULL, 'R'},
+	{"lease-seconds", required_argument, NULL, 'E'},
+	{"grace-seconds", required_argument, NULL, 'G'},
+	{"fence-cmd", required_argument, NULL, 'X'},
+	{"bench-sync-layoutcommit", no_argument, NULL, 'Y'},
+	{NULL, 0, NULL, 0},
+};
 
-	msg_set_prog("jnfsd");
-	svc_config_default(&cfg);
-	nfs4_server_config_default(&nfs4cfg);
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'I':
-			image = optarg;
-			break;
-		case 'S':
-			if (parse_size(optarg, &size) || size == 0 || size > (1ull << 50))
-				goto bad_value;
-			break;
-		case 'L':
-			logdev = optarg;
-			break;
-		case 'e':
-			exports_file = optarg;
-			break;
-		case 'f':
-			if (!parse_num(optarg, 10000000, &v))
-				goto bad_value;
-			flush_us = v;
-			break;
-		case 'W':
-			if (!parse_num(optarg, 1ull << 40, &v))
-				goto bad_value;
-			flush_behind = v;
-			break;
-		case 'C':
-			crash = true;
-			break;
-		case 'B':
-			buffered = true;
-			break;
-		case 'D':
-			if (!parse_num(optarg, 1u << 20, &v))
-				goto bad_value;
-			ldata_max = v ? (uint32_t)v : FS_LOGGED_DATA_OFF;
-			break;
-		case 'l':
-			if (nlisten == MAX_LISTEN) {
-				msg_err("at most %d --listen addresses", MAX_LISTEN);
-				return 2;
-			}
-			listen[nlisten++] = optarg;
-			break;
-		case 'E':
-			if (!parse_num(optarg, 3600, &v) || v < 5)
-				goto bad_value;
-			nfs4cfg.lease_seconds = (unsigned)v;
-			break;
-		case 'X':
-			nfs4cfg.fence_cmd = optarg;
-			break;
-		case 'Y':
-			bench_sync_lc = true;
-			msg_warn("--bench-sync-layoutcommit: every LAYOUTCOMMIT forces the journal "
-				 "(for benchmarks only)");
-			break;
-		case 'G':
-			if (!parse_num(optarg, 3600, &v))
-				goto bad_value;
-			nfs4cfg.grace_seconds = (unsigned)v;
-			break;
-		case 't':
-			if (!parse_num(optarg, 1024, &v) || v == 0)
-				goto bad_value;
-			cfg.threads = (unsigned)v;
-			break;
-		case 'r':
-			rpcbind = strcmp(optarg, "off") == 0 ? NULL : optarg;
-			break;
-		case 'c':
-			if (!parse_num(optarg, 1u << 20, &v) || v == 0)
-				goto bad_value;
-			cfg.max_conns = (unsigned)v;
-			max_conns_given = true;
-			break;
-		case 'm':
-			if (!parse_num(optarg, 0x7fffffffull, &v) || v < 1024)
-				goto bad_value;
-			cfg.max_record = (size_t)v;
-			break;
-		case 's':
-			if (!parse_num(optarg, 1ull << 40, &v))
-				goto bad_value;
-			cfg.stall_timeout_ns = v * 1000000ull;
-			break;
-		case 'P':
-			if (!parse_num(optarg, 1ull << 40, &v))
-				goto bad_value;
-			cfg.partial_max = (size_t)v;
-			break;
-		case 'b':
-			if (!parse_num(optarg, 1ull << 40, &v))
-				goto bad_value;
-			cfg.max_buffered = (size_t)v;
-			break;
-		case 'i':
-			if (!parse_num(optarg, 1ull << 40, &v))
-				goto bad_value;
-			cfg.idle_timeout_ns = v * 1000000ull;
-			break;
-		case 'T':
-			if (!parse_num(optarg, 1ull << 40, &v))
-				goto bad_value;
-			cfg.send_timeout_ns = v * 1000000ull;
-			break;
-		case 'p':
-			port_file = optarg;
-			break;
-		case 'M':
-			metrics_addr = optarg;
-			break;
-		case 'R':
-			metrics_remote = true;
-			break;
-		case 'F':
-			flush_fault = true;
-			break;
-		case 'H':
-			hold_ends = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			printf("jnfsd %s (%s)\n", JNFS_VERSION, JNFS_COMMIT);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-		continue;
-	bad_value:
-		for (const struct option *o = opts; o->name; o++)
-			if (o->val == opt)
-				msg_err("bad value '%s' for --%s", optarg, o->name);
-		return 2;
+/* One option of long_opts with its argument into o: 0, or -EINVAL for a
+ * value out of the option's range. --listen, --help, --version and
+ * unknown options are options_parse's. */
+static int option_set(struct options *o, int opt, const char *arg)
+{
+	unsigned long long v;
+	switch (opt) {
+	case 'I': o->image = arg; return 0;
+	case 'L': o->logdev = arg; return 0;
+	case 'e': o->exports_file = arg; return 0;
+	case 'C': o->crash = true; return 0;
+	case 'B': o->buffered = true; return 0;
+	case 'X': o->nfs4.fence_cmd = arg; return 0;
+	case 'r': o->rpcbind = strcmp(arg, "off") == 0 ? NULL : arg; return 0;
+	case 'p': o->port_file = arg; return 0;
+	case 'M': o->metrics_addr = arg; return 0;
+	case 'R': o->metrics_remote = true; return 0;
+	case 'F': o->flush_fault = true; return 0;
+	case 'H': o->hold_ends = true; return 0;
+	case 'Y':
+		o->bench_sync_lc = true;
+		msg_warn("--bench-sync-layoutcommit: every LAYOUTCOMMIT forces the journal "
+			 "(for benchmarks only)");
+		return 0;
+	case 'S':
+		if (parse_size(arg, &o->size) || o->size == 0 || o->size > (1ull << 50))
+			return -EINVAL;
+		return 0;
+	case 'f':
+		if (!parse_num(arg, 10000000, &v))
+			return -EINVAL;
+		o->flush_us = v;
+		return 0;
+	case 'D':
+		if (!parse_num(arg, 1u << 20, &v))
+			return -EINVAL;
+		o->ldata_max = v ? (uint32_t)v : FS_LOGGED_DATA_OFF;
+		return 0;
+	case 'E':
+		if (!parse_num(arg, 3600, &v) || v < 5)
+			return -EINVAL;
+		o->nfs4.lease_seconds = (unsigned)v;
+		return 0;
+	case 'G':
+		if (!parse_num(arg, 3600, &v))
+			return -EINVAL;
+		o->nfs4.grace_seconds = (unsigned)v;
+		return 0;
+	case 't':
+		if (!parse_num(arg, 1024, &v) || v == 0)
+			return -EINVAL;
+		o->svc.threads = (unsigned)v;
+		return 0;
+	case 'c':
+		if (!parse_num(arg, 1u << 20, &v) || v == 0)
+			return -EINVAL;
+		o->svc.max_conns = (unsigned)v;
+		o->max_conns_given = true;
+		return 0;
+	case 'm':
+		if (!parse_num(arg, 0x7fffffffull, &v) || v < 1024)
+			return -EINVAL;
+		o->svc.max_record = (size_t)v;
+		return 0;
 	}
-	if (optind < argc) {
-		usage(stderr);
-		return 2;
+	/* the rest take any number up to 2^40 */
+	if (!parse_num(arg, 1ull << 40, &v))
+		return -EINVAL;
+	switch (opt) {
+	case 'W': o->flush_behind = v; break;
+	case 's': o->svc.stall_timeout_ns = v * 1000000ull; break;
+	case 'P': o->svc.partial_max = (size_t)v; break;
+	case 'b': o->svc.max_buffered = (size_t)v; break;
+	case 'i': o->svc.idle_timeout_ns = v * 1000000ull; break;
+	case 'T': o->svc.send_timeout_ns = v * 1000000ull; break;
 	}
-	if (flush_fault && hold_ends) {
+	return 0;
+}
+
+/* The options that go together: one SIGUSR2 user, loopback listeners
+ * without an exports file, a --metrics address (loopback unless
+ * --metrics-remote). Also sizes the connections to the open-file limit.
+ * 0, or the exit status. */
+static int options_check(struct options *o)
+{
+	if (o->flush_fault && o->hold_ends) {
 		msg_err("--test-flush-fault and --test-hold-ends both take SIGUSR2: give one");
 		return 2;
 	}
-	if (!nlisten)
-		listen[nlisten++] = "127.0.0.1:2049";
-	for (int i = 0; i < nlisten && !exports_file; i++) {
+	if (!o->nlisten)
+		o->listen[o->nlisten++] = "127.0.0.1:2049";
+	for (int i = 0; i < o->nlisten && !o->exports_file; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len;
-		if (svc_parse_addr(listen[i], &ss, &len) == 0 && !peer_is_loopback(&ss)) {
+		if (svc_parse_addr(o->listen[i], &ss, &len) == 0 && !peer_is_loopback(&ss)) {
 			msg_err("--listen %s is not a loopback address: without --exports the "
 				"built-in export (/ read-write, root not squashed) is for this "
 				"machine only; give an exports file to serve other clients",
-				listen[i]);
+				o->listen[i]);
 			return 1;
 		}
 	}
-	size_connections(&cfg, max_conns_given);
+	size_connections(&o->svc, o->max_conns_given);
 	/* the counters tell a lot about the clients: not to other machines
 	 * unless asked for */
-	struct sockaddr_storage metrics_ss;
-	if (metrics_addr) {
+	if (o->metrics_addr) {
 		socklen_t len;
-		if (svc_parse_addr(metrics_addr, &metrics_ss, &len)) {
+		if (svc_parse_addr(o->metrics_addr, &o->metrics_ss, &len)) {
 			msg_err("bad value '%s' for --metrics: not ADDR:PORT or [ADDR6]:PORT",
-				metrics_addr);
+				o->metrics_addr);
 			return 2;
 		}
-		if (!peer_is_loopback(&metrics_ss) && !metrics_remote) {
+		if (!peer_is_loopback(&o->metrics_ss) && !o->metrics_remote) {
 			msg_err("--metrics %s is not a loopback address; add --metrics-remote to "
 				"serve the counters to other machines",
-				metrics_addr);
+				o->metrics_addr);
 			return 2;
 		}
 	}
+	return 0;
+}
 
-	/* block before any thread exists (the engine starts its own at mount), so every thread inherits the mask */
-	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGUSR1);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGPIPE);
-	if (flush_fault || hold_ends)
-		sigaddset(&sigs, SIGUSR2);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+/* The command line into o. true: serve; false: exit with *status (0 after
+ * --help or --version, 1 or 2 after a bad command line). */
+static bool options_parse(int argc, char **argv, struct options *o, int *status)
+{
+	*o = (struct options){
+		.rpcbind = "127.0.0.1:111",
+		.image = DEFAULT_IMAGE,
+		.size = DEFAULT_SIZE,
+		.flush_behind = FLUSH_BEHIND_DEFAULT,
+	};
+	svc_config_default(&o->svc);
+	nfs4_server_config_default(&o->nfs4);
+	int opt;
+	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'l':
+			if (o->nlisten == MAX_LISTEN) {
+				msg_err("at most %d --listen addresses", MAX_LISTEN);
+				*status = 2;
+				return false;
+			}
+			o->listen[o->nlisten++] = optarg;
+			continue;
+		case 'h':
+			usage(stdout);
+			*status = 0;
+			return false;
+		case 'V':
+			printf("jnfsd %s (%s)\n", JNFS_VERSION, JNFS_COMMIT);
+			*status = 0;
+			return false;
+		case '?':
+			usage(stderr);
+			*status = 2;
+			return false;
+		}
+		if (option_set(o, opt, optarg)) {
+			for (const struct option *lo = long_opts; lo->name; lo++)
+				if (lo->val == opt)
+					msg_err("bad value '%s' for --%s", optarg, lo->name);
+			*status = 2;
+			return false;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		*status = 2;
+		return false;
+	}
+	*status = options_check(o);
+	return *status == 0;
+}
 
-	/* the exports first: a bad line stops the start before anything opens */
-	struct exports *exports = xcalloc(1, sizeof(*exports));
+/* The signals the main thread takes with sigwait(), blocked before any
+ * thread exists (the engine starts its own at mount), so that every
+ * thread inherits the mask. */
+static void block_signals(const struct options *o, sigset_t *sigs)
+{
+	sigemptyset(sigs);
+	sigaddset(sigs, SIGTERM);
+	sigaddset(sigs, SIGINT);
+	sigaddset(sigs, SIGUSR1);
+	sigaddset(sigs, SIGHUP);
+	sigaddset(sigs, SIGPIPE);
+	if (o->flush_fault || o->hold_ends)
+		sigaddset(sigs, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, sigs, NULL);
+}
+
+/* The exports (a bad line stops the start before anything opens), the
+ * storage, the engine and the protocols on it. 0 or -1 (said why);
+ * server_close() undoes what was done either way. */
+static int server_open_engine(struct server *srv, const struct options *o)
+{
+	const char *name = o->exports_file ? o->exports_file : "(built-in exports)";
 	char why[512];
-	int err = exports_file ? exports_load(exports_file, exports, why, sizeof(why))
-			       : exports_parse(EXPORTS_BUILTIN, "(built-in exports)", exports, why,
-					       sizeof(why));
+	srv->exports = xcalloc(1, sizeof(*srv->exports));
+	int err = o->exports_file
+			  ? exports_load(o->exports_file, srv->exports, why, sizeof(why))
+			  : exports_parse(EXPORTS_BUILTIN, name, srv->exports, why, sizeof(why));
 	if (err) {
 		msg_err("%s", why);
-		free(exports);
-		return 1;
+		return -1;
 	}
-
-	struct server srv = {.exports = exports};
-	struct metrics *metrics = NULL;
-	struct dev *file, *ddev, *ldev;
-	if (open_storage(image, size, logdev, crash, buffered, &file, &ddev, &ldev)) {
-		close_storage(file, ddev, ldev);
-		exports_free(exports);
-		free(exports);
-		return 1;
-	}
-	dev_set_latency(ddev, flush_us * 1000, flush_us * 1000);
+	if (open_storage(o->image, o->size, o->logdev, o->crash, o->buffered, &srv->file,
+			 &srv->ddev, &srv->ldev))
+		return -1;
+	dev_set_latency(srv->ddev, o->flush_us * 1000, o->flush_us * 1000);
 	/* the device's volatile cache is the write-back cache of unstable
 	 * data: bounded, so that no sync operation pays for flushing much of
 	 * another client's (dev.h, B1-B3) */
-	dev_set_flush_behind(ddev, flush_behind, flush_behind * FLUSH_BEHIND_LIMIT);
-	if (ldev)
-		dev_set_latency(ldev, flush_us * 1000, flush_us * 1000);
-	if ((err = fs_mount(&(struct fs_mount_opts){.ddev = ddev, .ldev = ldev,
-						     .logged_data_max = ldata_max,
-						     .bench_sync_layoutcommit = bench_sync_lc},
-			    &srv.fs))) {
-		msg_err("cannot mount %s: %s", image, strerror(-err));
-		close_storage(file, ddev, ldev);
-		exports_free(exports);
-		free(exports);
-		return 1;
+	dev_set_flush_behind(srv->ddev, o->flush_behind, o->flush_behind * FLUSH_BEHIND_LIMIT);
+	if (srv->ldev)
+		dev_set_latency(srv->ldev, o->flush_us * 1000, o->flush_us * 1000);
+	if ((err = fs_mount(&(struct fs_mount_opts){.ddev = srv->ddev, .ldev = srv->ldev,
+						     .logged_data_max = o->ldata_max,
+						     .bench_sync_layoutcommit = o->bench_sync_lc},
+			    &srv->fs))) {
+		msg_err("cannot mount %s: %s", o->image, strerror(-err));
+		return -1;
 	}
-	if ((err = exports_resolve(exports, srv.fs, exports_file ? exports_file
-								  : "(built-in exports)",
-				   why, sizeof(why)))) {
+	if (exports_resolve(srv->exports, srv->fs, name, why, sizeof(why))) {
 		msg_err("%s", why);
-		fs_unmount(srv.fs);
-		close_storage(file, ddev, ldev);
-		exports_free(exports);
-		free(exports);
-		return 1;
+		return -1;
 	}
-	srv_init(&srv.srv, srv.fs, exports);
-	nfs3_server_init(&srv.nfs3, &srv.srv);
-	srv.nfs4 = nfs4_server_create(&srv.srv, &nfs4cfg);
-	if (!srv.nfs4) {
-		nfs3_server_destroy(&srv.nfs3);
-		fs_unmount(srv.fs);
-		close_storage(file, ddev, ldev);
-		exports_free(exports);
-		free(exports);
-		return 1;
-	}
+	srv_init(&srv->srv, srv->fs, srv->exports);
+	nfs3_server_init(&srv->nfs3, &srv->srv);
+	srv->nfs3_ready = true;
+	srv->nfs4 = nfs4_server_create(&srv->srv, &o->nfs4);
+	return srv->nfs4 ? 0 : -1;
+}
 
-	struct svc *s = svc_create(&cfg);
-	srv.svc = s;
-	if (svc_add_program(s, &nfs3_program, &srv.nfs3) ||
-	    svc_add_program(s, &nfs4_program, srv.nfs4) ||
-	    svc_add_program(s, &mount_program, &srv.nfs3) ||
-	    svc_add_program(s, &admin_program, &srv))
+/* Everything server_close() needs to undo is recorded in srv as it is
+ * done: the engine (server_open_engine), the RPC service with its
+ * programs and listeners, started, and the metrics endpoint. 0 or -1
+ * (said why). */
+static int server_open(struct server *srv, const struct options *o)
+{
+	if (server_open_engine(srv, o))
+		return -1;
+	struct svc *s = svc_create(&o->svc);
+	srv->svc = s;
+	if (svc_add_program(s, &nfs3_program, &srv->nfs3) ||
+	    svc_add_program(s, &nfs4_program, srv->nfs4) ||
+	    svc_add_program(s, &mount_program, &srv->nfs3) ||
+	    svc_add_program(s, &admin_program, srv))
 		panic("cannot register the RPC programs");
-
-	struct sockaddr_storage bound[MAX_LISTEN];
-	uint16_t ports[MAX_LISTEN];
-	int status = 0;
-	for (int i = 0; i < nlisten; i++) {
+	for (int i = 0; i < o->nlisten; i++) {
 		socklen_t len;
-		err = svc_listen(s, listen[i], &ports[i]);
+		int err = svc_listen(s, o->listen[i], &srv->ports[i]);
 		if (err) {
-			msg_err("cannot listen on %s: %s", listen[i],
+			msg_err("cannot listen on %s: %s", o->listen[i],
 				err == -EINVAL ? "not ADDR:PORT or [ADDR6]:PORT" : strerror(-err));
-			status = 1;
-			goto out;
+			return -1;
 		}
-		svc_parse_addr(listen[i], &bound[i], &len);
-		if (bound[i].ss_family == AF_INET)
-			((struct sockaddr_in *)&bound[i])->sin_port = htons(ports[i]);
+		struct sockaddr_storage *b = &srv->bound[i];
+		svc_parse_addr(o->listen[i], b, &len);
+		if (b->ss_family == AF_INET)
+			((struct sockaddr_in *)b)->sin_port = htons(srv->ports[i]);
 		else
-			((struct sockaddr_in6 *)&bound[i])->sin6_port = htons(ports[i]);
+			((struct sockaddr_in6 *)b)->sin6_port = htons(srv->ports[i]);
 	}
-	err = svc_start(s);
+	int err = svc_start(s);
 	if (err) {
 		msg_err("cannot start the RPC service: %s", strerror(-err));
-		status = 1;
-		goto out;
+		return -1;
 	}
-	if (metrics_addr) {
-		err = metrics_start(&metrics_ss, metrics_collect, &srv, &metrics, why, sizeof(why));
+	if (o->metrics_addr) {
+		char why[512];
+		err = metrics_start(&o->metrics_ss, metrics_collect, srv, &srv->metrics, why,
+				    sizeof(why));
 		if (err) {
-			msg_err("--metrics %s: %s", metrics_addr, why);
-			status = 1;
-			goto out_stop;
+			msg_err("--metrics %s: %s", o->metrics_addr, why);
+			return -1;
 		}
-		const char *colon = strrchr(metrics_addr, ':');
-		printf("metrics on http://%.*s:%u/metrics\n", (int)(colon - metrics_addr),
-		       metrics_addr, metrics_port(metrics));
+		const char *colon = strrchr(o->metrics_addr, ':');
+		printf("metrics on http://%.*s:%u/metrics\n", (int)(colon - o->metrics_addr),
+		       o->metrics_addr, metrics_port(srv->metrics));
 	}
-	if (rpcbind)
-		rpcbind_register(rpcbind, bound, nlisten, true);
+	return 0;
+}
 
-	if (port_file) {
-		FILE *f = fopen(port_file, "w");
+/* The one unwind path: undoes whatever server_open() did, from any point
+ * it stopped at. 0, or 1 when the unmount failed. */
+static int server_close(struct server *srv)
+{
+	int status = 0, err;
+	/* no scrape reads the service or the engine once they go */
+	metrics_stop(srv->metrics);
+	if (srv->svc) {
+		svc_stop(srv->svc); /* nothing when it did not start */
+		svc_destroy(srv->svc);
+	}
+	if (srv->nfs4)
+		nfs4_server_destroy(srv->nfs4);
+	if (srv->nfs3_ready)
+		nfs3_server_destroy(&srv->nfs3);
+	if (srv->fs && (err = fs_unmount(srv->fs))) {
+		msg_err("unmount: %s", strerror(-err));
+		status = 1;
+	}
+	close_storage(srv->file, srv->ddev, srv->ldev);
+	if (srv->exports)
+		exports_free(srv->exports);
+	free(srv->exports);
+	return status;
+}
+
+/* Serving: register with rpcbind, write the port file, say where it
+ * listens, and tell systemd. */
+static void server_announce(struct server *srv, const struct options *o)
+{
+	if (o->rpcbind)
+		rpcbind_register(o->rpcbind, srv->bound, o->nlisten, true);
+	if (o->port_file) {
+		FILE *f = fopen(o->port_file, "w");
 		if (!f) {
-			msg_err("cannot write %s: %s", port_file, strerror(errno));
+			msg_err("cannot write %s: %s", o->port_file, strerror(errno));
 		} else {
-			for (int i = 0; i < nlisten; i++)
-				fprintf(f, "%u\n", ports[i]);
+			for (int i = 0; i < o->nlisten; i++)
+				fprintf(f, "%u\n", srv->ports[i]);
 			fclose(f);
 		}
 	}
-	for (int i = 0; i < nlisten; i++) {
-		const char *a = listen[i];
+	for (int i = 0; i < o->nlisten; i++) {
+		const char *a = o->listen[i];
 		char host[80];
 		if (a[0] == '[') {
 			snprintf(host, sizeof(host), "%.*s", (int)(strchr(a, ']') - a + 1), a);
 		} else {
 			snprintf(host, sizeof(host), "%.*s", (int)(strrchr(a, ':') - a), a);
 		}
-		printf("listening on %s:%u\n", host, ports[i]);
+		printf("listening on %s:%u\n", host, srv->ports[i]);
 	}
 	fflush(stdout);
-	sd_notifyf(0, "READY=1\nSTATUS=serving on %d address%s", nlisten, nlisten > 1 ? "es" : "");
+	sd_notifyf(0, "READY=1\nSTATUS=serving on %d address%s", o->nlisten,
+		   o->nlisten > 1 ? "es" : "");
+}
 
+/* The main thread's work while serving: take the blocked signals one at a
+ * time until SIGTERM or SIGINT. */
+static void serve_signals(struct server *srv, const struct options *o, const sigset_t *sigs)
+{
+	bool holding = false;
 	for (;;) {
 		int sig;
-		if (sigwait(&sigs, &sig))
+		if (sigwait(sigs, &sig))
 			continue;
 		if (sig == SIGUSR1) {
 			struct stat_sink sink = {.emit = print_stat, .arg = stdout};
-			server_stats(&srv, &sink);
+			server_stats(srv, &sink);
 			fflush(stdout);
 			continue;
 		}
 		if (sig == SIGHUP) {
-			reload_exports(&srv, exports_file);
+			reload_exports(srv, o->exports_file);
 			continue;
 		}
-		if (sig == SIGUSR2 && hold_ends) {
+		if (sig == SIGUSR2 && o->hold_ends) {
 			holding = !holding;
-			nfs4_test_hold_ends(srv.nfs4, holding);
+			nfs4_test_hold_ends(srv->nfs4, holding);
 			printf("stateid ends %s\n", holding ? "held" : "released");
 			fflush(stdout);
 			continue;
@@ -866,32 +904,37 @@ int main(int argc, char **argv)
 		if (sig == SIGUSR2) {
 			/* --test-flush-fault: a data flush fails, as a disk's or a
 			 * page cache's write-back can (the write verifier moves) */
-			dev_inject_flush_fault(ddev, 1);
+			dev_inject_flush_fault(srv->ddev, 1);
 			printf("flush fault armed\n");
 			fflush(stdout);
 			continue;
 		}
 		if (sig == SIGTERM || sig == SIGINT)
-			break;
+			return;
 	}
-	msg_info("stopping");
-	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
-	if (rpcbind)
-		rpcbind_register(rpcbind, bound, nlisten, false);
-out_stop:
-	/* no scrape reads the service or the engine once they go */
-	metrics_stop(metrics);
-	svc_stop(s);
-out:
-	svc_destroy(s);
-	nfs4_server_destroy(srv.nfs4);
-	nfs3_server_destroy(&srv.nfs3);
-	if ((err = fs_unmount(srv.fs))) {
-		msg_err("unmount: %s", strerror(-err));
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	int status;
+	msg_set_prog("jnfsd");
+	if (!options_parse(argc, argv, &o, &status))
+		return status;
+	sigset_t sigs;
+	block_signals(&o, &sigs);
+
+	struct server srv = {0};
+	status = server_open(&srv, &o) ? 1 : 0;
+	if (status == 0) {
+		server_announce(&srv, &o);
+		serve_signals(&srv, &o, &sigs);
+		msg_info("stopping");
+		sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+		if (o.rpcbind)
+			rpcbind_register(o.rpcbind, srv.bound, o.nlisten, false);
+	}
+	if (server_close(&srv))
 		status = 1;
-	}
-	close_storage(file, ddev, ldev);
-	exports_free(srv.exports);
-	free(srv.exports);
 	return status;
 }
