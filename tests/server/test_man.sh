@@ -2,7 +2,9 @@
 # test_man.sh - every manual page the build made (man/*.scd through scdoc)
 # renders with `man -l`, every groff warning on, and prints no warning; and
 # the pages keep up with the programs: every option `jnfsd --help` lists is
-# in jnfsd(8), every command `jnfs help` lists is in jnfs(8).
+# in jnfsd(8), every command `jnfs help` lists is in jnfs(8), and every
+# command of `jnfs io` (its -c help, printed from its command table) is in
+# the io section of jnfs(8).
 # usage: test_man.sh MAN_BUILD_DIR JNFSD JNFS
 set -eu
 MAN=$1
@@ -33,4 +35,17 @@ for c in $cmds; do
 	printf '%s\n' "$text" | grep -q -- "jnfs $c" || fail "jnfs(8) does not describe 'jnfs $c'"
 done
 [ -n "$opts" ] && [ -n "$cmds" ] || fail "no options or commands found in the programs' help"
-echo "test_man: $n pages, no warning; $(echo $opts | wc -w) jnfsd options and $(echo $cmds | wc -w) jnfs commands documented"
+
+TMP=$(mktemp -d /tmp/test-man.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+"$JNFS" mkfs "$TMP/img" --size 16m >/dev/null
+iocmds=$("$JNFS" io "$TMP/img" -c help | sed -n 's/^  \([a-z_][a-z_]*\).*/\1/p')
+# the io section of the roff source: from "io IMAGE" to "pnfs nfs://"
+awk '/^\\fBio\\fR \\fIIMAGE/ {on = 1} /^\\fBpnfs\\fR \\fInfs:/ {on = 0} on' "$MAN/jnfs.8" \
+	>"$TMP/io-section"
+[ -s "$TMP/io-section" ] || fail "no io section in jnfs(8)"
+for c in $iocmds; do
+	grep -qF "\\fB$c\\fR" "$TMP/io-section" || fail "jnfs(8) does not describe 'jnfs io -c $c'"
+done
+[ "$(echo $iocmds | wc -w)" -ge 30 ] || fail "jnfs io -c help lists only: $iocmds"
+echo "test_man: $n pages, no warning; $(echo $opts | wc -w) jnfsd options, $(echo $cmds | wc -w) jnfs commands and $(echo $iocmds | wc -w) jnfs io commands documented"
