@@ -354,6 +354,107 @@ static void test_data_order(void)
 	TEST_PASS("data ordering (G7)");
 }
 
+/* Who fails the flush of test_lost_writeback, and when. */
+enum lost_wb {
+	LOST_BY_OTHER,	      /* another caller's flush (a COMMIT), after the write-back */
+	LOST_BY_FLUSH_BEHIND, /* the flush-behind flush the write-back asked for (B1) */
+	FAILED_BEFORE,	      /* another caller's flush, before the write-back */
+};
+
+/*
+ * I6: a data-device flush the journal did not ask for fails after the AIL
+ * wrote a block back, and takes the write-back with it (a page cache drops
+ * the dirty pages whose write-back failed: crashdev_drop_unflushed). The
+ * journal's own flush before its next checkpoint succeeds, and a record
+ * carrying a tail past the block's checkpoint would leave the block in
+ * neither place. The log must shut down instead of moving the tail, so
+ * that after a power cut recovery replays the acknowledged change. A
+ * flush that failed before the write-back started loses nothing of it:
+ * the tail moves and the log stays up.
+ * (The first two fail without I6: the tail moves and the block reads back
+ * as zeros.)
+ */
+static void test_lost_writeback(enum lost_wb how)
+{
+	static const char *const what[] = {
+		[LOST_BY_OTHER] = "no tail past a write-back another flush lost (I6)",
+		[LOST_BY_FLUSH_BEHIND] = "no tail past a write-back a flush-behind flush lost (I6)",
+		[FAILED_BEFORE] = "a flush failed before the write-back: the tail moves (I6)",
+	};
+	struct dev *inner = new_image(256 * 1024), *cd;
+	CHECK_OK(crashdev_create(inner, 0, &cd));
+	struct log_params p = params(cd, 256 * 1024, uuid_a);
+	struct log *log;
+	CHECK_OK(log_mount(&p, &log));
+	uint8_t *data = calloc(1, WL_BLOCK), *data2 = calloc(1, WL_BLOCK);
+	struct buf_item bi, bi2;
+	buf_item_init(&bi, log, 2 * WL_BLOCK, data, NULL);
+	buf_item_init(&bi2, log, 3 * WL_BLOCK, data2, NULL);
+	data[7] = 0x5a;
+	uint64_t csn = commit_one(log, &bi, 0, 0);
+	CHECK_OK(log_force_seq(log, csn, true, NULL)); /* acknowledged */
+
+	if (how == FAILED_BEFORE) {
+		/* "file data", so that the flush is not elided */
+		uint8_t payload[4096] = {1};
+		CHECK_OK(dev_write(cd, payload, sizeof(payload), 8 * WL_BLOCK, 0));
+		dev_inject_flush_fault(cd, 1);
+		CHECK_EQ(dev_flush(cd), -EIO);
+		CHECK_EQ(crashdev_drop_unflushed(cd), 1);
+	}
+	if (how == LOST_BY_FLUSH_BEHIND)
+		dev_set_flush_behind(cd, LOG_BUF_BLOCK, 0);
+	if (how != FAILED_BEFORE)
+		dev_inject_flush_fault(cd, 1);
+	CHECK_OK(log_ail_push_all(log)); /* the block is home, in the cache */
+	if (how == LOST_BY_FLUSH_BEHIND) {
+		while (dev_write_errors(cd) == 0) /* B1's flush, on the flusher */
+			sleep_ns(NSEC_PER_MSEC);
+	} else if (how == LOST_BY_OTHER) {
+		CHECK_EQ(dev_flush(cd), -EIO);
+	}
+	CHECK_EQ(dev_write_errors(cd), 1);
+	if (how != FAILED_BEFORE)
+		CHECK_EQ(crashdev_drop_unflushed(cd), 1); /* the write-back is gone */
+
+	/* an ordered checkpoint flushes (that flush succeeds) and would
+	 * carry the AIL's tail, past bi's checkpoint */
+	uint64_t moves = stat_of(log, "log.tail_moves");
+	csn = commit_one(log, &bi2, 0, 0);
+	int ferr = log_force_seq(log, csn, true, NULL);
+	uint64_t moved = stat_of(log, "log.tail_moves") - moves;
+	bool down = log_is_shutdown(log);
+	CHECK_OK(crashdev_powerfail(cd, 1, NULL));
+	log_shutdown(log, "test power cut");
+	CHECK_EQ(log_unmount(log), -EIO);
+	mutex_destroy(&bi.bi_lock);
+	mutex_destroy(&bi2.bi_lock);
+
+	p.ldev = inner;
+	CHECK_OK(log_mount(&p, &log));
+	uint8_t out[WL_BLOCK];
+	CHECK_OK(dev_read(inner, out, sizeof(out), 2 * WL_BLOCK));
+	CHECK_EQ(out[0], 1); /* the acknowledged change survived */
+	CHECK_EQ(out[7], 0x5a);
+	if (how == FAILED_BEFORE) {
+		CHECK_OK(ferr);
+		CHECK_EQ(moved, 1);
+		CHECK(!down);
+		CHECK_OK(dev_read(inner, out, sizeof(out), 3 * WL_BLOCK));
+		CHECK_EQ(out[0], 1); /* bi2's change, acknowledged too */
+	} else {
+		CHECK_EQ(ferr, -EIO); /* not acknowledged: the log shut down */
+		CHECK_EQ(moved, 0);
+		CHECK(down);
+	}
+	CHECK_OK(log_unmount(log));
+	free(data);
+	free(data2);
+	dev_close(cd);
+	dev_close(inner);
+	TEST_PASS(what[how]);
+}
+
 static int mount_quiet(struct log_params *p)
 {
 	enum msg_level lvl = msg_get_level();
@@ -515,10 +616,15 @@ static void test_fault_loop(void)
 			/* G5: nothing written after the shutdown */
 			CHECK_EQ(crashdev_nevents(cd), events);
 		} else if (hit) {
-			/* the workload's own file-data write or flush failed; the
-			 * journal is untouched */
+			/* the workload's own file-data write or flush failed. A
+			 * failed write leaves the journal untouched; a failed
+			 * flush after write-backs may have lost them, so the
+			 * unmount record, which moves the tail past them, is
+			 * refused (I6) */
 			CHECK_EQ(err, -EIO);
-			CHECK_OK(log_unmount(log));
+			err = log_unmount(log);
+			CHECK(err == 0 || (err == -EIO && dev_flush_failed_since(cd, 1)));
+			shutdowns += err != 0;
 		} else {
 			CHECK_OK(err);
 			/* the fault may hit the unmount itself */
@@ -714,6 +820,9 @@ int main(void)
 	test_relog();
 	test_log_flushed();
 	test_data_order();
+	test_lost_writeback(LOST_BY_OTHER);
+	test_lost_writeback(LOST_BY_FLUSH_BEHIND);
+	test_lost_writeback(FAILED_BEFORE);
 	test_powercut();
 	test_group_commit();
 	test_group_alone();

@@ -248,6 +248,24 @@ out_unlock:
 	return err;
 }
 
+int crashdev_drop_unflushed(struct dev *d)
+{
+	struct crash_dev *c = to_cdev(d);
+	if (c->cd_record)
+		return -EINVAL;
+	/* not in the middle of a flush, which holds indices into cd_pending */
+	mutex_lock(&c->cd_flush_lock);
+	mutex_lock(&c->cd_lock);
+	int n = 0;
+	for (size_t i = 0; i < c->cd_npending; i++)
+		n += !c->cd_pending[i].fua; /* the FUA ones are on the inner device */
+	overlay_clear(c);
+	pending_clear(c);
+	mutex_unlock(&c->cd_lock);
+	mutex_unlock(&c->cd_flush_lock);
+	return n;
+}
+
 void crashdev_set_flush_hook(struct dev *d, void (*fn)(void *arg), void *arg)
 {
 	struct crash_dev *c = to_cdev(d);

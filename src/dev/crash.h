@@ -70,6 +70,15 @@ int crashdev_powerfail(struct dev *d, uint64_t seed, struct crash_cut_stats *st)
 /* Number of writes not yet durable. */
 size_t crashdev_pending(struct dev *d);
 
+/* A failed flush as a host's page cache has it (dev.h: a flush that fails
+ * may have lost data earlier writes reported as written): every write not
+ * yet durable is forgotten, and reads see the durable content again. The
+ * generic layer's injected flush faults (dev_inject_flush_fault) never
+ * reach the backend, so a test calls this after one to model the loss.
+ * Returns how many writes were dropped; -EINVAL on a recording device
+ * (its stream would no longer say what is durable). */
+int crashdev_drop_unflushed(struct dev *d);
+
 /* fn(arg) runs inside every flush, after the flush took its snapshot of
  * the completed writes and before it makes them durable, with no lock of
  * the device held (NULL: none). A test uses it to hold a flush in flight. */

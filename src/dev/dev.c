@@ -480,6 +480,14 @@ bool dev_flush_covered(struct dev *d, uint64_t ticket)
 	return yes;
 }
 
+bool dev_flush_failed_since(struct dev *d, uint64_t ticket)
+{
+	mutex_lock(&d->d_flush_lock);
+	bool yes = d->d_flush_failed >= ticket; /* the newest that failed */
+	mutex_unlock(&d->d_flush_lock);
+	return yes;
+}
+
 unsigned dev_flush_queued(struct dev *d)
 {
 	mutex_lock(&d->d_flush_lock);

@@ -228,6 +228,12 @@ int dev_flush_async(struct dev *d, struct dev_flush_waiter *w, bool may_lead);
  */
 uint64_t dev_flush_ticket(struct dev *d);
 bool dev_flush_covered(struct dev *d, uint64_t ticket);
+/* Did a flush with that sequence or a later one fail, whoever called it?
+ * A write that completed after the ticket was taken may then be lost even
+ * if a later flush returned 0 (F4: that flush does not report it). The
+ * journal asks before it moves its tail past items it wrote back (log
+ * I6). */
+bool dev_flush_failed_since(struct dev *d, uint64_t ticket);
 /* Callers waiting for the next flush to start (tests watch it). */
 unsigned dev_flush_queued(struct dev *d);
 

@@ -15,6 +15,7 @@
  * Pinned items make the thread ask for a CIL push; locked ones are retried.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "base/msg.h"
 #include "base/time.h"
@@ -98,11 +99,15 @@ static unsigned ail_pass(struct log *log, bool *pinned)
 		uint64_t pos = lip->li_ail_pos;
 		lip->li_ail_pass = pass;
 		lip->li_pushing = true;
+		if (!log->l_wb_ticket) /* I6: from here on a failed flush counts */
+			log->l_wb_ticket = dev_flush_ticket(log->l_ddev);
+		log->l_wb_started++;
 		mutex_unlock(&log->l_ail_lock);
 
 		int rc = lip->li_ops->push(lip, log_pos_to_lsn(log, pos));
 
 		mutex_lock(&log->l_ail_lock);
+		log->l_wb_done++;
 		lip->li_pushing = false;
 		bool moved = lip->li_ail_pos != pos;
 		struct log_item *next = moved ? ail_first(log) : ail_next(log, lip);
@@ -172,6 +177,45 @@ void *log_ail_thread(void *arg)
 	cond_broadcast(&log->l_ail_empty_cond);
 	mutex_unlock(&log->l_ail_lock);
 	return NULL;
+}
+
+/*
+ * The data-device flush before a record that carries the tail further
+ * (I1), and I6's check after it: no flush failed since the first
+ * write-back it covers started, so every write-back that let the tail
+ * move is durable. A failure shuts the log down through the caller (the
+ * checkpoint or unmount record is not written).
+ *
+ * The flush covers every write-back completed before it started, so the
+ * next check need only look back to its ticket, and not at all if no
+ * write-back was under way when the ticket was taken or started since.
+ */
+int ail_flush_for_tail(struct log *log)
+{
+	mutex_lock(&log->l_ail_lock);
+	uint64_t ticket = dev_flush_ticket(log->l_ddev);
+	uint64_t started = log->l_wb_started;
+	bool busy = started != log->l_wb_done;
+	mutex_unlock(&log->l_ail_lock);
+
+	int err = dev_flush(log->l_ddev);
+	if (err) {
+		msg_err("log: data device flush failed: %s", strerror(-err));
+		return err;
+	}
+
+	mutex_lock(&log->l_ail_lock);
+	uint64_t since = log->l_wb_ticket;
+	bool lost = since && dev_flush_failed_since(log->l_ddev, since);
+	if (!lost)
+		log->l_wb_ticket = busy || log->l_wb_started != started ? ticket : 0;
+	mutex_unlock(&log->l_ail_lock);
+	if (lost) {
+		msg_err("log: a flush of the data device failed after items were written back; "
+			"they may be lost, so the tail stays behind their records");
+		return -EIO;
+	}
+	return 0;
 }
 
 int log_ail_push_all(struct log *log)

@@ -287,7 +287,7 @@ static void cw_emit(struct cil_writer *w, const void *p, size_t n)
  * its log is left), so that the tail, when it moves, moves far: a few
  * tail-moving flushes per log's worth of checkpoints.
  */
-static bool cil_want_flush(struct log *log, struct cil_ctx *ctx)
+static bool cil_want_flush(struct log *log, struct cil_ctx *ctx, bool *moves_tail)
 {
 	mutex_lock(&log->l_space_lock);
 	uint64_t head = log->l_head_pos, dtail = log->l_durable_tail;
@@ -300,17 +300,21 @@ static bool cil_want_flush(struct log *log, struct cil_ctx *ctx)
 	bool cover = list_empty(&ctx->c_lvs);
 	bool flush = ctx->c_ordered || (tail != dtail && (want_space || cover));
 	ctx->c_tail_pos = flush ? tail : dtail;
+	*moves_tail = ctx->c_tail_pos != dtail;
 	return flush;
 }
 
 static int cil_write(struct log *log, struct cil_ctx *ctx)
 {
-	if (cil_want_flush(log, ctx)) {
+	bool moves_tail;
+	if (cil_want_flush(log, ctx, &moves_tail)) {
 		uint64_t t0 = now_ns();
-		int err = dev_flush(log->l_ddev);
+		/* past write-backs, I6 checks what flushed them */
+		int err = moves_tail ? ail_flush_for_tail(log) : dev_flush(log->l_ddev);
 		counter_add(&log->l_stats.push_flush_ns, now_ns() - t0);
 		if (err) {
-			msg_err("log: data device flush failed: %s", strerror(-err));
+			if (!moves_tail)
+				msg_err("log: data device flush failed: %s", strerror(-err));
 			return err;
 		}
 	} else {

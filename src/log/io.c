@@ -207,7 +207,7 @@ int log_place_record(struct log *log, struct logbuf *b, uint32_t len)
  */
 int log_write_unmount(struct log *log)
 {
-	int err = dev_flush(log->l_ddev);
+	int err = ail_flush_for_tail(log); /* I6 */
 	if (err)
 		return err;
 	struct logbuf *b = logbuf_get(log);

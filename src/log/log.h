@@ -19,7 +19,9 @@
  *   G4 Write-ahead: an item is written in place (AIL push) only once every
  *      change it holds is durable in the log.
  *   G5 A log I/O error shuts the log down: later commits and forces fail with
- *      -EIO and nothing more is written in place.
+ *      -EIO and nothing more is written in place. So does a failed flush of
+ *      the data device, whoever ran it, that may have lost items written
+ *      back, before the tail moves past them (log_priv.h, I6).
  *   G6 log_flushed: a force that returns with *log_flushed set has seen a
  *      device cache flush of the data device that started after the force
  *      was called, so data written before the call is durable too. When it

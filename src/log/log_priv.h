@@ -49,6 +49,17 @@
  *      move it forward in the AIL (letting the tail pass its older
  *      checkpoint) before the write-back is on the device, and the flush
  *      before the next record carrying that tail would not cover it.
+ *   I6 A record carrying a tail past the previous one's is written only if
+ *      no flush of the data device failed, whoever ran it (flush-behind,
+ *      dev.h B1, a COMMIT, an fsync), since the first write-back that no
+ *      such record's flush covered yet started (l_wb_ticket). That flush
+ *      may have lost write-backs that completed before it (a page cache
+ *      drops the pages whose write-back failed), and the journal's own
+ *      flush after it returns 0 all the same (dev.h, F4), so I1 alone
+ *      would let the tail pass the only durable copy of those items. Which items were lost is not
+ *      known (they left the AIL), so none can be written again: the log
+ *      shuts down (G5), as XFS does on a metadata write-back it cannot
+ *      retry, and recovery replays them from the records the tail kept.
  */
 #ifndef JNFS_LOG_LOG_PRIV_H
 #define JNFS_LOG_LOG_PRIV_H
@@ -170,6 +181,11 @@ struct log {
 	struct list l_ail;
 	uint64_t l_ail_target; /* push items below this position; UINT64_MAX: all */
 	uint64_t l_ail_count;
+	/* I6: data-device flush ticket taken before the first write-back no
+	 * tail-moving flush covered yet (0: none), and write-backs started
+	 * and completed */
+	uint64_t l_wb_ticket;
+	uint64_t l_wb_started, l_wb_done;
 	uint32_t l_ail_pass;
 	bool l_ail_stop;
 
@@ -249,6 +265,7 @@ void log_fill_header(struct log *log, struct logbuf *b, uint16_t flags, uint64_t
 void *log_ail_thread(void *arg);
 void ail_insert(struct log *log, struct log_item *lip, uint64_t pos);
 uint64_t ail_tail_pos(struct log *log, uint64_t head_pos);
+int ail_flush_for_tail(struct log *log);
 void ail_push_target(struct log *log, uint64_t target);
 
 /* log.c */
