@@ -47,16 +47,6 @@ static uint64_t dev_stat(struct dev *d, const char *name)
 	return stat_table_get(&t, name);
 }
 
-/* Poll for cond, failing the test after 20 s (a hang is a failure). */
-#define WAIT_FOR(cond)                                                                             \
-	do {                                                                                       \
-		uint64_t _t0 = now_ns();                                                           \
-		while (!(cond)) {                                                                  \
-			CHECK(now_ns() - _t0 < 20 * NSEC_PER_SEC);                                 \
-			usleep(200);                                                               \
-		}                                                                                  \
-	} while (0)
-
 /* ---- 1. held flushes ---- */
 
 #define K 7 /* synchronous callers of flush 2 */

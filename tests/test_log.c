@@ -14,6 +14,7 @@
 #include "base/time.h"
 #include "check.h"
 #include "dev/crash.h"
+#include "flush_gate.h"
 #include "log/log_format.h"
 #include "log/log_priv.h"
 #include "logwl.h"
@@ -455,6 +456,62 @@ static void test_lost_writeback(enum lost_wb how)
 	TEST_PASS(what[how]);
 }
 
+struct push_all_call {
+	struct log *log;
+	_Atomic int returned;
+	int err;
+};
+
+static void *push_all_fn(void *arg)
+{
+	struct push_all_call *c = arg;
+	c->err = log_ail_push_all(c->log);
+	atomic_store(&c->returned, 1);
+	return NULL;
+}
+
+/*
+ * dev.h B2: the AIL's write-back, which holds the item locked (I5), never
+ * waits for flush-behind's limit. With the cache full of "other clients'
+ * unstable data" (H bytes) and the flush-behind flush held in flight, the
+ * write-back completes. (Fails without DEV_NOTHROTTLE: the push waits for
+ * the held flush and WAIT_FOR times out.)
+ */
+static void test_writeback_not_throttled(void)
+{
+	struct dev *inner = new_image(256 * 1024), *cd;
+	CHECK_OK(crashdev_create(inner, 0, &cd));
+	struct log_params p = params(cd, 256 * 1024, uuid_a);
+	struct log *log;
+	CHECK_OK(log_mount(&p, &log));
+	uint8_t *data = calloc(1, WL_BLOCK);
+	struct buf_item bi;
+	buf_item_init(&bi, log, 2 * WL_BLOCK, data, NULL);
+	CHECK_OK(log_force_seq(log, commit_one(log, &bi, 0, 0), true, NULL));
+
+	struct gate g = GATE_INIT;
+	crashdev_set_flush_hook(cd, gate_hook, &g);
+	dev_set_flush_behind(cd, 4 * WL_BLOCK, 16 * WL_BLOCK);
+	uint8_t payload[WL_BLOCK] = {1};
+	for (unsigned i = 8; i < 24; i++) /* up to H; B1's flush is held */
+		CHECK_OK(dev_write(cd, payload, sizeof(payload), i * WL_BLOCK, 0));
+	WAIT_FOR(gate_entered(&g) == 1);
+	struct push_all_call c = {.log = log};
+	pthread_t th;
+	CHECK_OK(pthread_create(&th, NULL, push_all_fn, &c));
+	WAIT_FOR(atomic_load(&c.returned));
+	CHECK_OK(pthread_join(th, NULL));
+	CHECK_OK(c.err);
+	CHECK_EQ(dev_stat_of(cd, "dev.flush_behind_throttles"), 0);
+	gate_release(&g, 1000);
+	CHECK_OK(log_unmount(log));
+	mutex_destroy(&bi.bi_lock);
+	free(data);
+	dev_close(cd);
+	dev_close(inner);
+	TEST_PASS("the AIL's write-back never waits for flush-behind (B2)");
+}
+
 static int mount_quiet(struct log_params *p)
 {
 	enum msg_level lvl = msg_get_level();
@@ -823,6 +880,7 @@ int main(void)
 	test_lost_writeback(LOST_BY_OTHER);
 	test_lost_writeback(LOST_BY_FLUSH_BEHIND);
 	test_lost_writeback(FAILED_BEFORE);
+	test_writeback_not_throttled();
 	test_powercut();
 	test_group_commit();
 	test_group_alone();

@@ -121,7 +121,7 @@ int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned
 	if (err)
 		return err;
 	uint64_t limit = atomic_load(&d->d_fb_limit);
-	bool fb = limit && !(flags & DEV_FUA);
+	bool fb = limit && !(flags & (DEV_FUA | DEV_NOTHROTTLE));
 	if (fb)
 		fb_throttle(d, len, limit); /* B2: len is in d_fb_inflight */
 	err = dev_write_io(d, buf, len, off, flags);

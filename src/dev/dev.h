@@ -78,7 +78,15 @@
  *      it goes. So the one that waits is the writer that fills the cache,
  *      normally the writer of unstable data, and the cache passes H only
  *      by writes that run at once with the one that waited (or by a single
- *      write larger than H). FUA writes never wait.
+ *      write larger than H). FUA writes never wait, nor do writes with
+ *      DEV_NOTHROTTLE: the journal's log records and item write-backs. A
+ *      sync operation waits for the one, and the other holds item locks
+ *      (log_priv.h I5) that a sync operation may need: either waiting
+ *      would make it wait behind other clients' unstable data, which is
+ *      what the bound is for. They count in the unflushed bytes and ask
+ *      for flushes (B1) like any write, so the cache may also pass H by
+ *      what the journal writes at once (an AIL push), which the journal
+ *      flushes before its tail moves anyway (log_priv.h I1).
  *   B3 A flush-behind flush that fails is counted in dev_write_errors like
  *      any other (F4), before any later flush starts: the write verifier
  *      that hangs on it changes before the next COMMIT reply.
@@ -114,7 +122,8 @@
 #include "base/lock.h"
 #include "base/stats.h"
 
-#define DEV_FUA 0x1u /* write: durable on completion */
+#define DEV_FUA	       0x1u /* write: durable on completion */
+#define DEV_NOTHROTTLE 0x2u /* write: never waits for flush-behind's limit (B2) */
 
 struct dev;
 

@@ -107,7 +107,9 @@ static int ino_item_push(struct log_item *lip, uint64_t lsn)
 	struct fs_dinode *d = (struct fs_dinode *)(bp->b_data + fs_ino_slot(ip->i_ino) * FS_INODE_SIZE);
 	ino_to_disk(ip, d);
 	ino_stamp(d, lsn);
-	err = dev_write(fs->f_ddev, bp->b_data, FS_BLOCK_SIZE, fs_daddr(bp->b_blkno), 0);
+	/* the inode is locked: never behind others' unstable data (dev.h, B2) */
+	err = dev_write(fs->f_ddev, bp->b_data, FS_BLOCK_SIZE, fs_daddr(bp->b_blkno),
+			DEV_NOTHROTTLE);
 	mutex_unlock(&bp->b_bi.bi_lock);
 	mutex_unlock(&ip->i_ilock);
 	fsbuf_rele(bp);

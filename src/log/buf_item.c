@@ -88,7 +88,9 @@ static int buf_item_push(struct log_item *lip, uint64_t lsn)
 	memcpy(copy, bip->bi_data, LOG_BUF_BLOCK);
 	if (bip->bi_ops && bip->bi_ops->bo_stamp)
 		bip->bi_ops->bo_stamp(bip, copy, lsn);
-	int err = dev_write(log_ddev(lip->li_log), copy, LOG_BUF_BLOCK, bip->bi_daddr, 0);
+	/* locked: must not wait for other clients' data to flush (dev.h, B2) */
+	int err = dev_write(log_ddev(lip->li_log), copy, LOG_BUF_BLOCK, bip->bi_daddr,
+			    DEV_NOTHROTTLE);
 	if (!err)
 		bip->bi_dirty = 0;
 	mutex_unlock(&bip->bi_lock);

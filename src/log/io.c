@@ -66,7 +66,8 @@ int log_write_record(struct log *log, struct logbuf *b, bool fua)
 	uint64_t nbb = b->b_bytes / LOG_BB_SIZE;
 	uint64_t phys = b->b_pos % log->l_bbs;
 	uint64_t first = MIN(nbb, log->l_bbs - phys);
-	unsigned flags = fua ? DEV_FUA : 0;
+	/* never behind other clients' unstable data (dev.h, B2) */
+	unsigned flags = fua ? DEV_FUA : DEV_NOTHROTTLE;
 	int err = dev_write(log->l_ldev, b->b_data, first * LOG_BB_SIZE,
 			    log->l_off + phys * LOG_BB_SIZE, flags);
 	if (!err && first < nbb)
