@@ -42,6 +42,17 @@ static struct dev *new_image(uint64_t log_size)
 	return d;
 }
 
+/* A log of 256 KiB on a crash device over a fresh image, mounted. */
+static struct log *crash_log_mount(struct dev **inner, struct dev **cd, struct log_params *p)
+{
+	*inner = new_image(256 * 1024);
+	CHECK_OK(crashdev_create(*inner, 0, cd));
+	*p = params(*cd, 256 * 1024, uuid_a);
+	struct log *log;
+	CHECK_OK(log_mount(p, &log));
+	return log;
+}
+
 static uint64_t stat_of(struct log *log, const char *name)
 {
 	struct stat_table t;
@@ -256,11 +267,9 @@ static void test_group_alone(void)
  * it is durable after a power cut. */
 static void test_log_flushed(void)
 {
-	struct dev *inner = new_image(256 * 1024), *cd;
-	CHECK_OK(crashdev_create(inner, 0, &cd));
-	struct log_params p = params(cd, 256 * 1024, uuid_a);
-	struct log *log;
-	CHECK_OK(log_mount(&p, &log));
+	struct dev *inner, *cd;
+	struct log_params p;
+	struct log *log = crash_log_mount(&inner, &cd, &p);
 	uint8_t *data = calloc(1, WL_BLOCK);
 	struct buf_item bi;
 	buf_item_init(&bi, log, 0, data, NULL);
@@ -315,11 +324,9 @@ static uint64_t commit_one(struct log *log, struct buf_item *bi, unsigned i, uns
  */
 static void test_data_order(void)
 {
-	struct dev *inner = new_image(256 * 1024), *cd;
-	CHECK_OK(crashdev_create(inner, 0, &cd));
-	struct log_params p = params(cd, 256 * 1024, uuid_a);
-	struct log *log;
-	CHECK_OK(log_mount(&p, &log));
+	struct dev *inner, *cd;
+	struct log_params p;
+	struct log *log = crash_log_mount(&inner, &cd, &p);
 	uint8_t *data = calloc(1, WL_BLOCK);
 	struct buf_item bi;
 	buf_item_init(&bi, log, 0, data, NULL);
@@ -382,11 +389,9 @@ static void test_lost_writeback(enum lost_wb how)
 		[LOST_BY_FLUSH_BEHIND] = "no tail past a write-back a flush-behind flush lost (I6)",
 		[FAILED_BEFORE] = "a flush failed before the write-back: the tail moves (I6)",
 	};
-	struct dev *inner = new_image(256 * 1024), *cd;
-	CHECK_OK(crashdev_create(inner, 0, &cd));
-	struct log_params p = params(cd, 256 * 1024, uuid_a);
-	struct log *log;
-	CHECK_OK(log_mount(&p, &log));
+	struct dev *inner, *cd;
+	struct log_params p;
+	struct log *log = crash_log_mount(&inner, &cd, &p);
 	uint8_t *data = calloc(1, WL_BLOCK), *data2 = calloc(1, WL_BLOCK);
 	struct buf_item bi, bi2;
 	buf_item_init(&bi, log, 2 * WL_BLOCK, data, NULL);
@@ -479,11 +484,9 @@ static void *push_all_fn(void *arg)
  */
 static void test_writeback_not_throttled(void)
 {
-	struct dev *inner = new_image(256 * 1024), *cd;
-	CHECK_OK(crashdev_create(inner, 0, &cd));
-	struct log_params p = params(cd, 256 * 1024, uuid_a);
-	struct log *log;
-	CHECK_OK(log_mount(&p, &log));
+	struct dev *inner, *cd;
+	struct log_params p;
+	struct log *log = crash_log_mount(&inner, &cd, &p);
 	uint8_t *data = calloc(1, WL_BLOCK);
 	struct buf_item bi;
 	buf_item_init(&bi, log, 2 * WL_BLOCK, data, NULL);
