@@ -9,7 +9,8 @@ every quoted #include of the tree against it:
   1. a file of src/L/ may include headers of L itself and of the folders
      L's row lists; "fs API" is the one header src/fs/fs.h, "generated
      codecs" the headers the build generates from src/xdr/ (xdr/*.h),
-     "all" anything, "libc" nothing of the tree;
+     "generated constants" only their constants and enumerations
+     (xdr/*_const.h, no codec), "all" anything, "libc" nothing of the tree;
   2. src/fs/fs.h (the fs API) includes no header of log/ or dev/: the
      protocol layers see no journal or device type through it;
   3. outside src/, nothing includes a header of src/nfs3/ (tests reach
@@ -59,11 +60,14 @@ def read_table(design_md):
 
 
 def allowed_targets(folder, may):
-    """What a file of folder may include: folder names, 'fs API', 'xdr'."""
-    out = {folder}
+    """What a file of folder may include: folder names, 'fs API', 'xdr',
+    'xdr const'."""
+    out = {folder, "xdr const"} if folder == "xdr" else {folder}
     for w in may:
         if w == "generated codecs":
-            out.add("xdr")
+            out |= {"xdr", "xdr const"}
+        elif w == "generated constants":
+            out.add("xdr const")
         elif w in ("libc", ""):
             pass
         else:
@@ -72,12 +76,13 @@ def allowed_targets(folder, may):
 
 
 def target_of(repo, gen_names, src_dir, inc):
-    """The layer an include names ("fs API" for fs/fs.h), or None."""
+    """The layer an include names ("fs API" for fs/fs.h, "xdr const" for
+    the generated constants), or None."""
     first, _, rest = inc.partition("/")
     if not rest:
         return None
     if first == "xdr" and (rest in gen_names or rest.endswith(".h")):
-        return "xdr"
+        return "xdr const" if rest.endswith("_const.h") else "xdr"
     if os.path.isfile(os.path.join(repo, "src", first, rest)):
         return "fs API" if inc == "fs/fs.h" else first
     return None
@@ -161,7 +166,8 @@ def self_test():
     """A tree with a wrong include must fail, the same tree without it pass."""
     table = ("## 2. Layers\n\n| folder | what | may include |\n|---|---|---|\n"
              "| `src/base/` | b | libc |\n| `src/fs/` | f | base |\n"
-             "| `src/nfs3/` | n | base, fs API |\n| `src/server/` | s | all |\n")
+             "| `src/nfs3/` | n | base, fs API |\n| `src/server/` | s | all |\n"
+             "| `src/state/` | t | base, generated constants |\n")
     files = {
         "docs/design.md": table,
         "src/base/base.h": "",
@@ -169,11 +175,13 @@ def self_test():
         "src/fs/fs_priv.h": '#include "fs/fs.h"\n',
         "src/nfs3/nfs3.h": '#include "fs/fs.h"\n#include "base/base.h"\n',
         "src/server/main.c": '#include "nfs3/nfs3.h"\n#include "fs/fs_priv.h"\n',
+        "src/state/state.h": '#include "base/base.h"\n#include "xdr/p_const.h"\n',
         "tests/t.c": '#include "fs/fs_priv.h"\n',
     }
     wrong = [("src/base/base.h", '#include "fs/fs.h"\n'),        # up the table
              ("src/nfs3/nfs3.h", '#include "fs/fs_priv.h"\n'),   # the engine past its API
-             ("tests/t.c", '#include "nfs3/nfs3.h"\n')]          # NFSv3 outside src/
+             ("tests/t.c", '#include "nfs3/nfs3.h"\n'),          # NFSv3 outside src/
+             ("src/state/state.h", '#include "xdr/p.h"\n')]     # codecs, not constants
     with tempfile.TemporaryDirectory() as d:
         for rel, text in files.items():
             os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)

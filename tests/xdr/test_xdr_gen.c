@@ -2,9 +2,10 @@
  * test_xdr_gen.c - the rules of the generated codecs (docs/xdr.md; the
  * rule numbers are those of tools/xdrgen/xdrgen.py) on the NFSv4.1/4.2,
  * block layout and MOUNT descriptions, the decode arena (rpc/xdr.h
- * invariant 7), and the seed corpus of the xdrgen fuzz target: every seed,
- * written by a second encoder (tools/xdrgen/xdrseeds.py), decodes and
- * encodes back to itself.
+ * invariant 7), the generated names of enumeration values and status
+ * accessors of result unions, and the seed corpus of the xdrgen fuzz
+ * target: every seed, written by a second encoder
+ * (tools/xdrgen/xdrseeds.py), decodes and encodes back to itself.
  *
  *   test-xdr-gen FUZZ_CORPUS_DIR/xdrgen
  */
@@ -611,6 +612,65 @@ static void test_seeds(const char *dir)
 	TEST_PASS("seeds: the second encoder and the generated codecs agree");
 }
 
+/* ---- names and statuses: E_name(), U_status(), U_set_status() ---- */
+
+/* The status a result op carries, as the encoder writes it: the word
+ * after the opcode. */
+static uint32_t encoded_status(int (*enc)(struct xdr_enc *, const void *), const void *v)
+{
+	struct xdr_enc e;
+	uint8_t flat[64];
+	xdr_enc_init(&e, sizeof(flat));
+	CHECK_OK(enc(&e, v));
+	CHECK(xdr_enc_len(&e) >= 8);
+	xdr_enc_flatten(&e, flat);
+	xdr_enc_destroy(&e);
+	return (uint32_t)flat[4] << 24 | (uint32_t)flat[5] << 16 | (uint32_t)flat[6] << 8 | flat[7];
+}
+
+/* Every result of union U (opcodes 0-last, named by name): the status set
+ * is the one read and the one encoded after the opcode; an opcode name()
+ * does not know has none. n counts the results. */
+#define CHECK_STATUSES(U, name, last, n)                                                           \
+	for (int32_t op = 0; op <= (last); op++) {                                                 \
+		struct U r;                                                                        \
+		memset(&r, 0, sizeof(r));                                                          \
+		r.resop = op;                                                                      \
+		if (!name(op)) {                                                                   \
+			CHECK_EQ(U##_set_status(&r, NFS4ERR_DELAY), -EINVAL);                      \
+			CHECK_EQ(U##_status(&r), NFS4ERR_OP_ILLEGAL);                              \
+			continue;                                                                  \
+		}                                                                                  \
+		CHECK_OK(U##_set_status(&r, NFS4ERR_DELAY));                                       \
+		CHECK_EQ(U##_status(&r), NFS4ERR_DELAY);                                           \
+		CHECK_EQ(encoded_status(T(#U)->enc, &r), (uint32_t)NFS4ERR_DELAY);                 \
+		(n)++;                                                                             \
+	}
+
+static void test_names_status(void)
+{
+	CHECK(!strcmp(nfsstat4_name(NFS4_OK), "NFS4_OK"));
+	CHECK(!strcmp(nfsstat4_name(NFS4ERR_BADSESSION), "NFS4ERR_BADSESSION"));
+	CHECK(!strcmp(nfsstat4_name(NFS4ERR_CB_PATH_DOWN), "NFS4ERR_CB_PATH_DOWN"));
+	CHECK(nfsstat4_name(10000) == NULL && nfsstat4_name(-1) == NULL);
+	CHECK(!strcmp(nfs_opnum4_name(OP_SEQUENCE), "OP_SEQUENCE"));
+	CHECK(!strcmp(nfs_opnum4_name(OP_ILLEGAL), "OP_ILLEGAL"));
+	CHECK(nfs_opnum4_name(2) == NULL);
+	CHECK(!strcmp(nfs_cb_opnum4_name(OP_CB_LAYOUTRECALL), "OP_CB_LAYOUTRECALL"));
+	CHECK(!strcmp(layouttype4_name(LAYOUT4_BLOCK_VOLUME), "LAYOUT4_BLOCK_VOLUME"));
+	CHECK(!strcmp(pnfs_block_extent_state4_name(PNFS_BLOCK_INVALID_DATA),
+		      "PNFS_BLOCK_INVALID_DATA"));
+	CHECK(!strcmp(nfsstat3_name(NFS3ERR_STALE), "NFS3ERR_STALE"));
+	CHECK(!strcmp(mountstat3_name(MNT3ERR_ACCES), "MNT3ERR_ACCES"));
+
+	unsigned ops = 0, cbops = 0;
+	CHECK_STATUSES(nfs_resop4, nfs_opnum4_name, OP_ILLEGAL, ops);
+	CHECK_STATUSES(nfs_cb_resop4, nfs_cb_opnum4_name, OP_CB_ILLEGAL, cbops);
+	printf("%u operation and %u callback results carry the status set\n", ops, cbops);
+	CHECK(ops == 70 && cbops == 14);
+	TEST_PASS("names and statuses: generated from the descriptions, as encoded");
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -621,6 +681,7 @@ int main(int argc, char **argv)
 	test_unions();
 	test_lists();
 	test_encoders();
+	test_names_status();
 	test_seeds(argv[1]);
 	xdr_arena_reset(&arena);
 	return 0;

@@ -6,7 +6,8 @@ src/rpc/xdr.h. The build runs it (src/xdr/CMakeLists.txt):
 
     xdrgen.py --bounds S.bounds [--import O.x]... --out-dir DIR S.x
 
-writes DIR/S.h and DIR/S.c; S, the file's stem, prefixes every function.
+writes DIR/S.h, DIR/S.c and DIR/S_const.h; S, the file's stem, prefixes
+every codec.
 
 Design note (docs/xdr.md says the same for readers of the generated code).
 
@@ -17,7 +18,15 @@ typedef a C typedef) with
     int S_enc_T(struct xdr_enc *x, const T *v); 0, -EMSGSIZE, -EINVAL
 and a row in S_xdr_types[]; every procedure argument and result type also
 gets S_rpc_dec_T/S_rpc_enc_T with the signatures of an svc_proc row and
-of rpc_clnt_call() (void pointers).
+of rpc_clnt_call() (void pointers). Every enumeration E also gets
+    const char *E_name(int32_t v);              "NFS4ERR_DELAY", NULL if unlisted
+and every union U that S.bounds declares "status U VALUE" (each arm starts
+with a value of VALUE's enumeration E: a struct's first member or a
+union's discriminant, recursively; generation fails otherwise)
+    E U_status(const struct U *v);              VALUE for a discriminant without an arm
+    int U_set_status(struct U *v, E status);    0, -EINVAL for one without an arm
+The constants, enumerations and E_name() are declared in S_const.h, which
+includes nothing of the codecs (a layer that knows no XDR may use it).
 
 Rules the generated decoders keep:
  1. Every count is bounded: an array count or opaque/string length by the
@@ -315,6 +324,7 @@ class Spec:
                 self.add(d)
                 self.defs.append(d)
         self.limits, self.defaults, self.open, self.splice = {}, {}, set(), set()
+        self.status = {}  # union -> (the status of a discriminant without an arm, where)
         self.used_keys = set()
         if bounds:
             self.read_bounds(bounds)
@@ -370,9 +380,18 @@ class Spec:
                     self.open.add(words[1])
                 elif words[0] == 'splice' and len(words) == 2:
                     self.splice.add(words[1])
+                elif words[0] == 'status' and len(words) == 3:
+                    d = self.names.get(words[1])
+                    if d is None or d.what != 'union' or d.spec is not self:
+                        raise XdrError(f'{where}: {words[1]} is not a union of this description')
+                    e = self.consts.get(words[2])
+                    if e is None or e.what != 'enum':
+                        raise XdrError(f'{where}: {words[2]} is not an enumerator')
+                    self.status[words[1]] = (words[2], where)
                 else:
                     raise XdrError(f'{where}: expected "bound KEY N", "default opaque|string|'
-                                   f'array N", "open ENUM" or "splice KEY"')
+                                   f'array N", "open ENUM", "splice KEY" or "status UNION '
+                                   f'VALUE"')
 
     def check_keys(self):
         """Every key of the bounds file names a variable-length item here."""
@@ -888,6 +907,73 @@ class Gen:
         out += enc.body() + ['}', '']
         return out
 
+    # -- names and statuses --
+
+    def distinct(self, d):
+        """An enumeration's names, the first of each value (as its decoder)."""
+        values, seen = [], set()
+        for name, _ in d.values:
+            if self.s.num(name) not in seen:
+                seen.add(self.s.num(name))
+                values.append(name)
+        return values
+
+    def name_function(self, d):
+        """const char *T_name(int32_t v): the enumerator's name, NULL for a
+        value the enumeration does not list."""
+        out = [f'const char *{d.name}_name(int32_t v)', '{', '\tswitch (v) {']
+        for name in self.distinct(d):
+            out += [f'\tcase {name}:', f'\t\treturn "{name}";']
+        return out + ['\t}', '\treturn NULL;', '}', '']
+
+    def status_path(self, type_, enum):
+        """The member path ('.a.b') from a value of type_ to its leading
+        value of the enumeration (a struct's first member, a union's
+        discriminant, recursively), or None."""
+        r = self.s.resolve(type_)
+        if isinstance(r, str):
+            return None
+        if r.what == 'enum':
+            return '' if r.name == enum else None
+        if r.what == 'struct' and r.fields and r.fields[0].kind == 'one':
+            rest = self.status_path(r.fields[0].type, enum)
+            return None if rest is None else f'.{cname(r.fields[0].name)}{rest}'
+        if r.what == 'union':
+            rest = self.status_path(r.discr.type, enum)
+            return None if rest is None else f'.{cname(r.discr.name)}{rest}'
+        return None
+
+    def status_decls(self, d):
+        enum = self.s.consts[self.s.status[d.name][0]].name
+        return [f'{enum} {d.name}_status(const struct {d.name} *v);',
+                f'int {d.name}_set_status(struct {d.name} *v, {enum} status);']
+
+    def status_functions(self, d):
+        """T_status(), T_set_status() of a union declared "status" in the
+        bounds file: every arm starts with a value of one enumeration."""
+        s = self.s
+        fallback, where = s.status[d.name]
+        enum = s.consts[fallback].name
+        disc = f'v->{cname(d.discr.name)}'
+        sw = f'(int){disc}' if s.resolve(d.discr.type) == 'bool' else disc
+        get, put = [], []
+        arms = [(labels, a) for labels, a in d.arms] + \
+            ([(None, d.default)] if d.default is not None else [])
+        for labels, arm in arms:
+            path = None if arm.kind != 'one' else self.status_path(arm.type, enum)
+            if path is None:
+                raise XdrError(f'{where}: {d.name}.{arm.name or "void"} does not start with '
+                               f'a {enum}')
+            cases = [f'\tcase {self.label(x)}:' for x in labels] if labels else ['\tdefault:']
+            get += cases + [f'\t\treturn v->{cname(arm.name)}{path};']
+            put += cases + [f'\t\tv->{cname(arm.name)}{path} = status;', '\t\treturn 0;']
+        if d.default is None:
+            get += ['\tdefault:', f'\t\treturn {fallback};']
+            put += ['\tdefault:', '\t\treturn -EINVAL;']
+        decl = self.status_decls(d)
+        return [decl[0][:-1], '{', f'\tswitch ({sw}) {{'] + get + ['\t}', '}', '',
+                decl[1][:-1], '{', f'\tswitch ({sw}) {{'] + put + ['\t}', '}', '']
+
     # -- the two files --
 
     def named(self):
@@ -912,16 +998,17 @@ class Gen:
         bnd = f' and {os.path.relpath(bounds, ROOT)}' if bounds else ''
         return f'/* Generated by tools/xdrgen/xdrgen.py from {src}{bnd}: do not edit. */'
 
-    def header(self, bounds):
+    def const_header(self, bounds):
+        """S_const.h: the constants and enumerations with their names, and
+        nothing of the codecs: what a layer that knows no XDR may include."""
         s, p = self.s, self.p
-        guard = f'JNFS_XDR_{p.upper()}_H'
+        guard = f'JNFS_XDR_{p.upper()}_CONST_H'
         out = [self.generated_line(bounds), '/*',
-               f' * xdr/{p}.h - the types of {os.path.basename(s.path)} and their codecs, which',
-               ' * keep the rules of docs/xdr.md (bounded counts, no allocation but from',
-               ' * the stream\'s arena, opaque data pointing into the receive buffer).', ' */',
-               f'#ifndef {guard}', f'#define {guard}', '', '#include <stdbool.h>',
-               '#include <stdint.h>', '', '#include "rpc/xdr.h"']
-        out += [f'#include "xdr/{o.stem}.h"' for o in s.imported]
+               f' * xdr/{p}_const.h - the constants and enumerations of '
+               f'{os.path.basename(s.path)}', ' * and the names of their values; the codecs '
+               f'are in xdr/{p}.h.', ' */',
+               f'#ifndef {guard}', f'#define {guard}', '', '#include <stdint.h>']
+        out += [f'#include "xdr/{o.stem}_const.h"' for o in s.imported]
         out += ['', '/* ---- constants ---- */', '']
         for d in s.defs:
             if d.what == 'const':
@@ -933,6 +1020,23 @@ class Gen:
                 out.append(f'enum {d.name} {{')
                 out += [f'\t{n} = {s.num(v)},' for n, v in d.values]
                 out += ['};', f'typedef int32_t {d.name};', '']
+        out += ['/* The name of a value ("NFS4ERR_DELAY"), NULL for one the enumeration',
+                ' * does not list; of values with two names, the first. */']
+        out += [f'const char *{d.name}_name(int32_t v);' for d in s.defs if d.what == 'enum']
+        out += ['', '#endif']
+        return '\n'.join(out) + '\n'
+
+    def header(self, bounds):
+        s, p = self.s, self.p
+        guard = f'JNFS_XDR_{p.upper()}_H'
+        out = [self.generated_line(bounds), '/*',
+               f' * xdr/{p}.h - the types of {os.path.basename(s.path)} and their codecs, which',
+               ' * keep the rules of docs/xdr.md (bounded counts, no allocation but from',
+               ' * the stream\'s arena, opaque data pointing into the receive buffer).', ' */',
+               f'#ifndef {guard}', f'#define {guard}', '', '#include <stdbool.h>',
+               '#include <stdint.h>', '', '#include "rpc/xdr.h"']
+        out += [f'#include "xdr/{o.stem}.h"' for o in s.imported]
+        out += [f'#include "xdr/{p}_const.h"', '']
         out += ['/* ---- types ---- */', '']
         out += [f'struct {d.name};' for d in s.defs if d.what in ('struct', 'union')]
         out.append('')
@@ -956,6 +1060,14 @@ class Gen:
             ct = self.ctype_of(d)
             out.append(f'int {p}_dec_{d.name}(struct xdr_dec *x, {ct} *v);')
             out.append(f'int {p}_enc_{d.name}(struct xdr_enc *x, const {ct} *v);')
+        unions = [d for d in s.defs if d.name in s.status]
+        if unions:
+            out += ['', '/* The status every arm of these unions starts with (bounds file',
+                    ' * "status"): T_status() reads it (for a discriminant without an arm,',
+                    ' * the value the bounds file names); T_set_status() writes it, or is',
+                    ' * -EINVAL for a discriminant without an arm. */']
+            for d in unions:
+                out += self.status_decls(d)
         out += ['', '/* Procedure arguments and results with the signatures of svc_proc rows',
                 ' * (rpc/svc.h) and rpc_clnt_call() (rpc/clnt.h). */']
         for t in self.proc_types():
@@ -972,6 +1084,11 @@ class Gen:
                f'#include "xdr/{p}.h"', '']
         for d in self.named():
             out += self.functions(d)
+        for d in s.defs:
+            if d.what == 'enum':
+                out += self.name_function(d)
+            elif d.name in s.status:
+                out += self.status_functions(d)
         for t in self.proc_types():
             out += [f'int {p}_rpc_dec_{t}(struct xdr_dec *x, void *v)', '{',
                     f'\treturn {self.fname(t)}_dec_{t}(x, v);', '}', '',
@@ -1009,12 +1126,13 @@ def main():
         spec = load(args.spec, args.imports, args.bounds)
         gen = Gen(spec)
         header, source = gen.header(args.bounds), gen.source(args.bounds)
+        const = gen.const_header(args.bounds)
         spec.check_keys()
     except (XdrError, OSError) as e:
         sys.exit(f'xdrgen: {e}')
     os.makedirs(args.out_dir, exist_ok=True)
-    for ext, text in (('h', header), ('c', source)):
-        path = os.path.join(args.out_dir, f'{spec.stem}.{ext}')
+    for name, text in (('.h', header), ('.c', source), ('_const.h', const)):
+        path = os.path.join(args.out_dir, f'{spec.stem}{name}')
         with open(path + '.tmp', 'w') as f:
             f.write(text)
         os.replace(path + '.tmp', path)
