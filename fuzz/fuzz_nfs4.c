@@ -293,7 +293,7 @@ static bool check_compound(const uint8_t *res, size_t len, bool *layout)
 		FUZZ_CHECK(r.status == NFS4_OK || r.status == NFS4ERR_MINOR_VERS_MISMATCH);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct nfs_resop4 *op = &r.resarray.val[i];
-		nfsstat4 st = nfs4c_resop_status(op);
+		nfsstat4 st = nfs_resop4_status(op);
 		FUZZ_CHECK(i + 1 == n ? st == r.status : st == NFS4_OK);
 		if (st == NFS4_OK && op->resop == OP_LAYOUTGET)
 			*layout = true;

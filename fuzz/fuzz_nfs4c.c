@@ -95,7 +95,7 @@ static void fuzz_results(const uint8_t *p, size_t n)
 	FUZZ_CHECK(err == 0 || err == -EBADMSG || err == -E2BIG || err == -ENOMSG);
 	/* rule 6 of docs/xdr.md: what decoded before a failure is whole */
 	for (uint32_t i = 0; i < c.res.resarray.len; i++)
-		(void)nfs4c_resop_status(&c.res.resarray.val[i]);
+		(void)nfs_resop4_status(&c.res.resarray.val[i]);
 	if (!nfs4c_res_fh(&c, &fh))
 		FUZZ_CHECK(fh.len <= NFS4_FHSIZE);
 	err = nfs4c_res_attr(&c, &a);

@@ -133,47 +133,11 @@ static const char *status_name(int st)
 	static __thread char buf[32];
 	if (st < 0)
 		return cli_errname(st);
-	switch (st) {
-	case NFS4ERR_NOTSUPP:
-		return "NFS4ERR_NOTSUPP";
-	case NFS4ERR_LAYOUTUNAVAILABLE:
-		return "NFS4ERR_LAYOUTUNAVAILABLE";
-	case NFS4ERR_UNKNOWN_LAYOUTTYPE:
-		return "NFS4ERR_UNKNOWN_LAYOUTTYPE";
-	case NFS4ERR_BADLAYOUT:
-		return "NFS4ERR_BADLAYOUT";
-	case NFS4ERR_RECALLCONFLICT:
-		return "NFS4ERR_RECALLCONFLICT";
-	case NFS4ERR_LAYOUTTRYLATER:
-		return "NFS4ERR_LAYOUTTRYLATER";
-	case NFS4ERR_BAD_STATEID:
-		return "NFS4ERR_BAD_STATEID";
-	case NFS4ERR_OLD_STATEID:
-		return "NFS4ERR_OLD_STATEID";
-	case NFS4ERR_DELEG_REVOKED:
-		return "NFS4ERR_DELEG_REVOKED";
-	case NFS4ERR_ADMIN_REVOKED:
-		return "NFS4ERR_ADMIN_REVOKED";
-	case NFS4ERR_EXPIRED:
-		return "NFS4ERR_EXPIRED";
-	case NFS4ERR_NOENT:
-		return "NFS4ERR_NOENT";
-	case NFS4ERR_EXIST:
-		return "NFS4ERR_EXIST";
-	case NFS4ERR_ACCESS:
-		return "NFS4ERR_ACCESS";
-	case NFS4ERR_DELAY:
-		return "NFS4ERR_DELAY";
-	case NFS4ERR_INVAL:
-		return "NFS4ERR_INVAL";
-	case NFS4ERR_NOSPC:
-		return "NFS4ERR_NOSPC";
-	case NFS4ERR_IO:
-		return "NFS4ERR_IO";
-	default:
-		snprintf(buf, sizeof(buf), "NFS4ERR %d", st);
-		return buf;
-	}
+	const char *name = nfsstat4_name(st);
+	if (name)
+		return name;
+	snprintf(buf, sizeof(buf), "NFS4ERR %d", st);
+	return buf;
 }
 
 /* nfs://HOST[:PORT]/PATH: "HOST:PORT" into addr, the path into *path.

@@ -810,49 +810,6 @@ uint32_t nfs4_op_layoutreturn(struct nfs4_compound *c, struct nfs_argop4 *a, str
 
 /* ---- recalls and fencing ---- */
 
-/* What a client may answer CB_LAYOUTRECALL and its CB_SEQUENCE with (RFC
- * 8881 §20.3.4, §20.9.4), and CB_PATH_DOWN for no back channel: for the
- * log. */
-static const char *cb_status_name(uint32_t st)
-{
-	static const struct {
-		uint32_t st;
-		const char *name;
-	} names[] = {
-		{NFS4ERR_BADHANDLE, "BADHANDLE"},
-		{NFS4ERR_BADIOMODE, "BADIOMODE"},
-		{NFS4ERR_BADXDR, "BADXDR"},
-		{NFS4ERR_BAD_STATEID, "BAD_STATEID"},
-		{NFS4ERR_OLD_STATEID, "OLD_STATEID"},
-		{NFS4ERR_DELAY, "DELAY"},
-		{NFS4ERR_INVAL, "INVAL"},
-		{NFS4ERR_NOTSUPP, "NOTSUPP"},
-		{NFS4ERR_OP_NOT_IN_SESSION, "OP_NOT_IN_SESSION"},
-		{NFS4ERR_REP_TOO_BIG, "REP_TOO_BIG"},
-		{NFS4ERR_REP_TOO_BIG_TO_CACHE, "REP_TOO_BIG_TO_CACHE"},
-		{NFS4ERR_REQ_TOO_BIG, "REQ_TOO_BIG"},
-		{NFS4ERR_RETRY_UNCACHED_REP, "RETRY_UNCACHED_REP"},
-		{NFS4ERR_SERVERFAULT, "SERVERFAULT"},
-		{NFS4ERR_TOO_MANY_OPS, "TOO_MANY_OPS"},
-		{NFS4ERR_UNKNOWN_LAYOUTTYPE, "UNKNOWN_LAYOUTTYPE"},
-		{NFS4ERR_WRONG_TYPE, "WRONG_TYPE"},
-		{NFS4ERR_BADSESSION, "BADSESSION"},
-		{NFS4ERR_BADSLOT, "BADSLOT"},
-		{NFS4ERR_BAD_HIGH_SLOT, "BAD_HIGH_SLOT"},
-		{NFS4ERR_CONN_NOT_BOUND_TO_SESSION, "CONN_NOT_BOUND_TO_SESSION"},
-		{NFS4ERR_SEQ_FALSE_RETRY, "SEQ_FALSE_RETRY"},
-		{NFS4ERR_SEQ_MISORDERED, "SEQ_MISORDERED"},
-		{NFS4ERR_SEQUENCE_POS, "SEQUENCE_POS"},
-		{NFS4ERR_MINOR_VERS_MISMATCH, "MINOR_VERS_MISMATCH"},
-		{NFS4ERR_OP_ILLEGAL, "OP_ILLEGAL"},
-		{NFS4ERR_CB_PATH_DOWN, "CB_PATH_DOWN"},
-	};
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-		if (names[i].st == st)
-			return names[i].name;
-	return "?";
-}
-
 /* A failed recall, counted and said, with at most RECALL_LOG_BURST lines
  * a window: a client that fails every recall cannot flood the log. */
 static void recall_failed(struct nfs4_server *s, uint64_t clientid, uint32_t st, const char *how)
@@ -877,11 +834,10 @@ static void recall_failed(struct nfs4_server *s, uint64_t clientid, uint32_t st,
 	if (dropped)
 		msg_warn("nfs4: %u more failed layout recalls were not logged", dropped);
 	if (say)
-		msg_warn(
-			"nfs4: layout recall of client %016llx failed (%s: NFS4ERR_%s, status %u): "
-			"the layout stays recalled until the client returns it, or is fenced one "
-			"lease after the recall",
-			(unsigned long long)clientid, how, cb_status_name(st), st);
+		msg_warn("nfs4: layout recall of client %016llx failed (%s: %s, status %u): "
+			 "the layout stays recalled until the client returns it, or is fenced one "
+			 "lease after the recall",
+			 (unsigned long long)clientid, how, nfsstat4_name(st) ?: "?", st);
 }
 
 /*

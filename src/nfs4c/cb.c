@@ -98,84 +98,9 @@ void nfs4c_cb_stats(struct nfs4c_cb *cb, struct nfs4c_cb_stats *st)
 
 void nfs4c_cb_res_set_status(struct nfs_cb_resop4 *res, nfsstat4 status)
 {
-	switch (res->resop) {
-	case OP_CB_GETATTR:
-		res->opcbgetattr.status = status;
-		break;
-	case OP_CB_RECALL:
-		res->opcbrecall.status = status;
-		break;
-	case OP_CB_LAYOUTRECALL:
-		res->opcblayoutrecall.clorr_status = status;
-		break;
-	case OP_CB_NOTIFY:
-		res->opcbnotify.cnr_status = status;
-		break;
-	case OP_CB_PUSH_DELEG:
-		res->opcbpush_deleg.cpdr_status = status;
-		break;
-	case OP_CB_RECALL_ANY:
-		res->opcbrecall_any.crar_status = status;
-		break;
-	case OP_CB_RECALLABLE_OBJ_AVAIL:
-		res->opcbrecallable_obj_avail.croa_status = status;
-		break;
-	case OP_CB_RECALL_SLOT:
-		res->opcbrecall_slot.rsr_status = status;
-		break;
-	case OP_CB_SEQUENCE:
-		res->opcbsequence.csr_status = status;
-		break;
-	case OP_CB_WANTS_CANCELLED:
-		res->opcbwants_cancelled.cwcr_status = status;
-		break;
-	case OP_CB_NOTIFY_LOCK:
-		res->opcbnotify_lock.cnlr_status = status;
-		break;
-	case OP_CB_NOTIFY_DEVICEID:
-		res->opcbnotify_deviceid.cndr_status = status;
-		break;
-	case OP_CB_OFFLOAD:
-		res->opcboffload.cor_status = status;
-		break;
-	default:
+	if (nfs_cb_resop4_set_status(res, status)) {
 		res->resop = OP_CB_ILLEGAL;
 		res->opcbillegal.status = status;
-		break;
-	}
-}
-
-static nfsstat4 res_status(const struct nfs_cb_resop4 *res)
-{
-	switch (res->resop) {
-	case OP_CB_GETATTR:
-		return res->opcbgetattr.status;
-	case OP_CB_RECALL:
-		return res->opcbrecall.status;
-	case OP_CB_LAYOUTRECALL:
-		return res->opcblayoutrecall.clorr_status;
-	case OP_CB_NOTIFY:
-		return res->opcbnotify.cnr_status;
-	case OP_CB_PUSH_DELEG:
-		return res->opcbpush_deleg.cpdr_status;
-	case OP_CB_RECALL_ANY:
-		return res->opcbrecall_any.crar_status;
-	case OP_CB_RECALLABLE_OBJ_AVAIL:
-		return res->opcbrecallable_obj_avail.croa_status;
-	case OP_CB_RECALL_SLOT:
-		return res->opcbrecall_slot.rsr_status;
-	case OP_CB_SEQUENCE:
-		return res->opcbsequence.csr_status;
-	case OP_CB_WANTS_CANCELLED:
-		return res->opcbwants_cancelled.cwcr_status;
-	case OP_CB_NOTIFY_LOCK:
-		return res->opcbnotify_lock.cnlr_status;
-	case OP_CB_NOTIFY_DEVICEID:
-		return res->opcbnotify_deviceid.cndr_status;
-	case OP_CB_OFFLOAD:
-		return res->opcboffload.cor_status;
-	default:
-		return res->opcbillegal.status;
 	}
 }
 
@@ -361,10 +286,10 @@ static int cb_compound(struct nfs4c_cb *cb, struct xdr_dec *x, uint32_t xid,
 		if (!r.resarray.val) {
 			r.status = NFS4ERR_REQ_TOO_BIG;
 		} else {
-			r.resarray.len = cb_run(cb, &args, err, &rq, r.resarray.val, &replay,
-						&replay_len, &fresh);
-			r.status = r.resarray.len ? res_status(&r.resarray.val[r.resarray.len - 1])
-						  : NFS4_OK;
+			uint32_t n = cb_run(cb, &args, err, &rq, r.resarray.val, &replay,
+					    &replay_len, &fresh);
+			r.resarray.len = n;
+			r.status = n ? nfs_cb_resop4_status(&r.resarray.val[n - 1]) : NFS4_OK;
 		}
 	}
 	struct xdr_mark m = xdr_enc_mark(out);

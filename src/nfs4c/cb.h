@@ -147,7 +147,8 @@ int nfs4c_cb_handle(struct nfs4c_cb *cb, const uint8_t *rec, size_t len, struct 
 void nfs4c_cb_stats(struct nfs4c_cb *cb, struct nfs4c_cb_stats *st);
 
 /* Set the status field of res's arm for its resop (every CB result
- * begins with one). */
+ * begins with one: nfs_cb_resop4_set_status()); an unknown resop becomes
+ * CB_ILLEGAL with that status. */
 void nfs4c_cb_res_set_status(struct nfs_cb_resop4 *res, nfsstat4 status);
 
 #endif

@@ -336,8 +336,8 @@ int nfs4c_compound_encode(const struct nfs4c_compound *c, struct xdr_enc *out);
 
 /* The nth (0-based) result of operation op, or NULL. */
 const struct nfs_resop4 *nfs4c_res(const struct nfs4c_compound *c, nfs_opnum4 op, unsigned nth);
-/* The status in any operation's result. */
-nfsstat4 nfs4c_resop_status(const struct nfs_resop4 *r);
+/* (The status in any operation's result is nfs_resop4_status(), generated
+ * from the XDR description: docs/xdr.md.) */
 /* The last GETFH's handle / GETATTR's decoded attributes: 0, -ENOENT
  * when there is none that succeeded, or the decoder's error. */
 int nfs4c_res_fh(const struct nfs4c_compound *c, struct nfs4c_fh *fh);

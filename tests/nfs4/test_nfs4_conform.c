@@ -45,7 +45,7 @@ static void kill_server(void)
 static nfsstat4 resop_status(const struct nfs4c_compound *c, unsigned i)
 {
 	CHECK(i < c->res.resarray.len);
-	return nfs4c_resop_status(&c->res.resarray.val[i]);
+	return nfs_resop4_status(&c->res.resarray.val[i]);
 }
 
 /* The last operation appended. */

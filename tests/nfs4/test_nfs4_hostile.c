@@ -117,7 +117,7 @@ static void harmful(struct nfs4c_compound *c)
 static nfsstat4 resop_status(const struct nfs4c_compound *c, unsigned i)
 {
 	CHECK(i < c->res.resarray.len);
-	return nfs4c_resop_status(&c->res.resarray.val[i]);
+	return nfs_resop4_status(&c->res.resarray.val[i]);
 }
 
 /* The compound's answer: status, number of results, and the last one's

@@ -337,7 +337,7 @@ static void replay_uncached(void)
 	CHECK_EQ(r0->opsequence.sr_resok4.sr_sequenceid, seq);
 	CHECK_EQ(r0->opsequence.sr_resok4.sr_slotid, SLOT);
 	CHECK_EQ(r1->resop, OP_PUTFH);
-	CHECK_EQ(nfs4c_resop_status(r1), NFS4ERR_RETRY_UNCACHED_REP);
+	CHECK_EQ(nfs_resop4_status(r1), NFS4ERR_RETRY_UNCACHED_REP);
 	CHECK_EQ(nfs4t_exists(cl, &adir, "u"), NFS4ERR_NOENT);
 	nfs4t_stats(&srv.j, &b);
 	CHECK_EQ(calls(&b, "CREATE") - calls(&a, "CREATE"), 1);

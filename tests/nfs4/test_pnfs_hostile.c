@@ -67,46 +67,15 @@ static struct nfs4c_client *c1, *c2;
 static struct nfs4c_fh root1, root2, pn1, pn2;
 static uint8_t devid[NFS4_DEVICEID4_SIZE];
 
+/* The status's name (generated from nfs4.x), or its number. */
 static const char *stname(nfsstat4 st)
 {
 	static char buf[32];
-	switch (st) {
-	case NFS4_OK:
-		return "OK";
-	case NFS4ERR_BAD_STATEID:
-		return "BAD_STATEID";
-	case NFS4ERR_OLD_STATEID:
-		return "OLD_STATEID";
-	case NFS4ERR_STALE_STATEID:
-		return "STALE_STATEID";
-	case NFS4ERR_INVAL:
-		return "INVAL";
-	case NFS4ERR_BADLAYOUT:
-		return "BADLAYOUT";
-	case NFS4ERR_BADIOMODE:
-		return "BADIOMODE";
-	case NFS4ERR_ISDIR:
-		return "ISDIR";
-	case NFS4ERR_NOENT:
-		return "NOENT";
-	case NFS4ERR_TOOSMALL:
-		return "TOOSMALL";
-	case NFS4ERR_LAYOUTUNAVAILABLE:
-		return "LAYOUTUNAVAILABLE";
-	case NFS4ERR_UNKNOWN_LAYOUTTYPE:
-		return "UNKNOWN_LAYOUTTYPE";
-	case NFS4ERR_NOFILEHANDLE:
-		return "NOFILEHANDLE";
-	case NFS4ERR_DELAY:
-		return "DELAY";
-	case NFS4ERR_LAYOUTTRYLATER:
-		return "LAYOUTTRYLATER";
-	case NFS4ERR_OPENMODE:
-		return "OPENMODE";
-	default:
-		snprintf(buf, sizeof(buf), "%d", (int)st);
-		return buf;
-	}
+	const char *name = nfsstat4_name(st);
+	if (name)
+		return name;
+	snprintf(buf, sizeof(buf), "%d", (int)st);
+	return buf;
 }
 
 /* The answer is the one expected; say so. */
