@@ -146,7 +146,7 @@ static inline uint32_t exid(struct nfs4_state *st, const char *owner, uint64_t v
 	a.ownerid_len = (uint32_t)strlen(owner);
 	a.flags = flags;
 	a.principal = princ(who);
-	a.pnfs_role = NFS4_EXCHGID_USE_PNFS_MDS;
+	a.pnfs_role = EXCHGID4_FLAG_USE_PNFS_MDS;
 	return nfs4_exchange_id(st, &a, r, NULL);
 }
 
@@ -167,7 +167,7 @@ static inline struct nfs4_create_session_args cs_args(uint64_t clientid, uint32_
 	struct nfs4_create_session_args a = {0};
 	a.clientid = clientid;
 	a.sequence = seq;
-	a.flags = NFS4_CREATE_SESSION_CONN_BACK_CHAN;
+	a.flags = CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
 	a.fore = fore_attrs(64, 4096);
 	a.back = fore_attrs(4, 0);
 	a.back.maxrequestsize = a.back.maxresponsesize = 4096;
@@ -182,10 +182,10 @@ static inline uint64_t new_client(struct nfs4_state *st, const char *owner, uint
 				  uint8_t *sessionid)
 {
 	struct nfs4_exchange_id_res er;
-	CHECK_EQ(exid(st, owner, verf, "sys:0:0", 0, &er), NFS4S_OK);
+	CHECK_EQ(exid(st, owner, verf, "sys:0:0", 0, &er), NFS4_OK);
 	struct nfs4_create_session_args a = cs_args(er.clientid, er.sequenceid, "sys:0:0");
 	struct nfs4_create_session_res r;
-	CHECK_EQ(nfs4_create_session(st, &a, &r, NULL), NFS4S_OK);
+	CHECK_EQ(nfs4_create_session(st, &a, &r, NULL), NFS4_OK);
 	memcpy(sessionid, r.sessionid, NFS4_SESSIONID_SIZE);
 	return er.clientid;
 }
@@ -214,7 +214,7 @@ static inline void run_compound(struct nfs4_state *st, const uint8_t *sid, uint3
 {
 	struct nfs4_seq_res r;
 	struct nfs4_session *s;
-	CHECK_EQ(do_seq(st, sid, slot, seqid, cachethis, false, &r, &s), NFS4S_OK);
+	CHECK_EQ(do_seq(st, sid, slot, seqid, cachethis, false, &r, &s), NFS4_OK);
 	CHECK_EQ(r.kind, NFS4_SEQ_NEW);
 	CHECK_OK(nfs4_sequence_done(s, slot, reply, len));
 	nfs4_session_put(s);

@@ -68,13 +68,13 @@ static void *worker(void *arg)
 		a.replay_cap = sizeof(buf);
 		struct nfs4_seq_res res;
 		struct nfs4_session *s;
-		CHECK_EQ(nfs4_sequence(sh->st, &a, &res, &s), NFS4S_OK);
+		CHECK_EQ(nfs4_sequence(sh->st, &a, &res, &s), NFS4_OK);
 		CHECK_EQ(res.kind, NFS4_SEQ_NEW);
 		reply_of(slot, a.sequenceid, expect, &elen);
 		CHECK_OK(nfs4_sequence_done(s, slot, expect, elen));
 		nfs4_session_put(s);
 		if (rng_chance(&r, 30)) {
-			CHECK_EQ(nfs4_sequence(sh->st, &a, &res, &s), NFS4S_OK);
+			CHECK_EQ(nfs4_sequence(sh->st, &a, &res, &s), NFS4_OK);
 			CHECK_EQ(res.kind, NFS4_SEQ_REPLAY);
 			CHECK_EQ(res.replay_len, elen);
 			CHECK_EQ(memcmp(buf, expect, elen), 0);
@@ -86,14 +86,14 @@ static void *worker(void *arg)
 		a.slotid = SHARED;
 		a.sequenceid = cur + 1;
 		uint32_t st = nfs4_sequence(sh->st, &a, &res, &s);
-		if (st == NFS4S_OK && res.kind == NFS4_SEQ_NEW) {
+		if (st == NFS4_OK && res.kind == NFS4_SEQ_NEW) {
 			CHECK(a.sequenceid <= SHARED_MAX);
 			CHECK_EQ(atomic_fetch_add(&sh->runs[a.sequenceid], 1), 0);
 			reply_of(SHARED, a.sequenceid, expect, &elen);
 			CHECK_OK(nfs4_sequence_done(s, SHARED, expect, elen));
 			atomic_store(&sh->shared_seq, a.sequenceid);
 			nfs4_session_put(s);
-		} else if (st == NFS4S_OK) {
+		} else if (st == NFS4_OK) {
 			/* another thread ran it already: we get its reply */
 			CHECK_EQ(res.kind, NFS4_SEQ_REPLAY);
 			reply_of(SHARED, a.sequenceid, expect, &elen);
@@ -101,7 +101,7 @@ static void *worker(void *arg)
 			CHECK_EQ(memcmp(buf, expect, elen), 0);
 			nfs4_session_put(s);
 		} else {
-			CHECK(st == NFS4S_DELAY || st == NFS4S_SEQ_MISORDERED);
+			CHECK(st == NFS4ERR_DELAY || st == NFS4ERR_SEQ_MISORDERED);
 		}
 
 		/* a seqid-changing operation on a shared stateid: check, change,
@@ -109,7 +109,7 @@ static void *worker(void *arg)
 		struct nfs4_stateid before, after;
 		nfs4_stid_lock(sh->open);
 		nfs4_stid_value(sh->open, &before);
-		CHECK_EQ(nfs4_test_stateid(sh->clp, &before), NFS4S_OK);
+		CHECK_EQ(nfs4_test_stateid(sh->clp, &before), NFS4_OK);
 		nfs4_stid_bump(sh->open, &after);
 		CHECK_EQ(after.seqid, before.seqid + 1);
 		nfs4_stid_unlock(sh->open);
@@ -117,18 +117,18 @@ static void *worker(void *arg)
 		/* stateid churn on the same client */
 		struct nfs4_stid *sd, *f;
 		struct nfs4_stateid v;
-		CHECK_EQ(nfs4_stid_alloc(sh->clp, NFS4_STID_LOCK, NULL, &sd), NFS4S_OK);
+		CHECK_EQ(nfs4_stid_alloc(sh->clp, NFS4_STID_LOCK, NULL, &sd), NFS4_OK);
 		nfs4_stid_lock(sh->open); /* an open's, then a lock stateid's */
 		nfs4_stid_lock(sd);
 		nfs4_stid_bump(sd, &v);
 		nfs4_stid_unlock(sd);
 		nfs4_stid_unlock(sh->open);
-		CHECK_EQ(nfs4_stid_find(sh->clp, &v, NFS4_STID_LOCK, &f), NFS4S_OK);
+		CHECK_EQ(nfs4_stid_find(sh->clp, &v, NFS4_STID_LOCK, &f), NFS4_OK);
 		nfs4_stid_put(f);
-		CHECK_EQ(nfs4_test_stateid(sh->clp, &v), NFS4S_OK);
+		CHECK_EQ(nfs4_test_stateid(sh->clp, &v), NFS4_OK);
 		if (round & 1) {
 			nfs4_stid_put(sd);
-			CHECK_EQ(nfs4_free_stateid(sh->clp, &v), NFS4S_OK);
+			CHECK_EQ(nfs4_free_stateid(sh->clp, &v), NFS4_OK);
 		} else {
 			nfs4_stid_unhash(sd);
 			nfs4_stid_put(sd);
@@ -147,23 +147,23 @@ static void *churn(void *arg)
 		snprintf(owner, sizeof(owner), "churn-%u", n++ % 8);
 		uint8_t sid[16];
 		struct nfs4_exchange_id_res er;
-		CHECK_EQ(exid(sh->st, owner, n, "sys:0:0", 0, &er), NFS4S_OK);
+		CHECK_EQ(exid(sh->st, owner, n, "sys:0:0", 0, &er), NFS4_OK);
 		struct nfs4_create_session_args a = cs_args(er.clientid, er.sequenceid, "sys:0:0");
 		a.conn_id = 1000 + n;
 		struct nfs4_create_session_res cr;
-		CHECK_EQ(nfs4_create_session(sh->st, &a, &cr, NULL), NFS4S_OK);
+		CHECK_EQ(nfs4_create_session(sh->st, &a, &cr, NULL), NFS4_OK);
 		memcpy(sid, cr.sessionid, 16);
 		uint32_t dir;
 		CHECK_EQ(nfs4_bind_conn_to_session(sh->st, sh->sid, NFS4_CDFC_BACK_OR_BOTH, NULL,
 						   2000 + n, &dir),
-			 NFS4S_OK);
+			 NFS4_OK);
 		nfs4_conn_closed(sh->st, 2000 + n);
 		nfs4_conn_closed(sh->st, 1000 + n);
 		nfs4_state_reap(sh->st, NULL);
 		struct nfs4_state_counts c;
 		nfs4_state_counts(sh->st, &c);
-		CHECK_EQ(nfs4_destroy_session(sh->st, sid, NULL), NFS4S_OK);
-		CHECK_EQ(nfs4_destroy_clientid(sh->st, er.clientid, NULL), NFS4S_OK);
+		CHECK_EQ(nfs4_destroy_session(sh->st, sid, NULL), NFS4_OK);
+		CHECK_EQ(nfs4_destroy_clientid(sh->st, er.clientid, NULL), NFS4_OK);
 	}
 	return NULL;
 }
@@ -179,7 +179,7 @@ int main(void)
 	CHECK(sh->st);
 	uint64_t id = new_client(sh->st, "mt", 1, sh->sid);
 	sh->clp = nfs4_client_find(sh->st, id);
-	CHECK_EQ(nfs4_stid_alloc(sh->clp, NFS4_STID_OPEN, NULL, &sh->open), NFS4S_OK);
+	CHECK_EQ(nfs4_stid_alloc(sh->clp, NFS4_STID_OPEN, NULL, &sh->open), NFS4_OK);
 
 	pthread_t th[THREADS], ch;
 	struct targ ta[THREADS];

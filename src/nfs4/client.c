@@ -233,7 +233,7 @@ static struct nfs4_client *client_alloc(struct nfs4_state *st,
 	list_init(&clp->cl_link);
 	mutex_init(&clp->cl_lock, &client_class);
 	clp->cl_status = NFS4_CL_UNCONFIRMED;
-	clp->cl_flags = a->pnfs_role & NFS4_EXCHGID_MASK_PNFS;
+	clp->cl_flags = a->pnfs_role & EXCHGID4_FLAG_MASK_PNFS;
 	atomic_init(&clp->cl_renew_ns, nfs4_now(st));
 	list_init(&clp->cl_sessions);
 	hashmap_init(&clp->cl_stids);
@@ -436,7 +436,7 @@ uint32_t nfs4_exchange_id(struct nfs4_state *st, const struct nfs4_exchange_id_a
 	assert_no_locks();
 	struct nfs4_client *conf, *unconf, *clp = NULL;
 	struct nfs4_work w;
-	uint32_t status = NFS4S_OK;
+	uint32_t status = NFS4_OK;
 	uint64_t dummy;
 
 	if (!seq)
@@ -445,9 +445,9 @@ uint32_t nfs4_exchange_id(struct nfs4_state *st, const struct nfs4_exchange_id_a
 	memset(r, 0, sizeof(*r));
 	if ((a->flags & ~NFS4_EXCHGID_MASK_A) || a->ownerid_len > NFS4_OPAQUE_LIMIT ||
 	    a->principal.len > NFS4_PRINCIPAL_MAX)
-		return NFS4S_INVAL;
+		return NFS4ERR_INVAL;
 	counter_inc(&st->c_exchange_id);
-	bool update = a->flags & NFS4_EXCHGID_UPD_CONFIRMED_REC_A;
+	bool update = a->flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A;
 	uint64_t hash = nfs4_owner_hash(st, a->ownerid, a->ownerid_len);
 	uint64_t now = nfs4_now(st);
 
@@ -460,16 +460,16 @@ uint32_t nfs4_exchange_id(struct nfs4_state *st, const struct nfs4_exchange_id_a
 		bool same_verf = memcmp(conf->cl_verifier, a->verifier, NFS4_VERIFIER_SIZE) == 0;
 		if (update) {
 			if (!same_princ) {
-				status = NFS4S_PERM; /* case 9 */
+				status = NFS4ERR_PERM; /* case 9 */
 				goto out_unlock;
 			}
 			if (!same_verf) {
-				status = NFS4S_NOT_SAME; /* case 8 */
+				status = NFS4ERR_NOT_SAME; /* case 8 */
 				goto out_unlock;
 			}
 			/* case 6 */
 			mutex_lock(&conf->cl_lock);
-			conf->cl_flags = a->pnfs_role & NFS4_EXCHGID_MASK_PNFS;
+			conf->cl_flags = a->pnfs_role & EXCHGID4_FLAG_MASK_PNFS;
 			mutex_unlock(&conf->cl_lock);
 			clp = conf;
 			goto out_result;
@@ -481,7 +481,7 @@ uint32_t nfs4_exchange_id(struct nfs4_state *st, const struct nfs4_exchange_id_a
 			bool has_state = conf->cl_nsessions || conf->cl_nstids;
 			mutex_unlock(&conf->cl_lock);
 			if (has_state && !expired) {
-				status = NFS4S_CLID_INUSE;
+				status = NFS4ERR_CLID_INUSE;
 				goto out_unlock;
 			}
 			if (expired)
@@ -502,14 +502,14 @@ uint32_t nfs4_exchange_id(struct nfs4_state *st, const struct nfs4_exchange_id_a
 		}
 		/* case 5: conf stays until the new record is confirmed */
 	} else if (update) {
-		status = NFS4S_NOENT; /* case 7 */
+		status = NFS4ERR_NOENT; /* case 7 */
 		goto out_unlock;
 	}
 	/* cases 1 and 4, and 3 and 5 from above: a new unconfirmed record */
 	if (unconf)
 		nfs4_client_expire_locked(st, unconf, &w);
 	if (st->nclients >= st->cfg.max_clients && !evict_courtesy_locked(st, &w)) {
-		status = NFS4S_DELAY;
+		status = NFS4ERR_DELAY;
 		goto out_unlock;
 	}
 	clp = client_alloc(st, a, hash);
@@ -519,7 +519,7 @@ out_result:
 	mutex_lock(&clp->cl_lock);
 	r->flags = clp->cl_flags;
 	if (clp->cl_status != NFS4_CL_UNCONFIRMED)
-		r->flags |= NFS4_EXCHGID_CONFIRMED_R;
+		r->flags |= EXCHGID4_FLAG_CONFIRMED_R;
 	mutex_unlock(&clp->cl_lock);
 	r->sequenceid = clp->cl_cs_seqid + 1;
 out_unlock:
@@ -532,7 +532,7 @@ out_unlock:
 uint32_t nfs4_destroy_clientid(struct nfs4_state *st, uint64_t clientid, uint64_t *seq)
 {
 	struct nfs4_work w;
-	uint32_t status = NFS4S_OK;
+	uint32_t status = NFS4_OK;
 	uint64_t dummy;
 
 	if (!seq)
@@ -543,7 +543,7 @@ uint32_t nfs4_destroy_clientid(struct nfs4_state *st, uint64_t clientid, uint64_
 	rwlock_wrlock(&st->lock);
 	struct nfs4_client *clp = hashmap_get(&st->by_clientid, clientid);
 	if (!clp) {
-		status = NFS4S_STALE_CLIENTID;
+		status = NFS4ERR_STALE_CLIENTID;
 		goto out;
 	}
 	mutex_lock(&clp->cl_lock);
@@ -552,7 +552,7 @@ uint32_t nfs4_destroy_clientid(struct nfs4_state *st, uint64_t clientid, uint64_
 		    !lease_expired_locked(st, clp, nfs4_now(st));
 	mutex_unlock(&clp->cl_lock);
 	if (busy) {
-		status = NFS4S_CLIENTID_BUSY;
+		status = NFS4ERR_CLIENTID_BUSY;
 		goto out;
 	}
 	nfs4_client_expire_locked(st, clp, &w);

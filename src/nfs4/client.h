@@ -201,7 +201,7 @@ struct nfs4_exchange_id_args {
 	uint32_t flags; /* eia_flags */
 	struct nfs4_principal principal;
 	/* The pNFS role the server plays for this client (the op layer's
-	 * choice by export): NFS4_EXCHGID_USE_NON_PNFS or _USE_PNFS_MDS. */
+	 * choice by export): EXCHGID4_FLAG_USE_NON_PNFS or _USE_PNFS_MDS. */
 	uint32_t pnfs_role;
 };
 

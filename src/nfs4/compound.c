@@ -76,10 +76,6 @@
 /* SEQUENCE's successful result: opcode, status, sessionid, five words. */
 #define NFS4_SEQUENCE_RES (2 * 4 + NFS4_SESSIONID_SIZE + 5 * 4)
 
-_Static_assert((int)NFS4S_TOO_MANY_OPS == (int)NFS4ERR_TOO_MANY_OPS, "state core status values");
-_Static_assert((int)NFS4S_SEQ_MISORDERED == (int)NFS4ERR_SEQ_MISORDERED,
-	       "state core status values");
-
 /* ---- decoding ---- */
 
 static int nfs4_dec_compound(struct xdr_dec *x, void *argp)

@@ -215,7 +215,7 @@ bool nfs4_grace_active(struct nfs4_state *st)
 
 uint32_t nfs4_grace_check_new(struct nfs4_state *st)
 {
-	return nfs4_grace_active(st) ? NFS4S_GRACE : NFS4S_OK;
+	return nfs4_grace_active(st) ? NFS4ERR_GRACE : NFS4_OK;
 }
 
 uint32_t nfs4_grace_check_complete(struct nfs4_state *st, struct nfs4_client *clp)
@@ -223,18 +223,18 @@ uint32_t nfs4_grace_check_complete(struct nfs4_state *st, struct nfs4_client *cl
 	rwlock_rdlock(&st->lock);
 	bool done = clp->cl_reclaim_complete;
 	rwlock_unlock(&st->lock);
-	return done ? NFS4S_OK : NFS4S_GRACE;
+	return done ? NFS4_OK : NFS4ERR_GRACE;
 }
 
 uint32_t nfs4_grace_check_reclaim(struct nfs4_state *st, struct nfs4_client *clp)
 {
-	uint32_t status = NFS4S_NO_GRACE;
+	uint32_t status = NFS4ERR_NO_GRACE;
 	rwlock_rdlock(&st->lock);
 	if (in_grace_locked(st) && !clp->cl_reclaim_complete) {
 		if (clp->cl_reclaim == NFS4_RECLAIM_ELIGIBLE)
-			status = NFS4S_OK;
+			status = NFS4_OK;
 		else if (clp->cl_reclaim == NFS4_RECLAIM_BAD)
-			status = NFS4S_RECLAIM_BAD;
+			status = NFS4ERR_RECLAIM_BAD;
 	}
 	rwlock_unlock(&st->lock);
 	return status;
@@ -243,7 +243,7 @@ uint32_t nfs4_grace_check_reclaim(struct nfs4_state *st, struct nfs4_client *clp
 uint32_t nfs4_reclaim_complete(struct nfs4_state *st, struct nfs4_client *clp, uint64_t *seq)
 {
 	struct nfs4_work w;
-	uint32_t status = NFS4S_OK;
+	uint32_t status = NFS4_OK;
 	uint64_t dummy;
 	if (!seq)
 		seq = &dummy;
@@ -252,7 +252,7 @@ uint32_t nfs4_reclaim_complete(struct nfs4_state *st, struct nfs4_client *clp, u
 	mutex_lock(&st->registry);
 	rwlock_wrlock(&st->lock);
 	if (clp->cl_reclaim_complete) {
-		status = NFS4S_COMPLETE_ALREADY;
+		status = NFS4ERR_COMPLETE_ALREADY;
 	} else {
 		clp->cl_reclaim_complete = true;
 		counter_inc(&st->c_reclaims_complete);

@@ -55,13 +55,13 @@ int nfs4_grace_load(struct nfs4_state *st, const struct nfs4_client_record *rec)
 void nfs4_grace_start(struct nfs4_state *st, uint64_t *seq);
 
 bool nfs4_grace_active(struct nfs4_state *st);
-/* New state (not a reclaim): NFS4S_OK, or GRACE while in grace. */
+/* New state (not a reclaim): NFS4_OK, or GRACE while in grace. */
 uint32_t nfs4_grace_check_new(struct nfs4_state *st);
 /* New open state by clp: GRACE until clp sent RECLAIM_COMPLETE, in grace
  * or not (RFC 8881 §18.51.3: before it a client may only reclaim), else
- * NFS4S_OK; grace itself is nfs4_grace_check_new's. */
+ * NFS4_OK; grace itself is nfs4_grace_check_new's. */
 uint32_t nfs4_grace_check_complete(struct nfs4_state *st, struct nfs4_client *clp);
-/* A reclaim by clp: NFS4S_OK, NO_GRACE or RECLAIM_BAD (see above). */
+/* A reclaim by clp: NFS4_OK, NO_GRACE or RECLAIM_BAD (see above). */
 uint32_t nfs4_grace_check_reclaim(struct nfs4_state *st, struct nfs4_client *clp);
 /* RECLAIM_COMPLETE with rca_one_fs false: OK or COMPLETE_ALREADY. May end
  * grace (and forget records): call with no lock held. */

@@ -45,7 +45,8 @@ uint32_t nfs4_op_exchange_id(struct nfs4_compound *c, struct nfs_argop4 *a, stru
 		.ownerid = ea->eia_clientowner.co_ownerid.val,
 		.ownerid_len = ea->eia_clientowner.co_ownerid.len,
 		.flags = ea->eia_flags,
-		.pnfs_role = atomic_load(&s->pnfs) ? NFS4_EXCHGID_USE_PNFS_MDS : NFS4_EXCHGID_USE_NON_PNFS,
+		.pnfs_role = atomic_load(&s->pnfs) ? EXCHGID4_FLAG_USE_PNFS_MDS
+						   : EXCHGID4_FLAG_USE_NON_PNFS,
 	};
 	memcpy(xa.verifier, ea->eia_clientowner.co_verifier, NFS4_VERIFIER_SIZE);
 	principal_of(c->rc, &xa.principal);
@@ -137,8 +138,8 @@ uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a, s
 	struct CREATE_SESSION4args *ca = &a->opcreate_session;
 	struct CREATE_SESSION4resok *ok = &r->opcreate_session.csr_resok4;
 	/* flags RFC 8881 §18.36 does not define: INVAL, as the Linux server */
-	if (ca->csa_flags & ~(NFS4_CREATE_SESSION_PERSIST | NFS4_CREATE_SESSION_CONN_BACK_CHAN |
-			      NFS4_CREATE_SESSION_CONN_RDMA))
+	if (ca->csa_flags & ~(CREATE_SESSION4_FLAG_PERSIST | CREATE_SESSION4_FLAG_CONN_BACK_CHAN |
+			      CREATE_SESSION4_FLAG_CONN_RDMA))
 		return NFS4ERR_INVAL;
 	/* RDMA is not served; the back channel needs AUTH_NONE or AUTH_SYS */
 	if (ca->csa_fore_chan_attrs.ca_rdma_ird.len > 1 ||
@@ -151,7 +152,7 @@ uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a, s
 	struct nfs4_create_session_args sa = {
 		.clientid = ca->csa_clientid,
 		.sequence = ca->csa_sequence,
-		.flags = ca->csa_flags & ~NFS4_CREATE_SESSION_CONN_RDMA,
+		.flags = ca->csa_flags & ~CREATE_SESSION4_FLAG_CONN_RDMA,
 		.cb_program = ca->csa_cb_program,
 		.cb_flavor = cb_flavor,
 		.minorversion = c->args->minorversion,
@@ -168,7 +169,7 @@ uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a, s
 	if (st)
 		return st;
 	nfs4_conn_watch(c->s, conn);
-	if (sr.flags & NFS4_CREATE_SESSION_CONN_BACK_CHAN)
+	if (sr.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN)
 		probe_back_channel(c->s, sr.sessionid);
 	memcpy(ok->csr_sessionid, sr.sessionid, NFS4_SESSIONID_SIZE);
 	ok->csr_sequence = sr.sequence;

@@ -58,7 +58,7 @@ static uint32_t negotiate(const struct nfs4_state *st, const struct nfs4_create_
 	*back = a->back;
 	if (fore->maxrequestsize < NFS4_MIN_REQUEST_SIZE ||
 	    fore->maxresponsesize < NFS4_MIN_RESPONSE_SIZE || fore->maxoperations < 1)
-		return NFS4S_TOOSMALL;
+		return NFS4ERR_TOOSMALL;
 	fore->headerpadsize = 0;
 	fore->maxrequestsize = min32(fore->maxrequestsize, m->maxrequestsize);
 	fore->maxresponsesize = min32(fore->maxresponsesize, m->maxresponsesize);
@@ -71,11 +71,11 @@ static uint32_t negotiate(const struct nfs4_state *st, const struct nfs4_create_
 	/* a CB_COMPOUND is at least CB_SEQUENCE and one operation */
 	if (back->maxrequestsize < NFS4_MIN_REQUEST_SIZE ||
 	    back->maxresponsesize < NFS4_MIN_RESPONSE_SIZE || back->maxoperations < 2)
-		return NFS4S_TOOSMALL;
+		return NFS4ERR_TOOSMALL;
 	back->headerpadsize = 0;
 	back->maxresponsesize_cached = 0; /* we never set csa_cachethis */
 	back->maxrequests = min32(max32(back->maxrequests, 1), st->cfg.back_max_slots);
-	return NFS4S_OK;
+	return NFS4_OK;
 }
 
 /* Session lock held. */
@@ -247,7 +247,7 @@ static struct nfs4_session *session_new_locked(struct nfs4_state *st, struct nfs
 	mutex_init(&s->se_lock, &session_class);
 	s->se_fore = *fore;
 	s->se_back = *back;
-	s->se_flags = a->flags & NFS4_CREATE_SESSION_CONN_BACK_CHAN; /* no PERSIST, no RDMA */
+	s->se_flags = a->flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN; /* no PERSIST, no RDMA */
 	s->se_cb_program = a->cb_program;
 	s->se_cb_flavor = a->cb_flavor;
 	s->se_minorversion = a->minorversion ? a->minorversion : 1;
@@ -270,7 +270,7 @@ static struct nfs4_session *session_new_locked(struct nfs4_state *st, struct nfs
 
 	if (a->conn_id) {
 		uint32_t dir = NFS4_CDFS_FORE;
-		if (a->flags & NFS4_CREATE_SESSION_CONN_BACK_CHAN)
+		if (a->flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN)
 			dir = NFS4_CDFS_BOTH;
 		/* nobody else sees the new session yet: its lock is free */
 		bool locked = mutex_trylock(&s->se_lock);
@@ -278,7 +278,7 @@ static struct nfs4_session *session_new_locked(struct nfs4_state *st, struct nfs
 		bind_locked(s, a->conn, a->conn_id, dir);
 		mutex_unlock(&s->se_lock);
 	}
-	if (a->flags & NFS4_CREATE_SESSION_CONN_BACK_CHAN)
+	if (a->flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN)
 		s->se_back_wanted = true;
 
 	hashmap_put(&st->by_session, key, s);
@@ -306,7 +306,7 @@ uint32_t nfs4_create_session(struct nfs4_state *st, const struct nfs4_create_ses
 	memset(r, 0, sizeof(*r));
 	counter_inc(&st->c_create_session);
 	status = negotiate(st, a, &fore, &back);
-	if (status != NFS4S_OK)
+	if (status != NFS4_OK)
 		return status;
 
 	nfs4_work_init(&w);
@@ -314,7 +314,7 @@ uint32_t nfs4_create_session(struct nfs4_state *st, const struct nfs4_create_ses
 	rwlock_wrlock(&st->lock);
 	struct nfs4_client *clp = hashmap_get(&st->by_clientid, a->clientid);
 	if (!clp) {
-		status = NFS4S_STALE_CLIENTID;
+		status = NFS4ERR_STALE_CLIENTID;
 		goto out_unlock;
 	}
 	mutex_lock(&clp->cl_lock);
@@ -323,15 +323,15 @@ uint32_t nfs4_create_session(struct nfs4_state *st, const struct nfs4_create_ses
 	if (unconfirmed &&
 	    (clp->cl_principal.len != a->principal.len ||
 	     memcmp(clp->cl_principal.data, a->principal.data, a->principal.len) != 0)) {
-		status = NFS4S_CLID_INUSE;
+		status = NFS4ERR_CLID_INUSE;
 		goto out_unlock;
 	}
 	if (a->sequence != clp->cl_cs_seqid + 1) {
 		if (a->sequence == clp->cl_cs_seqid && clp->cl_cs_cached) {
 			*r = clp->cl_cs_res; /* a retry: client invariant 4 of session.h */
-			status = NFS4S_OK;
+			status = NFS4_OK;
 		} else {
-			status = NFS4S_SEQ_MISORDERED;
+			status = NFS4ERR_SEQ_MISORDERED;
 		}
 		goto out_unlock;
 	}
@@ -340,7 +340,7 @@ uint32_t nfs4_create_session(struct nfs4_state *st, const struct nfs4_create_ses
 	bool full = clp->cl_nsessions >= st->cfg.max_sessions_per_client;
 	mutex_unlock(&clp->cl_lock);
 	if (full || st->nsessions >= st->cfg.max_sessions) {
-		status = NFS4S_NOSPC;
+		status = NFS4ERR_NOSPC;
 		goto out_unlock;
 	}
 	uint32_t slot_cap = max32(fore.maxresponsesize_cached, NFS4_SLOT_SOLO_MAX);
@@ -350,7 +350,7 @@ uint32_t nfs4_create_session(struct nfs4_state *st, const struct nfs4_create_ses
 	if (room / slot_cap < fore.maxrequests)
 		fore.maxrequests = (uint32_t)(room / slot_cap);
 	if (fore.maxrequests == 0) {
-		status = NFS4S_DELAY;
+		status = NFS4ERR_DELAY;
 		goto out_unlock;
 	}
 
@@ -365,7 +365,7 @@ uint32_t nfs4_create_session(struct nfs4_state *st, const struct nfs4_create_ses
 		if (err) {
 			msg_warn("nfs4: saving client %016llx: error %d",
 				 (unsigned long long)clp->cl_id, err);
-			status = NFS4S_SERVERFAULT;
+			status = NFS4ERR_SERVERFAULT;
 			goto out_unlock;
 		}
 	}
@@ -390,7 +390,7 @@ uint32_t nfs4_create_session(struct nfs4_state *st, const struct nfs4_create_ses
 	clp->cl_cs_seqid = a->sequence;
 	clp->cl_cs_cached = true;
 	clp->cl_cs_res = *r;
-	status = NFS4S_OK;
+	status = NFS4_OK;
 out_unlock:
 	rwlock_unlock(&st->lock);
 	nfs4_work_run(st, &w, seq);
@@ -409,14 +409,14 @@ uint32_t nfs4_destroy_session(struct nfs4_state *st, const uint8_t *sessionid,
 	struct nfs4_session *s = find_locked(st, sessionid);
 	if (!s) {
 		rwlock_unlock(&st->lock);
-		return NFS4S_BADSESSION;
+		return NFS4ERR_BADSESSION;
 	}
 	mutex_lock(&s->se_lock);
 	unsigned others = s->se_inuse - (s == cur && s->se_inuse ? 1 : 0);
 	mutex_unlock(&s->se_lock);
 	if (others) {
 		rwlock_unlock(&st->lock);
-		return NFS4S_DELAY;
+		return NFS4ERR_DELAY;
 	}
 	kill_locked(st, s);
 	struct nfs4_client *clp = s->se_client;
@@ -426,7 +426,7 @@ uint32_t nfs4_destroy_session(struct nfs4_state *st, const uint8_t *sessionid,
 	mutex_unlock(&clp->cl_lock);
 	rwlock_unlock(&st->lock);
 	nfs4_session_put(s); /* the table's */
-	return NFS4S_OK;
+	return NFS4_OK;
 }
 
 /* ---- SEQUENCE ---------------------------------------------------------- */
@@ -434,7 +434,7 @@ uint32_t nfs4_destroy_session(struct nfs4_state *st, const uint8_t *sessionid,
 uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, struct nfs4_seq_res *r,
 		       struct nfs4_session **sess)
 {
-	uint32_t status = NFS4S_OK;
+	uint32_t status = NFS4_OK;
 	*sess = NULL;
 	memset(r, 0, sizeof(*r));
 
@@ -447,40 +447,40 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 	}
 	rwlock_unlock(&st->lock);
 	if (!s)
-		return NFS4S_BADSESSION;
+		return NFS4ERR_BADSESSION;
 	struct nfs4_client *clp = s->se_client;
 
 	mutex_lock(&s->se_lock);
 	if (s->se_dead) {
-		status = NFS4S_BADSESSION;
+		status = NFS4ERR_BADSESSION;
 		goto out_unlock;
 	}
 	if (a->nops > s->se_fore.maxoperations) {
-		status = NFS4S_TOO_MANY_OPS;
+		status = NFS4ERR_TOO_MANY_OPS;
 		goto out_unlock;
 	}
 	if (a->req_len > s->se_fore.maxrequestsize) {
-		status = NFS4S_REQ_TOO_BIG;
+		status = NFS4ERR_REQ_TOO_BIG;
 		goto out_unlock;
 	}
 	if (a->cachethis && a->rep_min > s->se_fore.maxresponsesize_cached) {
 		/* not even SEQUENCE's result could be cached (RFC 8881 §18.46.3) */
-		status = NFS4S_REP_TOO_BIG_TO_CACHE;
+		status = NFS4ERR_REP_TOO_BIG_TO_CACHE;
 		goto out_unlock;
 	}
 	if (a->slotid >= s->se_nslots || a->slotid > s->se_highest) {
-		status = NFS4S_BADSLOT;
+		status = NFS4ERR_BADSLOT;
 		goto out_unlock;
 	}
 	if (a->highest_slotid > s->se_highest) {
-		status = NFS4S_BAD_HIGH_SLOT;
+		status = NFS4ERR_BAD_HIGH_SLOT;
 		goto out_unlock;
 	}
 	struct nfs4_slot *sl = &s->se_slots[a->slotid];
 	enum nfs4_seq_kind kind;
 	if (sl->sl_inuse) {
 		/* the original is still running: its retry waits, others are wrong */
-		status = a->sequenceid == sl->sl_seqid ? NFS4S_DELAY : NFS4S_SEQ_MISORDERED;
+		status = a->sequenceid == sl->sl_seqid ? NFS4ERR_DELAY : NFS4ERR_SEQ_MISORDERED;
 		goto out_unlock;
 	}
 	if (a->sequenceid == sl->sl_seqid + 1 || (sl->sl_reused && a->sequenceid == 1)) {
@@ -489,17 +489,17 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 		/* not the request the slot answered: a false retry */
 		if ((a->digest && sl->sl_digest && a->digest != sl->sl_digest) ||
 		    a->solo != sl->sl_solo || a->cachethis != sl->sl_cachethis) {
-			status = NFS4S_SEQ_FALSE_RETRY;
+			status = NFS4ERR_SEQ_FALSE_RETRY;
 			goto out_unlock;
 		}
 		kind = sl->sl_cached ? NFS4_SEQ_REPLAY : NFS4_SEQ_REPLAY_UNCACHED;
 		if (kind == NFS4_SEQ_REPLAY && a->replay_buf && a->replay_cap < sl->sl_len) {
-			status = NFS4S_SERVERFAULT;
+			status = NFS4ERR_SERVERFAULT;
 			goto out_unlock;
 		}
 	} else {
 		counter_inc(&st->c_misordered);
-		status = NFS4S_SEQ_MISORDERED;
+		status = NFS4ERR_SEQ_MISORDERED;
 		goto out_unlock;
 	}
 
@@ -508,7 +508,7 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 	mutex_lock(&clp->cl_lock);
 	if (clp->cl_status == NFS4_CL_EXPIRED) {
 		mutex_unlock(&clp->cl_lock);
-		status = NFS4S_BADSESSION;
+		status = NFS4ERR_BADSESSION;
 		goto out_unlock;
 	}
 	if (clp->cl_status == NFS4_CL_COURTESY) {
@@ -526,13 +526,13 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 			any_cb = true;
 	mutex_unlock(&clp->cl_lock);
 	if (!any_cb)
-		flags |= NFS4_SEQ_CB_PATH_DOWN;
+		flags |= SEQ4_STATUS_CB_PATH_DOWN;
 	if (s->se_back_wanted && !atomic_load(&s->se_cb_up))
-		flags |= NFS4_SEQ_CB_PATH_DOWN_SESSION;
+		flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
 	if (s->se_cb_fault)
-		flags |= NFS4_SEQ_BACKCHANNEL_FAULT;
+		flags |= SEQ4_STATUS_BACKCHANNEL_FAULT;
 	if (reclaim)
-		flags |= NFS4_SEQ_RESTART_RECLAIM_NEEDED;
+		flags |= SEQ4_STATUS_RESTART_RECLAIM_NEEDED;
 
 	if (kind == NFS4_SEQ_NEW) {
 		sl->sl_seqid = a->sequenceid;
@@ -580,7 +580,7 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 	r->status_flags = flags;
 	mutex_unlock(&s->se_lock);
 	*sess = s;
-	return NFS4S_OK;
+	return NFS4_OK;
 
 out_unlock:
 	mutex_unlock(&s->se_lock);
@@ -661,20 +661,20 @@ uint32_t nfs4_bind_conn_to_session(struct nfs4_state *st, const uint8_t *session
 		cdfs = NFS4_CDFS_BOTH;
 		break;
 	default:
-		return NFS4S_INVAL;
+		return NFS4ERR_INVAL;
 	}
 	struct nfs4_session *s = nfs4_session_find(st, sessionid);
 	if (!s)
-		return NFS4S_BADSESSION;
-	uint32_t status = NFS4S_OK;
+		return NFS4ERR_BADSESSION;
+	uint32_t status = NFS4_OK;
 	mutex_lock(&s->se_lock);
 	if (s->se_dead)
-		status = NFS4S_BADSESSION;
+		status = NFS4ERR_BADSESSION;
 	else if (!bind_locked(s, conn, conn_id, cdfs))
-		status = NFS4S_DELAY;
+		status = NFS4ERR_DELAY;
 	mutex_unlock(&s->se_lock);
 	nfs4_session_put(s);
-	if (status == NFS4S_OK)
+	if (status == NFS4_OK)
 		*dir_out = cdfs;
 	return status;
 }
@@ -711,19 +711,19 @@ void nfs4_session_set_cb_program(struct nfs4_session *s, uint32_t cb_program, ui
 
 uint32_t nfs4_cb_sequence_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb)
 {
-	uint32_t status = NFS4S_OK;
+	uint32_t status = NFS4_OK;
 	mutex_lock(&s->se_lock);
 	struct nfs4_conn *c = NULL;
 	for (unsigned i = 0; i < s->se_nconns && !c; i++)
 		if (s->se_conns[i].cn_dir & NFS4_CDFS_BACK)
 			c = &s->se_conns[i];
 	if (s->se_dead)
-		status = NFS4S_BADSESSION;
+		status = NFS4ERR_BADSESSION;
 	else if (s->se_cb_busy)
-		status = NFS4S_DELAY;
+		status = NFS4ERR_DELAY;
 	else if (!c)
-		status = NFS4S_CONN_NOT_BOUND_TO_SESSION;
-	if (status == NFS4S_OK) {
+		status = NFS4ERR_CONN_NOT_BOUND_TO_SESSION;
+	if (status == NFS4_OK) {
 		s->se_cb_busy = true;
 		memcpy(cb->sessionid, s->se_id, NFS4_SESSIONID_SIZE);
 		cb->slotid = 0;
@@ -741,17 +741,17 @@ uint32_t nfs4_cb_sequence_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb)
 
 uint32_t nfs4_cb_probe_begin(struct nfs4_session *s, struct nfs4_cb_seq *cb)
 {
-	uint32_t status = NFS4S_OK;
+	uint32_t status = NFS4_OK;
 	mutex_lock(&s->se_lock);
 	struct nfs4_conn *c = NULL;
 	for (unsigned i = 0; i < s->se_nconns && !c; i++)
 		if (s->se_conns[i].cn_dir & NFS4_CDFS_BACK)
 			c = &s->se_conns[i];
 	if (s->se_dead)
-		status = NFS4S_BADSESSION;
+		status = NFS4ERR_BADSESSION;
 	else if (!c)
-		status = NFS4S_CONN_NOT_BOUND_TO_SESSION;
-	if (status == NFS4S_OK) {
+		status = NFS4ERR_CONN_NOT_BOUND_TO_SESSION;
+	if (status == NFS4_OK) {
 		memset(cb, 0, sizeof(*cb));
 		memcpy(cb->sessionid, s->se_id, NFS4_SESSIONID_SIZE);
 		cb->cb_program = s->se_cb_program;

@@ -70,7 +70,7 @@ struct nfs4_session;
 struct nfs4_create_session_args {
 	uint64_t clientid;
 	uint32_t sequence; /* csa_sequence */
-	uint32_t flags;	   /* NFS4_CREATE_SESSION_* */
+	uint32_t flags;	   /* CREATE_SESSION4_FLAG_* */
 	struct nfs4_channel_attrs fore, back;
 	uint32_t cb_program;
 	/* the credential flavor of back channel calls: RPC_AUTH_SYS when the
@@ -164,13 +164,13 @@ struct nfs4_seq_res {
 	uint32_t slotid;
 	uint32_t highest_slotid;
 	uint32_t target_highest_slotid;
-	uint32_t status_flags; /* NFS4_SEQ_* */
+	uint32_t status_flags; /* SEQ4_STATUS_* */
 	size_t replay_len;
 	void *replay; /* NFS4_SEQ_REPLAY: the cached reply (replay_buf, or allocated) */
 };
 
 /*
- * SEQUENCE: find the session and check the slot. NFS4S_OK with *sess
+ * SEQUENCE: find the session and check the slot. NFS4_OK with *sess
  * referenced (nfs4_session_put() when the compound is answered), or an
  * error with nothing held: BADSESSION, TOO_MANY_OPS, REQ_TOO_BIG,
  * REP_TOO_BIG_TO_CACHE, BADSLOT
@@ -257,7 +257,7 @@ struct nfs4_cb_seq {
 };
 
 /*
- * Take the back channel slot for a CB_COMPOUND: NFS4S_OK and the values of
+ * Take the back channel slot for a CB_COMPOUND: NFS4_OK and the values of
  * its CB_SEQUENCE; DELAY while the slot is busy; CONN_NOT_BOUND_TO_SESSION
  * when no connection is bound for the back channel.
  */

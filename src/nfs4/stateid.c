@@ -63,20 +63,20 @@ static uint32_t revoked_status(enum nfs4_revoke_reason why)
 {
 	switch (why) {
 	case NFS4_REVOKE_EXPIRED:
-		return NFS4S_EXPIRED;
+		return NFS4ERR_EXPIRED;
 	case NFS4_REVOKE_ADMIN:
-		return NFS4S_ADMIN_REVOKED;
+		return NFS4ERR_ADMIN_REVOKED;
 	case NFS4_REVOKE_RECALL:
-		return NFS4S_DELEG_REVOKED;
+		return NFS4ERR_DELEG_REVOKED;
 	}
-	return NFS4S_BAD_STATEID;
+	return NFS4ERR_BAD_STATEID;
 }
 
 static uint32_t seqid_status(uint32_t asked, uint32_t cur)
 {
 	if (asked == 0 || asked == cur)
-		return NFS4S_OK; /* 0: "the current one" (RFC 8881 §8.2.2) */
-	return (int32_t)(asked - cur) > 0 ? NFS4S_BAD_STATEID : NFS4S_OLD_STATEID;
+		return NFS4_OK; /* 0: "the current one" (RFC 8881 §8.2.2) */
+	return (int32_t)(asked - cur) > 0 ? NFS4ERR_BAD_STATEID : NFS4ERR_OLD_STATEID;
 }
 
 /*
@@ -88,7 +88,7 @@ static struct nfs4_stid *lookup_locked(struct nfs4_client *clp, const struct nfs
 {
 	assert_locked(&clp->cl_lock);
 	struct nfs4_state *st = clp->cl_st;
-	*status = NFS4S_BAD_STATEID;
+	*status = NFS4ERR_BAD_STATEID;
 	if (nfs4_stateid_special(sid) != NFS4_STATEID_NORMAL)
 		return NULL;
 	if (nfs4_get_be32(sid->other) != st->cfg.boot_epoch) {
@@ -99,7 +99,7 @@ static struct nfs4_stid *lookup_locked(struct nfs4_client *clp, const struct nfs
 		return NULL;
 	struct nfs4_stid *sd = hashmap_get(&clp->cl_stids, nfs4_get_be32(sid->other + 8));
 	if (sd)
-		*status = NFS4S_OK;
+		*status = NFS4_OK;
 	return sd;
 }
 
@@ -112,16 +112,16 @@ uint32_t nfs4_stid_alloc(struct nfs4_client *clp, unsigned type, void *payload,
 	mutex_lock(&clp->cl_lock);
 	if (clp->cl_status == NFS4_CL_EXPIRED) {
 		mutex_unlock(&clp->cl_lock);
-		return NFS4S_EXPIRED;
+		return NFS4ERR_EXPIRED;
 	}
 	if (clp->cl_nstids >= st->cfg.max_stateids_per_client) {
 		mutex_unlock(&clp->cl_lock);
-		return NFS4S_DELAY;
+		return NFS4ERR_DELAY;
 	}
 	if (atomic_fetch_add(&st->nstids, 1) >= st->cfg.max_stateids) {
 		atomic_fetch_sub(&st->nstids, 1);
 		mutex_unlock(&clp->cl_lock);
-		return NFS4S_DELAY;
+		return NFS4ERR_DELAY;
 	}
 	struct nfs4_stid *sd = xcalloc(1, sizeof(*sd));
 	sd->sd_st = st;
@@ -145,7 +145,7 @@ uint32_t nfs4_stid_alloc(struct nfs4_client *clp, unsigned type, void *payload,
 	clp->cl_nstids++;
 	mutex_unlock(&clp->cl_lock);
 	*out = sd;
-	return NFS4S_OK;
+	return NFS4_OK;
 }
 
 uint32_t nfs4_stid_find(struct nfs4_client *clp, const struct nfs4_stateid *sid, unsigned types,
@@ -154,10 +154,10 @@ uint32_t nfs4_stid_find(struct nfs4_client *clp, const struct nfs4_stateid *sid,
 	uint32_t status;
 	*out = NULL;
 	mutex_lock(&clp->cl_lock);
-	struct nfs4_stid *sd = lookup_locked(clp, sid, NFS4S_STALE_STATEID, &status);
+	struct nfs4_stid *sd = lookup_locked(clp, sid, NFS4ERR_STALE_STATEID, &status);
 	if (!sd)
 		goto out;
-	status = NFS4S_BAD_STATEID;
+	status = NFS4ERR_BAD_STATEID;
 	if (!(sd->sd_type & types))
 		goto out;
 	if (sd->sd_revoked) {
@@ -165,7 +165,7 @@ uint32_t nfs4_stid_find(struct nfs4_client *clp, const struct nfs4_stateid *sid,
 		goto out;
 	}
 	status = seqid_status(sid->seqid, sd->sd_seqid);
-	if (status == NFS4S_OK) {
+	if (status == NFS4_OK) {
 		nfs4_stid_get(sd);
 		*out = sd;
 	}
@@ -369,11 +369,11 @@ uint32_t nfs4_stids_flags_locked(struct nfs4_client *clp)
 	assert_locked(&clp->cl_lock);
 	uint32_t f = 0;
 	if (clp->cl_revoked[NFS4_REVOKE_EXPIRED])
-		f |= NFS4_SEQ_EXPIRED_SOME_STATE_REVOKED;
+		f |= SEQ4_STATUS_EXPIRED_SOME_STATE_REVOKED;
 	if (clp->cl_revoked[NFS4_REVOKE_ADMIN])
-		f |= NFS4_SEQ_ADMIN_STATE_REVOKED;
+		f |= SEQ4_STATUS_ADMIN_STATE_REVOKED;
 	if (clp->cl_revoked[NFS4_REVOKE_RECALL])
-		f |= NFS4_SEQ_RECALLABLE_STATE_REVOKED;
+		f |= SEQ4_STATUS_RECALLABLE_STATE_REVOKED;
 	return f;
 }
 
@@ -383,7 +383,7 @@ uint32_t nfs4_test_stateid(struct nfs4_client *clp, const struct nfs4_stateid *s
 	mutex_lock(&clp->cl_lock);
 	/* TEST_STATEID reports a stale stateid as BAD_STATEID (RFC 8881 §18.48.3
 	 * lists no STALE_STATEID) */
-	struct nfs4_stid *sd = lookup_locked(clp, sid, NFS4S_BAD_STATEID, &status);
+	struct nfs4_stid *sd = lookup_locked(clp, sid, NFS4ERR_BAD_STATEID, &status);
 	if (sd)
 		status = sd->sd_revoked ? revoked_status(sd->sd_why)
 					: seqid_status(sid->seqid, sd->sd_seqid);
@@ -399,7 +399,7 @@ uint32_t nfs4_free_stateid(struct nfs4_client *clp, const struct nfs4_stateid *s
 	bool drop = false;
 
 	mutex_lock(&clp->cl_lock);
-	struct nfs4_stid *sd = lookup_locked(clp, sid, NFS4S_BAD_STATEID, &status);
+	struct nfs4_stid *sd = lookup_locked(clp, sid, NFS4ERR_BAD_STATEID, &status);
 	if (!sd)
 		goto out_unlock;
 	if (sd->sd_revoked) {
@@ -409,14 +409,14 @@ uint32_t nfs4_free_stateid(struct nfs4_client *clp, const struct nfs4_stateid *s
 		goto out_unlock;
 	}
 	status = seqid_status(sid->seqid, sd->sd_seqid);
-	if (status != NFS4S_OK)
+	if (status != NFS4_OK)
 		goto out_unlock;
 	if (sd->sd_type != NFS4_STID_LOCK) {
-		status = NFS4S_LOCKS_HELD; /* a valid open, delegation or layout is a lock */
+		status = NFS4ERR_LOCKS_HELD; /* a valid open, delegation or layout is a lock */
 		goto out_unlock;
 	}
 	if (atomic_load(&sd->sd_refs) > 1) {
-		status = NFS4S_DELAY; /* an operation is using it */
+		status = NFS4ERR_DELAY; /* an operation is using it */
 		goto out_unlock;
 	}
 	/* ask the lock manager with no lock held; any LOCK or LOCKU meanwhile
@@ -430,11 +430,11 @@ uint32_t nfs4_free_stateid(struct nfs4_client *clp, const struct nfs4_stateid *s
 		ops && ops->has_locks && ops->has_locks(st->cfg.stid_arg, sd->sd_type, payload);
 	mutex_lock(&clp->cl_lock);
 	if (!sd->sd_hashed)
-		status = NFS4S_BAD_STATEID;
+		status = NFS4ERR_BAD_STATEID;
 	else if (locks)
-		status = NFS4S_LOCKS_HELD;
+		status = NFS4ERR_LOCKS_HELD;
 	else if (sd->sd_seqid != seen || atomic_load(&sd->sd_refs) > 2 || sd->sd_revoked)
-		status = NFS4S_DELAY;
+		status = NFS4ERR_DELAY;
 	else {
 		unhash_locked(clp, sd);
 		drop = true;

@@ -90,7 +90,7 @@ enum nfs4_revoke_reason {
 };
 
 /*
- * A new stateid of type for payload (the caller's), seqid 1: NFS4S_OK and
+ * A new stateid of type for payload (the caller's), seqid 1: NFS4_OK and
  * *out referenced; DELAY when a bound is reached (invariant 4); EXPIRED if
  * the client has left the table.
  */

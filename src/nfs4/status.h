@@ -1,82 +1,28 @@
 /*
- * status.h - the nfsstat4 values (RFC 8881 §15.1) that the NFSv4.1 state
- * core returns.
+ * status.h - the status values and flag words of the NFSv4.1 state core.
  *
- * The values are the wire values, so the COMPOUND layer returns them as they
- * are. They are named NFS4S_* rather than NFS4ERR_* so that this header and
- * the generated codecs (which use the RFC's names) can be included in the
- * same file; the op layer may _Static_assert that the two agree.
+ * Protocol answers are nfsstat4 values (RFC 8881 §15.1) under their RFC
+ * names (NFS4_OK, NFS4ERR_*), from the constants generated from
+ * src/xdr/nfs4.x: xdr/nfs4_const.h has the enumerations and nothing of the
+ * codecs, so the state core still knows no XDR type. The COMPOUND layer
+ * returns them as they are.
  *
  * Functions of the state core that answer a protocol question return a
- * uint32_t holding one of these (NFS4S_OK = 0). Functions that can only fail
+ * uint32_t holding one of these (NFS4_OK = 0). Functions that can only fail
  * for local reasons return 0 or -errno, as everywhere else in the tree.
  */
 #ifndef JNFS_NFS4_STATUS_H
 #define JNFS_NFS4_STATUS_H
 
-enum {
-	NFS4S_OK = 0,
-	NFS4S_PERM = 1,
-	NFS4S_NOENT = 2,
-	NFS4S_INVAL = 22,
-	NFS4S_NOSPC = 28,
-	NFS4S_SERVERFAULT = 10006,
-	NFS4S_DELAY = 10008,
-	NFS4S_EXPIRED = 10011,
-	NFS4S_GRACE = 10013,
-	NFS4S_CLID_INUSE = 10017,
-	NFS4S_STALE_CLIENTID = 10022,
-	NFS4S_STALE_STATEID = 10023,
-	NFS4S_OLD_STATEID = 10024,
-	NFS4S_BAD_STATEID = 10025,
-	NFS4S_NOT_SAME = 10027,
-	NFS4S_NO_GRACE = 10033,
-	NFS4S_RECLAIM_BAD = 10034,
-	NFS4S_LOCKS_HELD = 10037,
-	NFS4S_ADMIN_REVOKED = 10047,
-	NFS4S_BADSESSION = 10052,
-	NFS4S_BADSLOT = 10053,
-	NFS4S_COMPLETE_ALREADY = 10054,
-	NFS4S_CONN_NOT_BOUND_TO_SESSION = 10055,
-	NFS4S_SEQ_MISORDERED = 10063,
-	NFS4S_REQ_TOO_BIG = 10065,
-	NFS4S_REP_TOO_BIG = 10066,
-	NFS4S_REP_TOO_BIG_TO_CACHE = 10067,
-	NFS4S_RETRY_UNCACHED_REP = 10068,
-	NFS4S_TOOSMALL = 10005,
-	NFS4S_TOO_MANY_OPS = 10070,
-	NFS4S_CLIENTID_BUSY = 10074,
-	NFS4S_SEQ_FALSE_RETRY = 10076,
-	NFS4S_BAD_HIGH_SLOT = 10077,
-	NFS4S_DELEG_REVOKED = 10087,
-};
+#include "xdr/nfs4_const.h"
 
-/* sr_status_flags of SEQUENCE (RFC 8881 §18.46.3). */
-#define NFS4_SEQ_CB_PATH_DOWN		    0x00000001u
-#define NFS4_SEQ_EXPIRED_ALL_STATE_REVOKED  0x00000008u
-#define NFS4_SEQ_EXPIRED_SOME_STATE_REVOKED 0x00000010u
-#define NFS4_SEQ_ADMIN_STATE_REVOKED	    0x00000020u
-#define NFS4_SEQ_RECALLABLE_STATE_REVOKED   0x00000040u
-#define NFS4_SEQ_RESTART_RECLAIM_NEEDED	    0x00000100u
-#define NFS4_SEQ_CB_PATH_DOWN_SESSION	    0x00000200u
-#define NFS4_SEQ_BACKCHANNEL_FAULT	    0x00000400u
-
-/* eia_flags / eir_flags of EXCHANGE_ID (RFC 8881 §18.35.3). */
-#define NFS4_EXCHGID_SUPP_MOVED_REFER	 0x00000001u
-#define NFS4_EXCHGID_SUPP_MOVED_MIGR	 0x00000002u
-#define NFS4_EXCHGID_BIND_PRINC_STATEID	 0x00000100u
-#define NFS4_EXCHGID_USE_NON_PNFS	 0x00010000u
-#define NFS4_EXCHGID_USE_PNFS_MDS	 0x00020000u
-#define NFS4_EXCHGID_USE_PNFS_DS	 0x00040000u
-#define NFS4_EXCHGID_MASK_PNFS		 0x00070000u
-#define NFS4_EXCHGID_UPD_CONFIRMED_REC_A 0x40000000u
-#define NFS4_EXCHGID_CONFIRMED_R	 0x80000000u
-/* Every flag a client may send; anything else is NFS4ERR_INVAL. */
-#define NFS4_EXCHGID_MASK_A 0x40070103u
-
-/* csa_flags / csr_flags of CREATE_SESSION (RFC 8881 §18.36.3). */
-#define NFS4_CREATE_SESSION_PERSIST	   0x00000001u
-#define NFS4_CREATE_SESSION_CONN_BACK_CHAN 0x00000002u
-#define NFS4_CREATE_SESSION_CONN_RDMA	   0x00000004u
+/* The flag words of SEQUENCE (SEQ4_STATUS_*), EXCHANGE_ID (EXCHGID4_FLAG_*)
+ * and CREATE_SESSION (CREATE_SESSION4_FLAG_*) are the generated constants
+ * too. Every EXCHANGE_ID flag a client may send; anything else is
+ * NFS4ERR_INVAL (RFC 8881 §18.35.3). */
+#define NFS4_EXCHGID_MASK_A                                                                        \
+	((uint32_t)(EXCHGID4_FLAG_SUPP_MOVED_REFER | EXCHGID4_FLAG_SUPP_MOVED_MIGR |               \
+		    EXCHGID4_FLAG_BIND_PRINC_STATEID | EXCHGID4_FLAG_MASK_PNFS |                   \
+		    EXCHGID4_FLAG_UPD_CONFIRMED_REC_A))
 
 #endif
