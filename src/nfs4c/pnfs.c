@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -856,6 +857,8 @@ struct nfs4c_pnfs_stream {
 	size_t io;
 	unsigned depth, nslot; /* threads; slots (one more: the caller's) */
 	struct stream_slot *slot;
+	void *mem; /* the slots' buffers, one mapping of mem_len bytes */
+	size_t mem_len;
 	pthread_t *thr;
 	unsigned nthr;
 	pthread_t ahead_thr;
@@ -951,6 +954,37 @@ static void *stream_ahead(void *arg)
 	return NULL;
 }
 
+/*
+ * The slots' buffers: one anonymous mapping on a huge page boundary,
+ * asked to be backed by transparent huge pages, and touched now. A fault
+ * of a 4 KiB page costs tens of microseconds on some virtual machines
+ * (2,304 of them for 9 slots of 1 MiB: more than a 1 GiB read's own CPU),
+ * and O_DIRECT pins every page of an I/O's buffer again for each I/O: one
+ * huge page is one fault and one entry to pin instead of 512. Without
+ * transparent huge pages (or with MADV_HUGEPAGE refused) it is a mapping
+ * of 4 KiB pages touched now, as before.
+ */
+#define STREAM_HUGE (2u << 20)
+
+static int stream_mem(struct nfs4c_pnfs_stream *s, size_t len)
+{
+	size_t map = len + STREAM_HUGE;
+	uint8_t *m = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	/* keep [a, a + len), a on a huge page boundary; unmap the rest */
+	uint8_t *a = (uint8_t *)ALIGN_UP((uintptr_t)m, (uintptr_t)STREAM_HUGE);
+	if (a > m)
+		munmap(m, (size_t)(a - m));
+	if (map - (size_t)(a - m) > len)
+		munmap(a + len, map - (size_t)(a - m) - len);
+	(void)madvise(a, len, MADV_HUGEPAGE); /* advice: 4 KiB pages still work */
+	memset(a, 0, len);		      /* touched now, not in the stream */
+	s->mem = a;
+	s->mem_len = len;
+	return 0;
+}
+
 int nfs4c_pnfs_stream_open(struct nfs4c_pnfs_file *f, bool wr, uint64_t off,
 			   const struct nfs4c_pnfs_stream_cfg *cfg, struct nfs4c_pnfs_stream **out)
 {
@@ -967,18 +1001,20 @@ int nfs4c_pnfs_stream_open(struct nfs4c_pnfs_file *f, bool wr, uint64_t off,
 	s->nslot = depth + 1;
 	s->ahead = ALIGN_UP(cfg->ahead ? cfg->ahead : STREAM_AHEAD, (uint64_t)bs);
 	s->slot = xcalloc(s->nslot, sizeof(*s->slot));
-	for (unsigned i = 0; i < s->nslot; i++) {
-		s->slot[i].buf = xmalloc_aligned(DIO_ALIGN, s->io);
-		/* touched now, not page by page in the stream */
-		memset(s->slot[i].buf, 0, s->io);
-	}
 	cond_init(&s->cv);
+	s->thr = xcalloc(depth, sizeof(*s->thr));
+	int err = stream_mem(s, s->nslot * s->io);
+	if (err) {
+		s->wr = false;
+		nfs4c_pnfs_stream_close(s);
+		return err;
+	}
+	for (unsigned i = 0; i < s->nslot; i++)
+		s->slot[i].buf = (uint8_t *)s->mem + i * s->io;
 	s->pos = off;
 	s->end = wr ? cfg->end : (cfg->end ? cfg->end : nfs4c_pnfs_size(f));
 	s->fill_off = off;
 	s->lg_have = ALIGN_DOWN(off, (uint64_t)bs);
-	s->thr = xcalloc(depth, sizeof(*s->thr));
-	int err = 0;
 	for (; s->nthr < depth; s->nthr++)
 		if ((err = -pthread_create(&s->thr[s->nthr], NULL, stream_worker, s)))
 			break;
@@ -1111,8 +1147,8 @@ int nfs4c_pnfs_stream_close(struct nfs4c_pnfs_stream *s)
 		pthread_join(s->thr[i], NULL);
 	if (s->have_ahead)
 		pthread_join(s->ahead_thr, NULL);
-	for (unsigned i = 0; i < s->nslot; i++)
-		free(s->slot[i].buf);
+	if (s->mem)
+		munmap(s->mem, s->mem_len);
 	free(s->slot);
 	free(s->thr);
 	cond_destroy(&s->cv);

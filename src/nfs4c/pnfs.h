@@ -41,7 +41,8 @@
  * Streams (struct nfs4c_pnfs_stream) keep the disk busy: one file read or
  * written in order, in slots of io bytes (a multiple of the block size, so
  * that no two slots share a block), `depth` of them in flight on as many
- * threads, each through nfs4c_pnfs_write / nfs4c_pnfs_read and so under
+ * threads (their buffers one mapping in huge pages, touched at the open),
+ * each through nfs4c_pnfs_write / nfs4c_pnfs_read and so under
  * every rule below. A write stream that knows where it ends also has a
  * thread that gets RW layouts up to `ahead` bytes past the writer, so that
  * the writers seldom wait for a LAYOUTGET (its error is left for the writer
