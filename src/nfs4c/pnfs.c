@@ -71,6 +71,7 @@ struct nfs4c_pnfs {
 	struct cond cv;
 	struct pnfs_dev *dev[MAX_DEVICES];
 	unsigned ndev;
+	bool dev_busy; /* a device is being described (cv: done) */
 	struct list files;
 	struct list jobs;
 	bool stop;
@@ -292,29 +293,35 @@ out:
 	return ret;
 }
 
+/* A device, described once: the first I/Os of a stream all want it at
+ * once, and those that find a description under way wait for it instead
+ * of sending a GETDEVICEINFO (and searching the disks) each. One at a
+ * time per client; after a failed one the next waiter tries again. */
 static int dev_get(struct nfs4c_pnfs *p, const uint8_t id[NFS4_DEVICEID4_SIZE],
 		   struct pnfs_dev **out)
 {
 	mutex_lock(&p->lock);
-	*out = dev_find(p, id);
+	while (!(*out = dev_find(p, id)) && p->dev_busy)
+		cond_wait(&p->cv, &p->lock);
+	if (!*out)
+		p->dev_busy = true;
 	mutex_unlock(&p->lock);
 	if (*out)
 		return 0;
 	struct pnfs_dev *d;
 	int ret = dev_describe(p, id, &d);
-	if (ret)
-		return ret;
 	mutex_lock(&p->lock);
-	*out = dev_find(p, id); /* described meanwhile by another thread? */
-	if (!*out && p->ndev < MAX_DEVICES) {
+	if (!ret && p->ndev < MAX_DEVICES) {
 		p->dev[p->ndev++] = d;
 		*out = d;
-		d = NULL;
-	}
-	mutex_unlock(&p->lock);
-	if (d)
+	} else if (!ret) {
 		dev_free(d);
-	return *out ? 0 : -E2BIG;
+		ret = -E2BIG;
+	}
+	p->dev_busy = false;
+	cond_broadcast(&p->cv); /* the waiters; the return thread looks and waits again */
+	mutex_unlock(&p->lock);
+	return ret;
 }
 
 /* Read or write [soff, soff + len) of a device (aligned buffer). */

@@ -536,6 +536,7 @@ struct mds {
 			     * (a revocation): BAD_STATEID */
 	nfsstat4 lg_answer; /* answer the next LAYOUTGET with this, once */
 	bool hold_lg;	    /* keep the next LAYOUTGET's reply for the test */
+	uint64_t gdi_delay_ns; /* GETDEVICEINFO answers wait this long */
 	uint8_t *held;
 	size_t held_len;
 	/* callbacks */
@@ -725,6 +726,8 @@ static void mds_getdeviceinfo(const struct GETDEVICEINFO4args *a, struct GETDEVI
 {
 	mds_op('D');
 	CHECK(!memcmp(a->gdia_device_id, DEVID, 16));
+	if (M.gdi_delay_ns)
+		sleep_ns(M.gdi_delay_ns);
 	struct pnfs_block_sig_component4 s[2] = {{32, {16, SIG}},
 						 {-4096, {8, (const uint8_t *)"tailsig!"}}};
 	struct pnfs_block_volume4 v = simple(s, 2);
@@ -1697,6 +1700,38 @@ static void test_stream(void)
 
 	CHECK_OK(nfs4c_pnfs_close(f));
 	nfs4c_pnfs_destroy(p);
+
+	/* 5. a new pNFS client's first read stream: its first reads all
+	 * need the device at once, while its GETDEVICEINFO is on its way
+	 * (the server takes 100 ms to answer): one is sent, not one each */
+	CHECK_OK(nfs4c_pnfs_create(cl, &pc, &p));
+	CHECK_OK(nfs4c_pnfs_open(p, &DIR_FH, "f", NFS4C_PNFS_RDONLY, &f));
+	hook_reset();
+	pthread_mutex_lock(&M.lock);
+	M.gdi_delay_ns = 100 * NSEC_PER_MSEC;
+	pthread_mutex_unlock(&M.lock);
+	unsigned devinfos = mds_count('D');
+	sc = (struct nfs4c_pnfs_stream_cfg){.depth = 4, .io = 16384};
+	CHECK_OK(nfs4c_pnfs_stream_open(f, false, 0, &sc, &s));
+	for (at = 0;;) {
+		const void *data;
+		size_t n;
+		CHECK_OK(nfs4c_pnfs_stream_next(s, &data, &n));
+		if (!n)
+			break;
+		at += n;
+	}
+	CHECK_OK(nfs4c_pnfs_stream_close(s));
+	CHECK_EQ(at, fsize);
+	CHECK_EQ(mds_count('D'), devinfos + 1);
+	nfs4c_pnfs_stats(p, &st);
+	CHECK_EQ(st.getdeviceinfos, 1);
+	pthread_mutex_lock(&M.lock);
+	M.gdi_delay_ns = 0;
+	pthread_mutex_unlock(&M.lock);
+	CHECK_OK(nfs4c_pnfs_close(f));
+	nfs4c_pnfs_destroy(p);
+
 	CHECK_OK(nfs4c_unmount(cl));
 	nfs4c_destroy(cl);
 	mds_stop();
@@ -1707,7 +1742,7 @@ static void test_stream(void)
 	free(want);
 	free(got);
 	TEST_PASS("streams: writes and reads in flight, a recall among them, an error, "
-		  "buffers in huge pages");
+		  "buffers in huge pages, one GETDEVICEINFO");
 }
 
 /* ---- jnfs pnfs against the same server ------------------------------------------ */
