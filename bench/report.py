@@ -290,11 +290,12 @@ def stream_section(raw):
     if pn:
         md += ["", "pNFS block layouts (`jnfs pnfs put` / `get`, 1 MiB I/O, 1 stream) against "
                "NFSv4.1 through jnfsd and the disk:", "",
-               "| op | pNFS MiB/s | NFSv4.1 through jnfsd | raw disk | pNFS/NFSv4.1 | pNFS of raw |",
-               "|---|---|---|---|---|---|"]
+               "| op | I/Os in flight | pNFS MiB/s | NFSv4.1 through jnfsd | raw disk | "
+               "pNFS/NFSv4.1 | pNFS of raw |",
+               "|---|---|---|---|---|---|---|"]
         for r in pn:
-            md.append("| %s | %s (%s–%s) | %s | %s | %s | %s |" % (
-                r["op"], fmt(r["pnfs_mib_s"]), fmt(r["pnfs_min"]), fmt(r["pnfs_max"]),
+            md.append("| %s | %s | %s (%s–%s) | %s | %s | %s | %s |" % (
+                r["op"], r.get("depth") or "n/a", fmt(r["pnfs_mib_s"]), fmt(r["pnfs_min"]), fmt(r["pnfs_max"]),
                 fmt(r["nfs4_mib_s"]), fmt(r["raw_mib_s"]), fmt(r["pnfs_over_nfs4"], 2),
                 fmt(r["pnfs_of_raw"], 2)))
     return md + [""]

@@ -58,7 +58,8 @@
 # table the NFSv4.1 1-stream 1 MiB cells (the same bytes through the
 # server) and the disk's raw figure of the same run. `put` creates the
 # file (allocating writes, one LAYOUTCOMMIT), `get` reads it through a
-# READ layout; one call in flight.
+# READ layout; both keep DEPTH I/Os in flight (`--depth`), as the raw
+# figure beside them does.
 #
 # usage: bench/run-stream.sh
 # environment: ROUNDS (3), IOS ("1M 64K"), STREAMS ("1 4 16"), PROTOS
@@ -345,7 +346,7 @@ done
 # ---- the pNFS cell: jnfs pnfs put / get, 1 MiB I/O ----
 PNFS_RUNS="$OUT/stream-pnfs-runs.csv"
 if [ "$PNFS" = 1 ]; then
-	echo "round,op,bytes,seconds,mib_per_s" >"$PNFS_RUNS"
+	echo "round,op,depth,bytes,seconds,mib_per_s" >"$PNFS_RUNS"
 	dd if=/dev/urandom of=/run/pnfs-src bs=1M count="$TOTAL_MIB" status=none
 	for r in $(seq "$ROUNDS"); do
 		for op in put get; do
@@ -353,18 +354,18 @@ if [ "$PNFS" = 1 ]; then
 			_t0=$(date +%s.%N)
 			if [ "$op" = put ]; then
 				./build/jnfs pnfs "nfs://127.0.0.1:$JPORT/stream" --device "$TMP/jnfs.img" \
-					--minor 1 --no-stats put /run/pnfs-src pnfs-f0 --io 1M \
+					--minor 1 --no-stats put /run/pnfs-src pnfs-f0 --io 1M --depth "$DEPTH" \
 					>"$TMP/pnfs.out" 2>"$TMP/pnfs.err"
 			else
 				./build/jnfs pnfs "nfs://127.0.0.1:$JPORT/stream" --device "$TMP/jnfs.img" \
-					--minor 1 --no-stats get pnfs-f0 /dev/null --io 1M \
+					--minor 1 --no-stats get pnfs-f0 /dev/null --io 1M --depth "$DEPTH" \
 					>"$TMP/pnfs.out" 2>"$TMP/pnfs.err"
 			fi || { log "jnfs pnfs $op failed"; cat "$TMP/pnfs.err" >&2; exit 1; }
 			_t1=$(date +%s.%N)
-			awk -v r="$r" -v op="$op" -v b=$((TOTAL_MIB * 1048576)) -v t0="$_t0" -v t1="$_t1" \
-				'BEGIN { printf "%s,%s,%s,%.3f,%.1f\n", r, op, b, t1 - t0, b / 1048576 / (t1 - t0) }' \
+			awk -v r="$r" -v op="$op" -v d="$DEPTH" -v b=$((TOTAL_MIB * 1048576)) -v t0="$_t0" -v t1="$_t1" \
+				'BEGIN { printf "%s,%s,%s,%s,%.3f,%.1f\n", r, op, d, b, t1 - t0, b / 1048576 / (t1 - t0) }' \
 				>>"$PNFS_RUNS"
-			log "round $r pnfs $op: $(tail -1 "$PNFS_RUNS" | cut -d, -f5) MiB/s"
+			log "round $r pnfs $op: $(tail -1 "$PNFS_RUNS" | cut -d, -f6) MiB/s"
 		done
 	done
 	rm -f /run/pnfs-src
@@ -385,7 +386,7 @@ T_END=$(date +%s)
 	column -s, -t <"$OUT/stream.csv" 2>/dev/null || cat "$OUT/stream.csv"
 	if [ -s "$OUT/stream-pnfs.csv" ]; then
 		echo
-		echo "pNFS: jnfs pnfs put (creates the file, one LAYOUTCOMMIT) / get (READ layout) of ${TOTAL_MIB} MiB in 1 MiB I/O, one call in flight, timed with the command's start (mount) and end; beside jnfsd's NFSv4.1 1-stream 1 MiB write-unstable / read and the disk's raw figure"
+		echo "pNFS: jnfs pnfs put (creates the file, one LAYOUTCOMMIT) / get (READ layout) of ${TOTAL_MIB} MiB in 1 MiB I/O, --depth $DEPTH (I/Os in flight), timed with the command's start (mount) and end; beside jnfsd's NFSv4.1 1-stream 1 MiB write-unstable / read and the disk's raw figure, both at depth $DEPTH"
 		column -s, -t <"$OUT/stream-pnfs.csv" 2>/dev/null || cat "$OUT/stream-pnfs.csv"
 	fi
 } | tee "$OUT/stream.txt"

@@ -12,7 +12,7 @@ largest, the median of the per-round ratios jnfsd/Ganesha with theirs,
 each server's median CPU seconds per GiB, the median ceilings (raw: the
 same workload, I/O size and streams; tcp: the same I/O size and streams),
 the lesser of the two, and jnfsd's median as a fraction of it.
-PNFS_RUNS_CSV (round,op,bytes,seconds,mib_per_s; op put or get), when it
+PNFS_RUNS_CSV (round,op,depth,bytes,seconds,mib_per_s; op put or get), when it
 exists, gives PNFS_TABLE_CSV: the median (min-max) of each, beside jnfsd's
 NFSv4.1 figure of the same I/O through the server (1 stream, 1 MiB;
 put: write unstable, get: read) and the disk's raw figure.
@@ -97,16 +97,17 @@ def main():
         return
     prow = list(csv.DictReader(open(sys.argv[3], newline="")))
     out = csv.writer(open(sys.argv[4], "w", newline=""))
-    out.writerow(["op", "io", "streams", "pnfs_mib_s", "pnfs_min", "pnfs_max", "nfs4_mib_s",
-                  "raw_mib_s", "pnfs_over_nfs4", "pnfs_of_raw"])
+    out.writerow(["op", "io", "streams", "depth", "pnfs_mib_s", "pnfs_min", "pnfs_max",
+                  "nfs4_mib_s", "raw_mib_s", "pnfs_over_nfs4", "pnfs_of_raw"])
     for op, w in (("put", "write-unstable"), ("get", "read")):
         v = [num(r["mib_per_s"]) for r in prow if r["op"] == op and num(r["mib_per_s"])]
         if not v:
             continue
         p = median(v)
+        d = sorted({r["depth"] for r in prow if r["op"] == op})
         n4 = median(vals(mib, ("jnfsd", "nfs4", w, "1048576", "1")))
         raw = median(vals(mib, ("raw", "raw", w, "1048576", "1")))
-        out.writerow([op, "1048576", "1", f(p), f(min(v)), f(max(v)), f(n4), f(raw),
+        out.writerow([op, "1048576", "1", "/".join(d), f(p), f(min(v)), f(max(v)), f(n4), f(raw),
                       f(p / n4 if n4 else None, 2), f(p / raw if raw else None, 2)])
 
 

@@ -110,11 +110,11 @@ STREAM_RUNS = """round,system,proto,op,stable,streams,io,depth,bytes,seconds,mib
 3,ganesha,nfs4,read,-,4,65536,8,268435456,1.0,100.0,2.00,7.00
 3,raw,raw,read,-,4,65536,8,268435456,1.0,1000.0,n/a,n/a
 """
-STREAM_PNFS_RUNS = """round,op,bytes,seconds,mib_per_s
-1,put,1073741824,2.0,500.0
-2,put,1073741824,2.0,700.0
-3,put,1073741824,2.0,600.0
-1,get,1073741824,1.0,1000.0
+STREAM_PNFS_RUNS = """round,op,depth,bytes,seconds,mib_per_s
+1,put,8,1073741824,2.0,500.0
+2,put,8,1073741824,2.0,700.0
+3,put,8,1073741824,2.0,600.0
+1,get,4,1073741824,1.0,1000.0
 """
 # what stream_table.py must make of them: per-round ratios 0.40 0.60 0.30
 # (median 0.40) and 1.25 0.90 2.60 (1.25); ceilings min(raw, tcp)
@@ -128,8 +128,8 @@ STREAM_TABLE = [
 # the 1-stream 1 MiB NFSv4.1 cells did not run: n/a beside pNFS; the disk's
 # 1-stream 1 MiB write did (put), its read did not (get)
 STREAM_PNFS_TABLE = [
-    ["put", "1048576", "1", "600.0", "500.0", "700.0", "n/a", "1000.0", "n/a", "0.60"],
-    ["get", "1048576", "1", "1000.0", "1000.0", "1000.0", "n/a", "n/a", "n/a", "n/a"],
+    ["put", "1048576", "1", "8", "600.0", "500.0", "700.0", "n/a", "1000.0", "n/a", "0.60"],
+    ["get", "1048576", "1", "4", "1000.0", "1000.0", "1000.0", "n/a", "n/a", "n/a", "n/a"],
 ]
 
 
@@ -265,7 +265,7 @@ def main():
            "200 (100–300) | 1.25 (0.90–2.60) | 900 | 310 | 0.84 | 5.00 | 8.00 |" \
            not in md:
             fail("the stream section is wrong:\n" + md)
-        if "| put | 600 (500–700) | n/a | 1,000 | n/a | 0.60 |" not in md:
+        if "| put | 8 | 600 (500–700) | n/a | 1,000 | n/a | 0.60 |" not in md:
             fail("the stream section has no pNFS row:\n" + md)
         if "## This jnfsd against the baseline jnfsd" not in md or \
            "| nfs3-untar | untar filesync, 1 client (files/s) | 620.0 | 510.0 | 1.22 (1.20–1.23) |" \
