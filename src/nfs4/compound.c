@@ -473,6 +473,11 @@ static enum svc_stat finish(struct nfs4_compound *c)
 	nfs4_fh_clear(&c->sfh);
 	if (c->replayed)
 		return SVC_OK; /* the slot's bytes, stable when they were first sent */
+	if (c->status == NFS4ERR_DELAY) {
+		counter_inc(&c->s->st.delays);
+		if (c->waited)
+			counter_inc(&c->s->st.delays_after_wait);
+	}
 	enc_finish(c);
 	if (!c->csn && !c->sync_data)
 		return SVC_OK;

@@ -425,6 +425,8 @@ void nfs4_stats(struct nfs4_server *s, const struct stat_sink *sink)
 	stat_emit(sink, "nfs4.layout.fence_failed", counter_get(&s->st.fence_failed));
 	stat_emit(sink, "nfs4.layout.recall_waits", counter_get(&s->st.recall_waits));
 	stat_emit(sink, "nfs4.layout.recall_waits_own", counter_get(&s->st.recall_waits_own));
+	stat_emit(sink, "nfs4.delays", counter_get(&s->st.delays));
+	stat_emit(sink, "nfs4.delays_after_wait", counter_get(&s->st.delays_after_wait));
 	for (unsigned op = 0; op < nfs4_nops; op++) {
 		const struct nfs4_op_stats *os = &s->ops[op];
 		uint64_t calls = counter_get(&os->calls);

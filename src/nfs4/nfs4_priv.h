@@ -79,6 +79,7 @@ struct nfs4_server {
 		counter_t layoutgets, layoutcommits, layoutreturns;
 		counter_t recalls_sent, recalls_resent, recalls_answered, recalls_failed;
 		counter_t fenced, fence_failed, recall_waits, recall_waits_own;
+		counter_t delays, delays_after_wait; /* compounds answered DELAY (finish) */
 	} st;
 	pthread_t reaper;
 	pthread_mutex_t reap_mu;

@@ -13,7 +13,7 @@
  * returns recalled layouts from its own thread) writes a file through
  * layouts, then, on the same client ID:
  *  1. SETATTR size (smaller): OK at the first try; the server counted one
- *     own-layout wait and no DELAY; A returned its layout; the size and
+ *     own-layout wait and no DELAY (fs.layout_delays, nfs4.delays); A returned its layout; the size and
  *     the bytes read back through the server are right;
  *  2. DEALLOCATE of a range A holds a layout of: OK at the first try, the
  *     range reads back as zeros;
@@ -25,7 +25,8 @@
  *     and an upgrade of that owner's read open moved its stateid once.
  * Then client B holds an RW layout and never returns it (`hold`): A's
  * truncate of that file gets DELAY (it waits for another client, not for
- * itself), as before, and B is fenced at the lease.
+ * itself), as before, counted in nfs4.delays and, as it was parked first,
+ * nfs4.delays_after_wait; B is fenced at the lease.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,7 @@ static nfsstat4 open_trunc(struct nfs4c_client *cl, const struct nfs4c_fh *dir, 
 
 struct counts {
 	uint64_t own, waits, delays, returns;
+	uint64_t answered_delay, delay_after_wait; /* compounds answered DELAY */
 };
 
 static void counts(struct counts *k)
@@ -117,6 +119,8 @@ static void counts(struct counts *k)
 	k->waits = counter("nfs4.layout.recall_waits");
 	k->delays = counter("fs.layout_delays");
 	k->returns = counter("nfs4.layout.returns");
+	k->answered_delay = counter("nfs4.delays");
+	k->delay_after_wait = counter("nfs4.delays_after_wait");
 }
 
 /* The change ran at once: one own-layout wait, no other wait, no DELAY,
@@ -128,6 +132,7 @@ static void check_parked_once(const struct counts *before)
 	CHECK_EQ(now.own, before->own + 1);
 	CHECK_EQ(now.waits, before->waits);
 	CHECK_EQ(now.delays, before->delays);
+	CHECK_EQ(now.answered_delay, before->answered_delay);
 	CHECK(now.returns > before->returns);
 }
 
@@ -247,6 +252,9 @@ int main(int argc, char **argv)
 	struct counts now;
 	counts(&now);
 	CHECK_EQ(now.own, k.own);
+	/* counted as a DELAY answered after the request's parked wait */
+	CHECK_EQ(now.answered_delay, k.answered_delay + 1);
+	CHECK_EQ(now.delay_after_wait, k.delay_after_wait + 1);
 	CHECK_EQ(truncate_to(a, &afh, &asid, 4096), NFS4ERR_DELAY);
 	/* the lease fences B (no --fence-cmd: its layout goes), then A's
 	 * truncate goes through */
