@@ -13,8 +13,10 @@
 #                          the host answers with a line on /dev/ttyS1
 #   counters NAME          (pnfs) the host keeps the server's counters now
 #                          under NAME and answers with a line on /dev/ttyS1
-#   pnfs-file PATH SIZE MD5  (pnfs) a file written through the layout, for
-#                          the host to read back through the server
+#   pnfs-file PATH SIZE MD5  (pnfs, fsx) a file written through the layout
+#                          (or the plain mount), for the host to read back
+#                          through the server
+#   fsx-run KIND SEED OPS SECONDS  (fsx) one run of kcio fsx, plain or pnfs
 #   hung: TEXT             a task blocked for 60 s: the kernel stacks of the
 #                          blocked tasks, the processes (for the log only)
 #   result=PASS | result=FAIL | result=SKIP
@@ -22,8 +24,9 @@
 # printing a result (panic=-1 and QEMU's -no-reboot end it) is a failure.
 #
 # Kernel command line: kc.server=ADDR kc.port=PORT kc.ip=ADDR/PREFIX, and
-# optionally kc.vers=3|4.1|4.2 kc.path=PATH kc.mode=workload|restart
-# kc.copy=required|fallback kc.pnfs=0|1 (see workload.sh). With kc.pnfs=1
+# optionally kc.vers=3|4.1|4.2 kc.path=PATH kc.mode=workload|restart|fsx
+# kc.copy=required|fallback kc.pnfs=0|1 kc.fsxops=N kc.fsxseeds=S,S...
+# (see workload.sh). With kc.pnfs=1
 # the machine also gets what pNFS block layouts need: the modules in
 # /etc/kclient-pnfs-modules (virtio_blk, dm_mod, blocklayoutdriver),
 # rpc_pipefs, and blkmapd, which answers the layout driver's questions
@@ -46,7 +49,7 @@ finish() {
 	poweroff -f
 }
 
-SERVER= PORT= IP= VERS=3 EXPORT=/ MODE=workload COPY=fallback PNFS=0
+SERVER= PORT= IP= VERS=3 EXPORT=/ MODE=workload COPY=fallback PNFS=0 FSXOPS=1000 FSXSEEDS=1
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	kc.server=*) SERVER=${arg#*=} ;;
@@ -57,6 +60,8 @@ for arg in $(cat /proc/cmdline); do
 	kc.mode=*) MODE=${arg#*=} ;;
 	kc.copy=*) COPY=${arg#*=} ;;
 	kc.pnfs=*) PNFS=${arg#*=} ;;
+	kc.fsxops=*) FSXOPS=${arg#*=} ;;
+	kc.fsxseeds=*) FSXSEEDS=${arg#*=} ;;
 	esac
 done
 if [ -z "$SERVER" ] || [ -z "$PORT" ] || [ -z "$IP" ]; then
@@ -132,7 +137,8 @@ echo 60 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 ) &
 
 status=0
-sh /workload.sh "$SERVER" "$PORT" "$VERS" "$EXPORT" "$MODE" "$COPY" "$PNFS" || status=$?
+sh /workload.sh "$SERVER" "$PORT" "$VERS" "$EXPORT" "$MODE" "$COPY" "$PNFS" "$FSXOPS" "$FSXSEEDS" ||
+	status=$?
 [ "$PNFS" != 1 ] || sed 's/^/KCLIENT: blkmapd: /' /tmp/blkmapd.log | tail -20
 case $status in
 0) finish PASS ;;

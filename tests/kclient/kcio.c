@@ -40,6 +40,27 @@
  *                                    sends such a write to the server); then
  *                                    fsync, and every byte read back must be
  *                                    the last one written - never a zero
+ *   kcio fsx FILE --seed N --ops N [--maxlen BYTES] [--check-every N]
+ *            [--save MODEL]
+ *                                    the classic fsx's random test of one
+ *                                    file (default at most 256 KiB): from a
+ *                                    PRNG seeded with N, read, write,
+ *                                    mapread, mapwrite (mmap, msync),
+ *                                    truncate (grow, shrink), fallocate
+ *                                    (allocate, KEEP_SIZE, PUNCH_HOLE, and
+ *                                    ZERO_RANGE; EOPNOTSUPP turns a mode
+ *                                    off), copy_file_range within the file,
+ *                                    at unaligned offsets and lengths, with
+ *                                    a close and open now and then. Every
+ *                                    read is checked against a model of the
+ *                                    file, the whole file and its size
+ *                                    every N ops (default 1000) and at the
+ *                                    end; a difference prints its first
+ *                                    offset and the last 32 operations.
+ *                                    Prints "ok" and the count of each op;
+ *                                    --save writes the model's final bytes
+ *                                    to MODEL, for a check of the file from
+ *                                    outside (after drop_caches)
  * FILE2 names the same file through a second mount of the same server
  * made with nosharecache: the Linux client checks a lock against the locks
  * its own processes hold on the same inode before it asks the server, so
@@ -622,10 +643,392 @@ static int cmd_mixed(int argc, char **argv)
 	return 0;
 }
 
+/* --- fsx: random operations on one file against a model of it */
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+enum fsx_op {
+	FSX_READ,
+	FSX_WRITE,
+	FSX_MAPREAD,
+	FSX_MAPWRITE,
+	FSX_TRUNCATE,
+	FSX_FALLOC,
+	FSX_FALLOC_KEEP,
+	FSX_PUNCH,
+	FSX_ZERO,
+	FSX_COPY,
+	FSX_NOPS
+};
+
+static const char *const fsx_names[FSX_NOPS] = {
+	"read", "write", "mapread", "mapwrite", "truncate",
+	"falloc", "falloc_keep", "punch", "zero", "copy",
+};
+
+/* Classic fsx: at most 64 KiB per operation. */
+#define FSX_MAXOP (64u * 1024)
+/* The ops remembered for a failure's report. */
+#define FSX_HISTORY 32
+
+struct fsx {
+	const char *path;
+	int fd;
+	uint64_t rng;
+	uint8_t *model, *buf;
+	uint64_t size, maxlen, maxop;
+	uint64_t op;      /* the op under way, from 1 */
+	bool off[FSX_NOPS]; /* disabled: the file system answered EOPNOTSUPP */
+	uint64_t count[FSX_NOPS], reopens, checks;
+	struct {
+		uint64_t n, off, len, dst;
+		enum fsx_op op;
+	} hist[FSX_HISTORY];
+};
+
+/* splitmix64: the same sequence from the same seed everywhere */
+static uint64_t fsx_rand(struct fsx *f)
+{
+	uint64_t z = (f->rng += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* uniform in [0, n), n > 0 */
+static uint64_t fsx_below(struct fsx *f, uint64_t n)
+{
+	return fsx_rand(f) % n;
+}
+
+static void fsx_note(struct fsx *f, enum fsx_op op, uint64_t off, uint64_t len, uint64_t dst)
+{
+	unsigned i = (unsigned)(f->op % FSX_HISTORY);
+	f->hist[i].n = f->op;
+	f->hist[i].op = op;
+	f->hist[i].off = off;
+	f->hist[i].len = len;
+	f->hist[i].dst = dst;
+	f->count[op]++;
+}
+
+__attribute__((noreturn, format(printf, 2, 3))) static void fsx_fail(struct fsx *f, const char *fmt,
+								      ...)
+{
+	fprintf(stderr, "kcio fsx: op %" PRIu64 ": ", f->op);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fprintf(stderr, "kcio fsx: the last operations (op name offset length [destination]):\n");
+	for (uint64_t n = f->op > FSX_HISTORY ? f->op - FSX_HISTORY + 1 : 1; n <= f->op; n++) {
+		unsigned i = (unsigned)(n % FSX_HISTORY);
+		if (f->hist[i].n != n)
+			continue;
+		fprintf(stderr, "kcio fsx:   %" PRIu64 " %s %" PRIu64 " %" PRIu64, n,
+			fsx_names[f->hist[i].op], f->hist[i].off, f->hist[i].len);
+		if (f->hist[i].op == FSX_COPY)
+			fprintf(stderr, " %" PRIu64, f->hist[i].dst);
+		fputc('\n', stderr);
+	}
+	exit(1);
+}
+
+/* got[0, len) against the model at off */
+static void fsx_compare(struct fsx *f, const uint8_t *got, uint64_t off, uint64_t len,
+			const char *what)
+{
+	if (!memcmp(got, f->model + off, len))
+		return;
+	uint64_t i = 0;
+	while (got[i] == f->model[off + i])
+		i++;
+	uint64_t bad = 0;
+	for (uint64_t j = i; j < len; j++)
+		bad += got[j] != f->model[off + j];
+	fsx_fail(f,
+		 "%s [%" PRIu64 ", %" PRIu64 ") of a %" PRIu64 "-byte file: first difference at "
+		 "offset %" PRIu64 ": 0x%02x, expected 0x%02x (%" PRIu64 " bytes differ)",
+		 what, off, off + len, f->size, off + i, got[i], f->model[off + i], bad);
+}
+
+static void fsx_open(struct fsx *f, int flags)
+{
+	f->fd = open(f->path, O_RDWR | O_CREAT | flags, 0644);
+	if (f->fd < 0)
+		fsx_fail(f, "open %s: %s", f->path, strerror(errno));
+}
+
+/* The model's size changes to size: bytes past the end are zero. */
+static void fsx_resize(struct fsx *f, uint64_t size)
+{
+	if (size < f->size)
+		memset(f->model + size, 0, f->size - size);
+	f->size = size;
+}
+
+/* The whole file: its size, then every byte. */
+static void fsx_check_all(struct fsx *f)
+{
+	struct stat st;
+	if (fstat(f->fd, &st))
+		fsx_fail(f, "fstat: %s", strerror(errno));
+	if ((uint64_t)st.st_size != f->size)
+		fsx_fail(f, "the file has %jd bytes, expected %" PRIu64, (intmax_t)st.st_size, f->size);
+	uint64_t done = 0;
+	while (done < f->size) {
+		ssize_t n = pread(f->fd, f->buf, f->size - done, (off_t)done);
+		if (n < 0)
+			fsx_fail(f, "pread of the whole file at %" PRIu64 ": %s", done, strerror(errno));
+		if (n == 0)
+			fsx_fail(f, "the whole file read back ends at %" PRIu64 ", expected %" PRIu64,
+				 done, f->size);
+		fsx_compare(f, f->buf, done, (uint64_t)n, "whole-file check");
+		done += (uint64_t)n;
+	}
+	f->checks++;
+}
+
+/* bytes for a write: never zero, so a hole where data belongs shows */
+static void fsx_fill(struct fsx *f, uint8_t *p, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(fsx_rand(f) % 255 + 1);
+}
+
+static void fsx_read(struct fsx *f, bool mapped)
+{
+	if (f->size == 0)
+		return;
+	uint64_t off = fsx_below(f, f->size);
+	uint64_t len = fsx_below(f, min_u64(f->maxop, f->size - off)) + 1;
+	fsx_note(f, mapped ? FSX_MAPREAD : FSX_READ, off, len, 0);
+	if (!mapped) {
+		ssize_t n = pread(f->fd, f->buf, len, (off_t)off);
+		if (n != (ssize_t)len)
+			fsx_fail(f, "pread of %" PRIu64 " at %" PRIu64 ": %s", len, off,
+				 n < 0 ? strerror(errno) : "short");
+		fsx_compare(f, f->buf, off, len, "read");
+		return;
+	}
+	uint64_t pg = off & ~(uint64_t)4095;
+	uint8_t *p = mmap(NULL, off + len - pg, PROT_READ, MAP_SHARED, f->fd, (off_t)pg);
+	if (p == MAP_FAILED)
+		fsx_fail(f, "mmap for reading: %s", strerror(errno));
+	fsx_compare(f, p + (off - pg), off, len, "mapread");
+	if (munmap(p, off + len - pg))
+		fsx_fail(f, "munmap: %s", strerror(errno));
+}
+
+static void fsx_write(struct fsx *f, bool mapped)
+{
+	uint64_t off = fsx_below(f, f->maxlen);
+	uint64_t len = fsx_below(f, min_u64(f->maxop, f->maxlen - off)) + 1;
+	fsx_note(f, mapped ? FSX_MAPWRITE : FSX_WRITE, off, len, 0);
+	fsx_fill(f, f->buf, len);
+	if (!mapped) {
+		ssize_t n = pwrite(f->fd, f->buf, len, (off_t)off);
+		if (n != (ssize_t)len)
+			fsx_fail(f, "pwrite of %" PRIu64 " at %" PRIu64 ": %s", len, off,
+				 n < 0 ? strerror(errno) : "short");
+	} else {
+		/* a mapping reaches only to the end of the file: extend it first */
+		if (off + len > f->size && ftruncate(f->fd, (off_t)(off + len)))
+			fsx_fail(f, "ftruncate to %" PRIu64 " for mapwrite: %s", off + len,
+				 strerror(errno));
+		uint64_t pg = off & ~(uint64_t)4095;
+		uint8_t *p = mmap(NULL, off + len - pg, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd,
+				  (off_t)pg);
+		if (p == MAP_FAILED)
+			fsx_fail(f, "mmap for writing: %s", strerror(errno));
+		memcpy(p + (off - pg), f->buf, len);
+		if (msync(p, off + len - pg, MS_SYNC))
+			fsx_fail(f, "msync: %s", strerror(errno));
+		if (munmap(p, off + len - pg))
+			fsx_fail(f, "munmap: %s", strerror(errno));
+	}
+	memcpy(f->model + off, f->buf, len);
+	if (off + len > f->size)
+		f->size = off + len;
+}
+
+static void fsx_truncate(struct fsx *f)
+{
+	uint64_t size = fsx_below(f, f->maxlen + 1);
+	fsx_note(f, FSX_TRUNCATE, size, 0, 0);
+	if (ftruncate(f->fd, (off_t)size))
+		fsx_fail(f, "ftruncate to %" PRIu64 ": %s", size, strerror(errno));
+	fsx_resize(f, size);
+}
+
+/*
+ * fallocate. KEEP_SIZE allocations stay inside the file: the Linux NFS
+ * client sends KEEP_SIZE as a plain ALLOCATE, which (RFC 7862 section 15.1)
+ * extends a file it runs past. PUNCH_HOLE and ZERO_RANGE ranges may run
+ * past the end.
+ */
+static void fsx_falloc(struct fsx *f, enum fsx_op op)
+{
+	static const int modes[FSX_NOPS] = {
+		[FSX_FALLOC] = 0,
+		[FSX_FALLOC_KEEP] = FALLOC_FL_KEEP_SIZE,
+		[FSX_PUNCH] = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		[FSX_ZERO] = FALLOC_FL_ZERO_RANGE,
+	};
+	uint64_t room = op == FSX_FALLOC_KEEP ? f->size : f->maxlen;
+	if (room == 0)
+		return;
+	uint64_t off = fsx_below(f, room);
+	uint64_t len = fsx_below(f, min_u64(f->maxop, room - off)) + 1;
+	fsx_note(f, op, off, len, 0);
+	if (fallocate(f->fd, modes[op], (off_t)off, (off_t)len)) {
+		if (errno == EOPNOTSUPP) {
+			f->off[op] = true;
+			f->count[op]--;
+			return;
+		}
+		fsx_fail(f, "fallocate %s [%" PRIu64 ", +%" PRIu64 "): %s", fsx_names[op], off, len,
+			 strerror(errno));
+	}
+	uint64_t end = off + len;
+	if (op == FSX_PUNCH && off < f->size)
+		memset(f->model + off, 0, min_u64(end, f->size) - off);
+	if (op == FSX_ZERO)
+		memset(f->model + off, 0, len);
+	if ((op == FSX_FALLOC || op == FSX_ZERO) && end > f->size)
+		f->size = end;
+}
+
+/* copy_file_range within the file, between ranges that do not overlap */
+static void fsx_copy(struct fsx *f)
+{
+	if (f->size == 0)
+		return;
+	uint64_t off = fsx_below(f, f->size);
+	uint64_t len = fsx_below(f, min_u64(f->maxop, f->size - off)) + 1;
+	if (len > f->maxlen / 2)
+		len = f->maxlen / 2;
+	/* the destination: anywhere in [0, maxlen - len] clear of the source */
+	uint64_t dst = fsx_below(f, f->maxlen - len + 1);
+	if (dst + len > off && dst < off + len)
+		return;
+	fsx_note(f, FSX_COPY, off, len, dst);
+	loff_t in = (loff_t)off, out = (loff_t)dst;
+	uint64_t left = len;
+	while (left) {
+		ssize_t n = copy_file_range(f->fd, &in, f->fd, &out, left, 0);
+		if (n < 0 && (errno == EOPNOTSUPP || errno == EXDEV || errno == ENOSYS) &&
+		    left == len) {
+			f->off[FSX_COPY] = true;
+			f->count[FSX_COPY]--;
+			return;
+		}
+		if (n <= 0)
+			fsx_fail(f, "copy_file_range [%" PRIu64 ", +%" PRIu64 ") to %" PRIu64 ": %s",
+				 off, len, dst, n < 0 ? strerror(errno) : "no progress");
+		left -= (uint64_t)n;
+	}
+	memmove(f->model + dst, f->model + off, len);
+	if (dst + len > f->size)
+		f->size = dst + len;
+}
+
+static int cmd_fsx(int argc, char **argv)
+{
+	struct fsx f = {.maxlen = 256 * 1024};
+	uint64_t ops = 0, seed = 0, check_every = 1000;
+	const char *save = NULL;
+	bool have_seed = false, have_ops = false;
+	for (int i = 1; i < argc; i += 2) {
+		if (i + 1 >= argc)
+			die("%s needs a value", argv[i]);
+		if (!strcmp(argv[i], "--seed"))
+			seed = parse_u64(argv[i + 1]), have_seed = true;
+		else if (!strcmp(argv[i], "--ops"))
+			ops = parse_u64(argv[i + 1]), have_ops = true;
+		else if (!strcmp(argv[i], "--maxlen"))
+			f.maxlen = parse_u64(argv[i + 1]);
+		else if (!strcmp(argv[i], "--check-every"))
+			check_every = parse_u64(argv[i + 1]);
+		else if (!strcmp(argv[i], "--save"))
+			save = argv[i + 1];
+		else
+			die("unknown option %s", argv[i]);
+	}
+	if (argc < 1 || !have_seed || !have_ops || f.maxlen < 2 || f.maxlen > (1u << 30) ||
+	    check_every == 0)
+		die("usage: fsx FILE --seed N --ops N [--maxlen BYTES] [--check-every N] "
+		    "[--save MODEL]");
+	f.path = argv[0];
+	f.rng = seed;
+	f.maxop = min_u64(FSX_MAXOP, f.maxlen);
+	f.model = calloc(1, f.maxlen);
+	f.buf = malloc(f.maxlen);
+	if (!f.model || !f.buf)
+		die("out of memory");
+	fsx_open(&f, O_TRUNC);
+	for (f.op = 1; f.op <= ops; f.op++) {
+		enum fsx_op op = (enum fsx_op)fsx_below(&f, FSX_NOPS);
+		if (f.off[op])
+			op = fsx_below(&f, 2) ? FSX_WRITE : FSX_READ;
+		switch (op) {
+		case FSX_READ:
+		case FSX_MAPREAD:
+			fsx_read(&f, op == FSX_MAPREAD);
+			break;
+		case FSX_WRITE:
+		case FSX_MAPWRITE:
+			fsx_write(&f, op == FSX_MAPWRITE);
+			break;
+		case FSX_TRUNCATE:
+			fsx_truncate(&f);
+			break;
+		case FSX_COPY:
+			fsx_copy(&f);
+			break;
+		default:
+			fsx_falloc(&f, op);
+			break;
+		}
+		if (f.op % check_every == 0)
+			fsx_check_all(&f);
+		/* classic fsx's -c: close and open again now and then */
+		if (fsx_below(&f, 64) == 0) {
+			if (close(f.fd))
+				fsx_fail(&f, "close: %s", strerror(errno));
+			fsx_open(&f, 0);
+			f.reopens++;
+		}
+	}
+	f.op = ops;
+	fsx_check_all(&f);
+	if (close(f.fd))
+		fsx_fail(&f, "close: %s", strerror(errno));
+	if (save) {
+		int fd = open(save, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			die("open %s: %s", save, strerror(errno));
+		pwrite_all(fd, f.model, f.size, 0);
+		if (close(fd))
+			die("close %s: %s", save, strerror(errno));
+	}
+	printf("ok seed=%" PRIu64 " ops=%" PRIu64 " size=%" PRIu64, seed, ops, f.size);
+	for (int i = 0; i < FSX_NOPS; i++)
+		printf(" %s=%" PRIu64 "%s", fsx_names[i], f.count[i], f.off[i] ? "(EOPNOTSUPP)" : "");
+	printf(" reopens=%" PRIu64 " checks=%" PRIu64 "\n", f.reopens, f.checks);
+	free(f.model);
+	free(f.buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		die("usage: kcio lockwait|ranges|hold|trylock|falloc|punch|seek|copy|direct|mixed ARGS");
+		die("usage: kcio lockwait|ranges|hold|trylock|falloc|punch|seek|copy|direct|mixed|fsx ARGS");
 	prog_cmd = argv[1];
 	/* a watchdog's SIGALRM must end the process, whatever it inherited */
 	signal(SIGALRM, SIG_DFL);
@@ -651,6 +1054,8 @@ int main(int argc, char **argv)
 		return cmd_direct(n, a);
 	if (!strcmp(argv[1], "mixed"))
 		return cmd_mixed(n, a);
+	if (!strcmp(argv[1], "fsx"))
+		return cmd_fsx(n, a);
 	die("unknown command");
 	return 1;
 }

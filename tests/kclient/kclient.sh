@@ -8,12 +8,22 @@
 #   --server jnfsd|ganesha  the server started (default jnfsd). Ganesha
 #                           (FSAL_VFS over a directory in WORKDIR) serves
 #                           NFSv4 only here: for NFSv3 it insists on rpcbind.
-#   --mode workload|restart restart (NFSv4): the server is killed with
+#   --mode workload|restart|fsx
+#                           restart (NFSv4): the server is killed with
 #                           SIGKILL in the middle of the workload, while the
 #                           guest holds open files and a lock, and started
 #                           again (jnfsd on the crash device, --crash); the
 #                           client must reclaim, and the grace period's
-#                           length is printed
+#                           length is printed. fsx (jnfsd, NFSv4.1/4.2,
+#                           implies --pnfs): no workload; per seed, kcio fsx
+#                           through a plain mount (export /plain, no pnfs)
+#                           and then through the pNFS mount (export /), each
+#                           timed on the guest, the file compared with
+#                           kcio's model after drop_caches and read back
+#                           through the server; one "fsx-run" line each
+#                           with the server's layout and DELAY counters
+#   --fsx-ops N             fsx mode: operations per run (default 1000)
+#   --fsx-seeds "S ..."     fsx mode: the seeds, one run each (default 1)
 #   --copy required|fallback  NFSv4.2: must copy_file_range be done by the
 #                           server's COPY (the client's counts, and the
 #                           --copy-counter)? default: required for jnfsd,
@@ -75,7 +85,7 @@ set -eu
 PATH=$PATH:/usr/sbin:/sbin
 
 usage() {
-	sed -n '6,45p' "$0" >&2
+	sed -n '6,55p' "$0" >&2
 	exit 1
 }
 
@@ -88,6 +98,8 @@ COPY_COUNTER=-
 GRACE_COUNTER=nfs4.grace_ms
 SERVER_ARGS=
 PNFS=
+FSX_OPS=1000
+FSX_SEEDS=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--pnfs)
@@ -103,6 +115,8 @@ while [ $# -gt 0 ]; do
 	--copy-counter) COPY_COUNTER=$2 ;;
 	--grace-counter) GRACE_COUNTER=$2 ;;
 	--server-args) SERVER_ARGS=$2 ;;
+	--fsx-ops) FSX_OPS=$2 ;;
+	--fsx-seeds) FSX_SEEDS=$2 ;;
 	--*) usage ;;
 	*) break ;;
 	esac
@@ -116,7 +130,11 @@ JNFS=$2
 WORK=$(mkdir -p "$3" && cd "$3" && pwd)
 case $VERS in 3 | 4.1 | 4.2) ;; *) usage ;; esac
 case $SERVER in jnfsd | ganesha) ;; *) usage ;; esac
-case $MODE in workload | restart) ;; *) usage ;; esac
+case $MODE in workload | restart | fsx) ;; *) usage ;; esac
+case $FSX_OPS in '' | *[!0-9]*) usage ;; esac
+case $FSX_SEEDS in '' | *[!0-9\ ]*) usage ;; esac
+# fsx compares the pNFS mount with a plain one: it needs the pNFS set-up
+[ "$MODE" != fsx ] || PNFS=1
 [ "$MODE" = workload ] || [ "$VERS" != 3 ] || {
 	echo "restart mode needs NFSv4: NFSv3 keeps no state to reclaim" >&2
 	exit 1
@@ -125,8 +143,8 @@ case $MODE in workload | restart) ;; *) usage ;; esac
 	echo "Ganesha serves NFSv3 only when it can register with rpcbind: not here" >&2
 	exit 1
 }
-[ -z "$PNFS" ] || { [ "$SERVER" = jnfsd ] && [ "$VERS" != 3 ] && [ "$MODE" = workload ]; } || {
-	echo "--pnfs needs jnfsd, NFSv4.1 or 4.2 and the workload mode" >&2
+[ -z "$PNFS" ] || { [ "$SERVER" = jnfsd ] && [ "$VERS" != 3 ] && [ "$MODE" != restart ]; } || {
+	echo "--pnfs and --mode fsx need jnfsd, NFSv4.1 or 4.2 and not the restart mode" >&2
 	exit 1
 }
 if [ "$SERVER" = jnfsd ]; then
@@ -144,7 +162,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # the NFSv3 test keeps its old directory; the others get their own
 TAG=
 [ "$VERS/$SERVER/$MODE" = 3/jnfsd/workload ] || TAG=-v$VERS-$SERVER-$MODE
-[ -z "$PNFS" ] || TAG=$TAG-pnfs
+[ -z "$PNFS" ] || [ "$MODE" = fsx ] || TAG=$TAG-pnfs
 RUN=$WORK/run$TAG
 NS=jnfs-kclient-$$
 TAP=kc0
@@ -153,6 +171,9 @@ GUEST_IP=10.211.0.2
 PORT=2049
 # a guard against a hung guest, not a time limit on the test (ctest's is 1200)
 GUEST_TIMEOUT=900
+# fsx: up to 50 ms an operation, both mounts together
+[ "$MODE" != fsx ] ||
+	GUEST_TIMEOUT=$((GUEST_TIMEOUT + $(echo $FSX_SEEDS | wc -w) * FSX_OPS / 20))
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -476,7 +497,16 @@ ip -n "$NS" link set $TAP up
 
 rm -rf "$RUN"
 mkdir -p "$RUN"
-if [ -n "$PNFS" ]; then
+if [ "$MODE" = fsx ]; then
+	# the plain mount's export: a directory of the same image without
+	# pnfs, made before jnfsd starts (it must exist to be exported)
+	"$JNFS" mkfs "$RUN/img" --size 1G >/dev/null || fail "jnfs mkfs"
+	"$JNFS" io "$RUN/img" -c "mkdir plain" >/dev/null || fail "jnfs io mkdir plain"
+	cat >"$RUN/exports" <<EXPORTS
+/ $HOST_IP/24(rw,sync,no_root_squash,pnfs)
+/plain $HOST_IP/24(rw,sync,no_root_squash)
+EXPORTS
+elif [ -n "$PNFS" ]; then
 	echo "/ $HOST_IP/24(rw,sync,no_root_squash,pnfs)" >"$RUN/exports"
 else
 	echo "/ $HOST_IP/24(rw,sync,no_root_squash)" >"$RUN/exports"
@@ -521,7 +551,7 @@ ip netns exec "$NS" timeout $GUEST_TIMEOUT qemu-system-x86_64 \
 	-nodefaults -no-user-config -display none -no-reboot \
 	"$@" \
 	-kernel "$KERNEL" -initrd "$INITRD" \
-	-append "console=ttyS0 quiet panic=-1$KARGS kc.server=$HOST_IP kc.port=$PORT kc.ip=$GUEST_IP/24 kc.vers=$VERS kc.path=$EXPORT_PATH kc.mode=$MODE kc.copy=$COPY kc.pnfs=${PNFS:-0}" \
+	-append "console=ttyS0 quiet panic=-1$KARGS kc.server=$HOST_IP kc.port=$PORT kc.ip=$GUEST_IP/24 kc.vers=$VERS kc.path=$EXPORT_PATH kc.mode=$MODE kc.copy=$COPY kc.pnfs=${PNFS:-0} kc.fsxops=$FSX_OPS kc.fsxseeds=$(echo $FSX_SEEDS | tr ' ' ,)" \
 	-netdev tap,id=net0,ifname=$TAP,script=no,downscript=no \
 	-device virtio-net-pci,netdev=net0 \
 	</dev/null >"$RUN/qemu.out" 2>&1 &
@@ -649,7 +679,7 @@ if [ "$VERS" = 3 ]; then
 		[ "${n:-0}" -gt 0 ] || fail "the client sent no NFSv3 $proc (rpc.nfs.v3.$proc ${n:-missing})"
 	done
 	[ "$(counter rpc.mount.v3.mnt)" -gt 0 ] || fail "no MOUNT v3 MNT call"
-elif [ -n "$OP_COUNTER" ]; then
+elif [ -n "$OP_COUNTER" ] && [ "$MODE" != fsx ]; then
 	# every operation the workload must have made the client send (the
 	# instance after a restart sees what comes after it)
 	ops="EXCHANGE_ID CREATE_SESSION RECLAIM_COMPLETE SEQUENCE PUTROOTFH PUTFH GETATTR GETFH
@@ -664,7 +694,9 @@ elif [ -n "$OP_COUNTER" ]; then
 		[ "${n:-0}" -gt 0 ] || fail "the client sent no $op ($name ${n:-missing})"
 	done
 fi
-if [ "$VERS" = 4.2 ] && [ -n "$COPY_COUNTER" ]; then
+# (fsx copies within one file: the Linux client does that by READ and
+# WRITE, never COPY)
+if [ "$VERS" = 4.2 ] && [ -n "$COPY_COUNTER" ] && [ "$MODE" != fsx ]; then
 	n=$(counter "$COPY_COUNTER")
 	[ "${n:-0}" -gt 0 ] || fail "the server did no COPY ($COPY_COUNTER ${n:-missing})"
 fi
@@ -709,13 +741,20 @@ check_pnfs() {
 	[ "$n" -ge 16 ] || fail "the mixed writes sent $n WRITEs through the server, not 16 or more"
 	n=$(delta mixed-before mixed-after nfs4.layout.gets)
 	[ "$n" -gt 0 ] || fail "the mixed writes got no layout"
-	# every file the guest wrote through layouts, read back through jnfsd
-	# by a client without the disk (NFSv3, libnfs)
+	read_back 6
+}
+# read_back MIN: every file the guest listed ("KCLIENT: pnfs-file"), read
+# back through jnfsd by a client without the disk (NFSv3, libnfs); at
+# least MIN of them
+read_back() {
 	files=0
 	tr -d '\r' <"$RUN/guest.log" | sed -n 's/^KCLIENT: pnfs-file //p' >"$RUN/pnfs-files"
 	while read -r path size sum; do
-		ip netns exec "$NS" nfs-cat \
-			"nfs://$HOST_IP//$path?version=3&nfsport=$PORT&mountport=$PORT" \
+		# libnfs mounts the directory of the URL's path: "//NAME" is
+		# NAME in the export /, "/DIR/NAME" NAME in the export /DIR
+		url=nfs://$HOST_IP//$path
+		case $path in */*) url=nfs://$HOST_IP/$path ;; esac
+		ip netns exec "$NS" nfs-cat "$url?version=3&nfsport=$PORT&mountport=$PORT" \
 			>"$RUN/readback" || fail "nfs-cat $path through jnfsd"
 		got_size=$(stat -c %s "$RUN/readback")
 		got_sum=$(md5sum <"$RUN/readback" | cut -d' ' -f1)
@@ -723,11 +762,49 @@ check_pnfs() {
 			fail "$path read back through jnfsd: $got_size bytes, MD5 $got_sum; the guest wrote $size, $sum"
 		files=$((files + 1))
 	done <"$RUN/pnfs-files"
-	[ "$files" -ge 6 ] || fail "the guest listed $files pNFS files, not 6"
+	[ "$files" -ge "$1" ] || fail "the guest listed $files files to read back, not $1"
 	rm -f "$RUN/readback"
-	echo "pNFS: $files files read back through jnfsd (NFSv3, nfs-cat) as the guest wrote them"
+	echo "$files files read back through jnfsd (NFSv3, nfs-cat) as the guest wrote them"
 }
-[ -z "$PNFS" ] || check_pnfs
+# fsx: per run ("KCLIENT: fsx-run KIND SEED OPS SECONDS"), what the server
+# counted between the guest's counters before and after it. A pNFS run
+# must have taken layouts, a plain one none.
+check_fsx() {
+	tr -d '\r' <"$RUN/guest.log" | sed -n 's/^KCLIENT: fsx-run //p' >"$RUN/fsx-runs"
+	runs=0
+	echo "fsx: the runs (recalls: CB_LAYOUTRECALLs sent; own_waits: requests parked for" \
+		"the caller's own layout; delays: NFS4ERR_DELAY answers; fs_delays: engine breaks" \
+		"answered busy):"
+	while read -r kind seed ops secs; do
+		a=fsx-$kind-$seed-before b=fsx-$kind-$seed-after
+		for c in $a $b; do
+			[ -s "$RUN/counters.$c" ] || fail "the guest never asked for the counters '$c'"
+		done
+		gets=$(delta $a $b nfs4.op.LAYOUTGET)
+		echo "fsx-run vers=$VERS kind=$kind seed=$seed ops=$ops seconds=$secs" \
+			"recalls=$(delta $a $b nfs4.layout.recalls_sent)" \
+			"own_waits=$(delta $a $b nfs4.layout.recall_waits_own)" \
+			"other_waits=$(delta $a $b nfs4.layout.recall_waits)" \
+			"delays=$(delta $a $b nfs4.delays)" \
+			"fs_delays=$(delta $a $b fs.layout_delays)" \
+			"layoutgets=$gets returns=$(delta $a $b nfs4.op.LAYOUTRETURN)" \
+			"reads=$(delta $a $b nfs4.op.READ) writes=$(delta $a $b nfs4.op.WRITE)" \
+			"compounds=$(delta $a $b rpc.nfs.v4.compound)"
+		case $kind in
+		pnfs) [ "$gets" -gt 0 ] || fail "the pNFS fsx run (seed $seed) took no layout" ;;
+		*) [ "$gets" = 0 ] || fail "the plain fsx run (seed $seed) took $gets layouts" ;;
+		esac
+		runs=$((runs + 1))
+	done <"$RUN/fsx-runs"
+	want=$(($(echo $FSX_SEEDS | wc -w) * 2))
+	[ "$runs" = "$want" ] || fail "$runs fsx runs, not $want"
+	read_back "$want"
+}
+if [ "$MODE" = fsx ]; then
+	check_fsx
+elif [ -n "$PNFS" ]; then
+	check_pnfs
+fi
 
 ${SERVER}_stop
 ${SERVER}_check

@@ -2,11 +2,13 @@
 # workload.sh - the workload of the kernel-client test, run by the guest's
 # /init (guest-init.sh, which also describes the "KCLIENT:" lines).
 #
-# usage: workload.sh SERVER PORT [VERS [PATH [MODE [COPY [PNFS]]]]]
+# usage: workload.sh SERVER PORT [VERS [PATH [MODE [COPY [PNFS [OPS [SEEDS]]]]]]]
 #   VERS  3 (default), 4.1 or 4.2: the NFS version mounted
 #   PATH  the path mounted on the server (default /)
 #   MODE  workload (default), or restart: the server is killed and
-#         restarted in the middle (NFSv4 only, step 1b)
+#         restarted in the middle (NFSv4 only, step 1b), or fsx: step F
+#         alone
+#   OPS, SEEDS  (fsx) operations per run, the seeds (comma-separated)
 #   COPY  required: copy_file_range must be done by the server's COPY
 #         (NFSv4.2); fallback (default): any correct copy will do, how it
 #         was done is reported
@@ -74,6 +76,13 @@
 #      the 64 MiB file and the sparse one back and check them; (NFSv4) the
 #      space the files of 2b use, as the server now reports it
 #   4. remove a third of the tree; umount; mount; compare; umount
+#   F. (fsx mode, instead of all the above) PATH/plain mounted (an export
+#      without pnfs) and PATH (pnfs, blkmapd running); per seed, kcio fsx
+#      (kcio.c) with OPS operations first through the plain mount, then
+#      through the pNFS one, each timed here and between "counters" asks
+#      (fsx-KIND-SEED-before/after), then its file compared, after
+#      drop_caches, with kcio's model of it (--save), and listed for the
+#      host to read back through the server
 SERVER=$1
 PORT=$2
 VERS=${3:-3}
@@ -81,6 +90,8 @@ EXPORT=${4:-/}
 MODE=${5:-workload}
 COPY=${6:-fallback}
 PNFS=${7:-0}
+FSX_OPS=${8:-1000}
+FSX_SEEDS=${9:-1}
 MNT=/mnt/nfs
 NFS=$MNT/kclient
 # NFSv4: a second mount of the same server with its own inodes, so that its
@@ -528,6 +539,42 @@ v4_space() {
 	[ "$3" -gt "$4" ] || fail "fallocate allocated no space ($3 blocks, sparse $4)"
 	[ "$5" -ge 4096 ] || fail "a file fallocated to 2 MiB uses $5 blocks"
 }
+
+# --- F. fsx through a plain mount and through the pNFS one
+fsx_steps() {
+	step fsx-mount
+	mkdir -p "$MNT" "$MNT2" "$REF" || fail "mkdir"
+	mount_nfs ""
+	mount.nfs "$SERVER:${EXPORT%/}/plain" "$MNT2" -o "$OPTS" 2>/tmp/mount.err ||
+		fail "mount.nfs $SERVER:${EXPORT%/}/plain: $(cat /tmp/mount.err)"
+	for seed in $(echo "$FSX_SEEDS" | tr , ' '); do
+		for kind in plain pnfs; do
+			step fsx-$kind-$seed
+			file=$MNT/fsx-$kind-$seed path=fsx-$kind-$seed
+			[ "$kind" = pnfs ] || file=$MNT2/fsx-$kind-$seed path=plain/fsx-$kind-$seed
+			host_counters "fsx-$kind-$seed-before"
+			t0=$(now)
+			got=$(kcio fsx "$file" --seed "$seed" --ops "$FSX_OPS" --save "$REF/fsx") ||
+				fail "kcio fsx through the $kind mount, seed $seed"
+			secs=$(since "$t0")
+			host_counters "fsx-$kind-$seed-after"
+			echo "KCLIENT: fsx $kind: $got"
+			echo "KCLIENT: fsx-run $kind $seed $FSX_OPS $secs"
+			# from the disk (pNFS) or the server, not the page cache
+			sync && echo 3 >/proc/sys/vm/drop_caches
+			cmp "$REF/fsx" "$file" ||
+				fail "the fsx file ($kind, seed $seed) differs from kcio's model after drop_caches"
+			echo "KCLIENT: pnfs-file $path $(stat -c %s "$file") $(md5sum <"$file" | cut -d' ' -f1)"
+		done
+	done
+	umount "$MNT2" || fail "umount $MNT2"
+	umount_nfs
+	step done
+}
+if [ "$MODE" = fsx ]; then
+	fsx_steps
+	exit 0
+fi
 
 # --- 1. files, fsync, the large file
 step mount
