@@ -738,6 +738,31 @@ __attribute__((noreturn, format(printf, 2, 3))) static void fsx_fail(struct fsx 
 	exit(1);
 }
 
+/* What the file holds at off on a second look, for a failure's report:
+ * read with O_DIRECT (not through the page cache), then again through the
+ * page cache after dropping this file's pages (POSIX_FADV_DONTNEED). */
+static void fsx_reread(struct fsx *f, uint64_t off)
+{
+	uint64_t pg = off & ~(uint64_t)4095;
+	uint8_t *b = page_buffer(4096);
+	int fd = open(f->path, O_RDONLY | O_DIRECT);
+	ssize_t n = fd < 0 ? -1 : pread(fd, b, 4096, (off_t)pg);
+	if (n > (ssize_t)(off - pg))
+		fprintf(stderr, "kcio fsx: read again with O_DIRECT: 0x%02x at %" PRIu64 "\n",
+			b[off - pg], off);
+	else
+		fprintf(stderr, "kcio fsx: read again with O_DIRECT: %s\n",
+			n < 0 ? strerror(errno) : "short");
+	if (fd >= 0)
+		close(fd);
+	if (fsync(f->fd) || posix_fadvise(f->fd, 0, 0, POSIX_FADV_DONTNEED))
+		fprintf(stderr, "kcio fsx: fsync or fadvise: %s\n", strerror(errno));
+	n = pread(f->fd, b, 1, (off_t)off);
+	if (n == 1)
+		fprintf(stderr, "kcio fsx: read again after POSIX_FADV_DONTNEED: 0x%02x\n", b[0]);
+	free(b);
+}
+
 /* got[0, len) against the model at off */
 static void fsx_compare(struct fsx *f, const uint8_t *got, uint64_t off, uint64_t len,
 			const char *what)
@@ -750,10 +775,14 @@ static void fsx_compare(struct fsx *f, const uint8_t *got, uint64_t off, uint64_
 	uint64_t bad = 0;
 	for (uint64_t j = i; j < len; j++)
 		bad += got[j] != f->model[off + j];
-	fsx_fail(f,
-		 "%s [%" PRIu64 ", %" PRIu64 ") of a %" PRIu64 "-byte file: first difference at "
-		 "offset %" PRIu64 ": 0x%02x, expected 0x%02x (%" PRIu64 " bytes differ)",
-		 what, off, off + len, f->size, off + i, got[i], f->model[off + i], bad);
+	fprintf(stderr,
+		"kcio fsx: op %" PRIu64 ": %s [%" PRIu64 ", %" PRIu64 ") of a %" PRIu64 "-byte "
+		"file: first difference at offset %" PRIu64 ": 0x%02x, expected 0x%02x (%" PRIu64
+		" bytes differ)\n",
+		f->op, what, off, off + len, f->size, off + i, got[i], f->model[off + i], bad);
+	/* (a mapping's bytes may change with the second look) */
+	fsx_reread(f, off + i);
+	fsx_fail(f, "%s differs from the model", what);
 }
 
 static void fsx_open(struct fsx *f, int flags)
