@@ -273,18 +273,19 @@ def stream_section(raw):
         return []
     md = ["## Streaming data (stream)", "",
           "MiB/s median (min–max) over the rounds; ceilings: the disk with O_DIRECT (raw) and "
-          "loopback TCP for the same bytes; of ceiling: jnfsd over the lesser of the two; "
+          "loopback TCP for the same bytes; of ceiling: each server over the lesser of the two; "
           "CPU: server CPU seconds per GiB moved.", "",
           "| cell | jnfsd MiB/s | NFS-Ganesha MiB/s | jnfsd/Ganesha | raw | TCP | "
-          "jnfsd of ceiling | CPU s/GiB jnfsd | CPU s/GiB Ganesha |",
-          "|---|---|---|---|---|---|---|---|---|"]
+          "jnfsd of ceiling | Ganesha of ceiling | CPU s/GiB jnfsd | CPU s/GiB Ganesha |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        md.append("| %s | %s (%s–%s) | %s (%s–%s) | %s (%s–%s) | %s | %s | %s | %s | %s |" % (
+        md.append("| %s | %s (%s–%s) | %s (%s–%s) | %s (%s–%s) | %s | %s | %s | %s | %s | %s |" % (
             stream_workload(r)[:-len(" (MiB/s)")], fmt(r["jnfsd_mib_s"]), fmt(r["jnfsd_min"]),
             fmt(r["jnfsd_max"]), fmt(r["ganesha_mib_s"]), fmt(r["ganesha_min"]),
             fmt(r["ganesha_max"]), fmt(r["ratio"], 2), fmt(r["ratio_min"], 2),
             fmt(r["ratio_max"], 2), fmt(r["raw_mib_s"]), fmt(r["tcp_mib_s"]),
-            fmt(r["jnfsd_of_ceiling"], 2), fmt(r["jnfsd_cpu_s_per_gib"], 2),
+            fmt(r["jnfsd_of_ceiling"], 2), fmt(r.get("ganesha_of_ceiling"), 2),
+            fmt(r["jnfsd_cpu_s_per_gib"], 2),
             fmt(r["ganesha_cpu_s_per_gib"], 2)))
     pn = read_csv(os.path.join(raw, "stream-pnfs.csv"))
     if pn:

@@ -32,9 +32,10 @@
 #
 # Cells: each workload x I/O size (IOS, default "1M 64K") x streams
 # (STREAMS, default "1 4 16") x protocol (nfs3, nfs4). Data per cell: 1 MiB
-# I/O moves TOTAL_MIB (512) in all, split over the streams (1 x 512 MiB,
-# 4 x 128 MiB, 16 x 32 MiB); 64 KiB I/O moves SMALL_TOTAL_MIB (128), the
-# first part of the same files. (TOTAL_MIB=1024 SMALL_TOTAL_MIB=256 doubles
+# I/O moves TOTAL_MIB (1024) in all, split over the streams (1 x 1 GiB,
+# 4 x 256 MiB, 16 x 64 MiB: on a disk that moves 1-4 GB/s, a cell of less
+# than a second is mostly set-up); 64 KiB I/O moves SMALL_TOTAL_MIB (256),
+# the first part of the same files. (TOTAL_MIB=512 SMALL_TOTAL_MIB=128 halves
 # the data and nearly the time.) ROUNDS rounds (3): in each, every cell runs
 # on jnfsd, on Ganesha and on the disk (raw) taking turns, who goes first
 # rotating round by round; the TCP ceiling runs once per I/O size and
@@ -64,7 +65,7 @@
 # usage: bench/run-stream.sh
 # environment: ROUNDS (3), IOS ("1M 64K"), STREAMS ("1 4 16"), PROTOS
 #   ("nfs3 nfs4"), WORKLOADS ("unstable filesync read"), DEPTH (calls in
-#   flight per stream, 8), TOTAL_MIB (512), SMALL_TOTAL_MIB (128),
+#   flight per stream, 8), TOTAL_MIB (1024), SMALL_TOTAL_MIB (256),
 #   THREADS (jnfsd --threads, 8), PNFS (1), SETTLE_S (2), BENCH_DIR
 #   (/var/tmp), OUT (build/bench-results), LOOP_DIRECT_IO (on);
 #   BENCH_QUICK=1: 1 round, TOTAL_MIB=128, SMALL_TOTAL_MIB=32, SETTLE_S=1.
@@ -98,8 +99,8 @@ STREAMS=${STREAMS:-1 4 16}
 PROTOS=${PROTOS:-nfs3 nfs4}
 WORKLOADS=${WORKLOADS:-unstable filesync read}
 DEPTH=${DEPTH:-8}
-TOTAL_MIB=${TOTAL_MIB:-512}
-SMALL_TOTAL_MIB=${SMALL_TOTAL_MIB:-128}
+TOTAL_MIB=${TOTAL_MIB:-1024}
+SMALL_TOTAL_MIB=${SMALL_TOTAL_MIB:-256}
 THREADS=${THREADS:-8}
 PNFS=${PNFS:-1}
 SETTLE_S=${SETTLE_S:-2}

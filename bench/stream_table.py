@@ -72,7 +72,8 @@ def main():
     out.writerow(["proto", "workload", "io", "streams", "depth", "jnfsd_mib_s", "jnfsd_min",
                   "jnfsd_max", "ganesha_mib_s", "ganesha_min", "ganesha_max", "ratio",
                   "ratio_min", "ratio_max", "jnfsd_cpu_s_per_gib", "ganesha_cpu_s_per_gib",
-                  "raw_mib_s", "tcp_mib_s", "ceiling_mib_s", "jnfsd_of_ceiling"])
+                  "raw_mib_s", "tcp_mib_s", "ceiling_mib_s", "jnfsd_of_ceiling",
+                  "ganesha_of_ceiling"])
     for proto, w, io, s in cells:
         j, g = ("jnfsd", proto, w, io, s), ("ganesha", proto, w, io, s)
         jv, gv = vals(mib, j), vals(mib, g)
@@ -81,13 +82,14 @@ def main():
         raw = median(vals(mib, ("raw", "raw", w, io, s)))
         tcp = median(vals(mib, ("tcp", "tcp", "-", io, s)))
         ceil = min([c for c in (raw, tcp) if c is not None], default=None)
-        jm = median(jv)
+        jm, gm = median(jv), median(gv)
         out.writerow([proto, w, io, s, depth[(proto, w, io, s)], f(jm), f(min(jv, default=None)),
-                      f(max(jv, default=None)), f(median(gv)), f(min(gv, default=None)),
+                      f(max(jv, default=None)), f(gm), f(min(gv, default=None)),
                       f(max(gv, default=None)), f(median(ratios), 2),
                       f(min(ratios, default=None), 2), f(max(ratios, default=None), 2),
                       f(median(vals(cpu, j)), 2), f(median(vals(cpu, g)), 2), f(raw), f(tcp),
-                      f(ceil), f(jm / ceil if jm is not None and ceil else None, 2)])
+                      f(ceil), f(jm / ceil if jm is not None and ceil else None, 2),
+                      f(gm / ceil if gm is not None and ceil else None, 2)])
 
     if len(sys.argv) < 5:
         return
