@@ -13,10 +13,10 @@
 #include "base/compiler.h"
 #include "base/time.h"
 #include "check.h"
-#include "nfs4/client.h"
-#include "nfs4/grace.h"
-#include "nfs4/session.h"
-#include "nfs4/stateid.h"
+#include "nfs4/state/client.h"
+#include "nfs4/state/grace.h"
+#include "nfs4/state/session.h"
+#include "nfs4/state/stateid.h"
 
 /* ---- a clock the test moves -------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * test_nfs4_brlock.c - the NFSv4 byte-range lock table (src/nfs4/brlock.h).
+ * test_nfs4_brlock.c - the NFSv4 byte-range lock table (src/nfs4/state/brlock.h).
  *
  * Fixed cases first: arguments (zero length, offset + length past 2^64 - 1,
  * to-EOF ranges), every POSIX case of merge, split, upgrade, downgrade and
@@ -23,7 +23,7 @@
 
 #include "base/rand.h"
 #include "check.h"
-#include "nfs4/brlock.h"
+#include "nfs4/state/brlock.h"
 
 #define MAXU UINT64_MAX
 

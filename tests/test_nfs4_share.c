@@ -1,5 +1,5 @@
 /*
- * test_nfs4_share.c - OPEN share reservations (src/nfs4/share.h).
+ * test_nfs4_share.c - OPEN share reservations (src/nfs4/state/share.h).
  *
  * Fixed cases: bad bits, conflicts of access against deny both ways across
  * owners and clients with the conflicting open reported, upgrades (refused
@@ -20,7 +20,7 @@
 
 #include "base/rand.h"
 #include "check.h"
-#include "nfs4/share.h"
+#include "nfs4/state/share.h"
 
 #define R  SHARE_ACCESS_READ
 #define W  SHARE_ACCESS_WRITE

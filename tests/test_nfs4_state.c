@@ -1,5 +1,5 @@
 /*
- * test_nfs4_state.c - the NFSv4.1 state core (src/nfs4/client.h, grace.h,
+ * test_nfs4_state.c - the NFSv4.1 state core (src/nfs4/state/client.h, grace.h,
  * session.h, stateid.h), one thread: every row of EXCHANGE_ID's case table,
  * CREATE_SESSION retries and channel negotiation, the SEQUENCE slot rules,
  * replies that never grow memory, leases and the courteous server, grace

@@ -2,7 +2,9 @@
 """check_includes.py - the include rules of docs/design.md, checked.
 
 The layer table of docs/design.md §2 says, for each folder of src/, which
-folders its files may include ("may include"). This program reads that
+folders its files may include ("may include"). A folder below another
+(src/nfs4/state/) may have a row of its own: its files keep that row, not
+the parent's, and the parent includes it only if its row lists it. This program reads that
 table from the document itself, so the rules are written once, and checks
 every quoted #include of the tree against it:
 
@@ -37,7 +39,7 @@ import sys
 import tempfile
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
-ROW = re.compile(r"^\|\s*`src/([a-z0-9_]+)/`\s*\|.*\|\s*([^|]+?)\s*\|\s*$")
+ROW = re.compile(r"^\|\s*`src/([a-z0-9_]+(?:/[a-z0-9_]+)*)/`\s*\|.*\|\s*([^|]+?)\s*\|\s*$")
 SOURCE_EXT = (".c", ".h")
 OUTSIDE = ("tests", "fuzz", "bench", "tools")
 
@@ -75,7 +77,17 @@ def allowed_targets(folder, may):
     return out
 
 
-def target_of(repo, gen_names, src_dir, inc):
+def folder_of(rules, rel_dir):
+    """The row a directory of src/ (relative to src/) keeps: the deepest
+    folder with a row that holds it, else its top folder."""
+    parts = rel_dir.split("/")
+    for n in range(len(parts), 0, -1):
+        if "/".join(parts[:n]) in rules:
+            return "/".join(parts[:n])
+    return parts[0]
+
+
+def target_of(repo, rules, gen_names, src_dir, inc):
     """The layer an include names ("fs API" for fs/fs.h, "xdr const" for
     the generated constants), or None."""
     first, _, rest = inc.partition("/")
@@ -84,7 +96,7 @@ def target_of(repo, gen_names, src_dir, inc):
     if first == "xdr" and (rest in gen_names or rest.endswith(".h")):
         return "xdr const" if rest.endswith("_const.h") else "xdr"
     if os.path.isfile(os.path.join(repo, "src", first, rest)):
-        return "fs API" if inc == "fs/fs.h" else first
+        return "fs API" if inc == "fs/fs.h" else folder_of(rules, os.path.dirname(inc))
     return None
 
 
@@ -96,7 +108,7 @@ def check_file(repo, rules, gen_names, path, rel, folder, errors):
         inc = m.group(1)
         line = text.count("\n", 0, m.start()) + 1
         where = f"{rel}:{line}"
-        target = target_of(repo, gen_names, here, inc)
+        target = target_of(repo, rules, gen_names, here, inc)
         if folder is None:
             # outside src/: rule 3 only (their own headers resolve first)
             local = os.path.isfile(os.path.join(here, inc)) or any(
@@ -150,7 +162,8 @@ def check_tree(repo, gen_dir=None):
             errors.append(f"src/{folder}/: no row in the layer table of docs/design.md")
             continue
         for p in sources(fdir):
-            check_file(repo, rules, gen_names, p, os.path.relpath(p, repo), folder, errors)
+            sub = folder_of(rules, os.path.relpath(os.path.dirname(p), src))
+            check_file(repo, rules, gen_names, p, os.path.relpath(p, repo), sub, errors)
     for top in OUTSIDE:
         for p in sources(os.path.join(repo, top)):
             check_file(repo, rules, gen_names, p, os.path.relpath(p, repo), None, errors)
@@ -167,7 +180,8 @@ def self_test():
     table = ("## 2. Layers\n\n| folder | what | may include |\n|---|---|---|\n"
              "| `src/base/` | b | libc |\n| `src/fs/` | f | base |\n"
              "| `src/nfs3/` | n | base, fs API |\n| `src/server/` | s | all |\n"
-             "| `src/state/` | t | base, generated constants |\n")
+             "| `src/nfs4/` | p | base, generated codecs, fs API, nfs4/state |\n"
+             "| `src/nfs4/state/` | t | base, generated constants |\n")
     files = {
         "docs/design.md": table,
         "src/base/base.h": "",
@@ -175,13 +189,16 @@ def self_test():
         "src/fs/fs_priv.h": '#include "fs/fs.h"\n',
         "src/nfs3/nfs3.h": '#include "fs/fs.h"\n#include "base/base.h"\n',
         "src/server/main.c": '#include "nfs3/nfs3.h"\n#include "fs/fs_priv.h"\n',
-        "src/state/state.h": '#include "base/base.h"\n#include "xdr/p_const.h"\n',
+        "src/nfs4/nfs4.h": '#include "nfs4/state/state.h"\n#include "xdr/p.h"\n',
+        "src/nfs4/state/state.h": '#include "base/base.h"\n#include "xdr/p_const.h"\n',
         "tests/t.c": '#include "fs/fs_priv.h"\n',
     }
     wrong = [("src/base/base.h", '#include "fs/fs.h"\n'),        # up the table
              ("src/nfs3/nfs3.h", '#include "fs/fs_priv.h"\n'),   # the engine past its API
              ("tests/t.c", '#include "nfs3/nfs3.h"\n'),          # NFSv3 outside src/
-             ("src/state/state.h", '#include "xdr/p.h"\n')]     # codecs, not constants
+             ("src/nfs4/state/state.h", '#include "xdr/p.h"\n'),  # a state core's codec
+             ("src/nfs4/state/state.h", '#include "fs/fs.h"\n'),  # its engine
+             ("src/nfs4/state/state.h", '#include "nfs4/nfs4.h"\n')]  # its op layer
     with tempfile.TemporaryDirectory() as d:
         for rel, text in files.items():
             os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)

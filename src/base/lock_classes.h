@@ -51,7 +51,7 @@
 
 /* X(ID, name, rank, type, kind, documented in, what it guards) */
 #define LOCK_CLASSES(X)                                                                            \
-	X(NFS4_REGISTRY, "nfs4.registry", 80, MUTEX, ONE, "src/nfs4/client.h",                     \
+	X(NFS4_REGISTRY, "nfs4.registry", 80, MUTEX, ONE, "src/nfs4/state/client.h",                     \
 	  "changes to the set of NFSv4 clients and their durable records")                         \
 	X(FS_RENAME, "fs.rename", 90, MUTEX, ONE, "src/fs/fs_priv.h",                              \
 	  "renames between two directories, one at a time: the tree they check stands")            \
@@ -116,19 +116,19 @@
 	  "one bucket of the NFSv4 open table")                                                    \
 	X(NFS4_LOCKS, "nfs4.locks", 545, MUTEX, ONE, "src/nfs4/op_lock.c",                         \
 	  "one bucket of the NFSv4 lock-state table")                                              \
-	X(NFS4_STID, "nfs4.stid", 550, MUTEX, ORDERED, "src/nfs4/client.h",                        \
+	X(NFS4_STID, "nfs4.stid", 550, MUTEX, ORDERED, "src/nfs4/state/client.h",                        \
 	  "one stateid's operations (an open's, then a lock stateid's)")                           \
-	X(NFS4_BRL_BUCKET, "nfs4.brl.bucket", 570, MUTEX, ONE, "src/nfs4/brlock.h",                \
+	X(NFS4_BRL_BUCKET, "nfs4.brl.bucket", 570, MUTEX, ONE, "src/nfs4/state/brlock.h",                \
 	  "one file bucket of the byte-range lock table")                                          \
-	X(NFS4_SHARE_BUCKET, "nfs4.share.bucket", 575, MUTEX, ONE, "src/nfs4/brlock.h",            \
+	X(NFS4_SHARE_BUCKET, "nfs4.share.bucket", 575, MUTEX, ONE, "src/nfs4/state/brlock.h",            \
 	  "one bucket of the share reservation table")                                             \
-	X(NFS4_TALLY, "nfs4.tally", 580, MUTEX, ONE, "src/nfs4/brlock.h",                          \
+	X(NFS4_TALLY, "nfs4.tally", 580, MUTEX, ONE, "src/nfs4/state/brlock.h",                          \
 	  "one client shard of the per-client counts")                                             \
-	X(NFS4_CLIENTS, "nfs4.clients", 610, RWLOCK, ONE, "src/nfs4/client.h",                     \
+	X(NFS4_CLIENTS, "nfs4.clients", 610, RWLOCK, ONE, "src/nfs4/state/client.h",                     \
 	  "the NFSv4 state tables: clientid, owner and sessionid maps, client list, grace")         \
-	X(NFS4_SESSION, "nfs4.session", 620, MUTEX, ONE, "src/nfs4/client.h",                      \
+	X(NFS4_SESSION, "nfs4.session", 620, MUTEX, ONE, "src/nfs4/state/client.h",                      \
 	  "one session: its slots and connections")                                                \
-	X(NFS4_CLIENT, "nfs4.client", 630, MUTEX, ONE, "src/nfs4/client.h",                        \
+	X(NFS4_CLIENT, "nfs4.client", 630, MUTEX, ONE, "src/nfs4/state/client.h",                        \
 	  "one client: status, lease, sessions, stateids")                                         \
 	X(NFS4C_RECOVER, "nfs4c.recover", 710, MUTEX, ONE, "src/nfs4c/nfs4c.h",                    \
 	  "the NFSv4.1 client library: one recovery at a time")                                    \

@@ -22,8 +22,8 @@
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/time.h"
-#include "nfs4/grace.h"
 #include "nfs4/nfs4_priv.h"
+#include "nfs4/state/grace.h"
 
 #define REC_CLIENT "nfs4c"
 #define REC_BOOT   "nfs4.boot"

@@ -38,8 +38,8 @@
 
 #include "base/lock.h"
 #include "base/mem.h"
-#include "nfs4/grace.h"
 #include "nfs4/nfs4_priv.h"
+#include "nfs4/state/grace.h"
 
 #define LOCK_BUCKETS 1024
 

@@ -56,8 +56,8 @@
 #include "base/lock.h"
 #include "base/mem.h"
 #include "base/siphash.h"
-#include "nfs4/grace.h"
 #include "nfs4/nfs4_priv.h"
+#include "nfs4/state/grace.h"
 #include "srv/ops.h"
 
 #define OPEN_BUCKETS 1024

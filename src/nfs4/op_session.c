@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nfs4/grace.h"
 #include "nfs4/nfs4_priv.h"
+#include "nfs4/state/grace.h"
 
 /* Who sent the request, for SP4_NONE's collision rules. */
 static void principal_of(const struct rpc_cred *rc, struct nfs4_principal *p)

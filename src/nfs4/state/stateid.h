@@ -56,7 +56,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nfs4/client.h"
+#include "nfs4/state/client.h"
 
 #define NFS4_OTHER_SIZE 12
 

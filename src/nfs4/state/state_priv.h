@@ -20,10 +20,10 @@
 #include "base/lock.h"
 #include "base/rand.h"
 #include "base/stats.h"
-#include "nfs4/client.h"
-#include "nfs4/grace.h"
-#include "nfs4/session.h"
-#include "nfs4/stateid.h"
+#include "nfs4/state/client.h"
+#include "nfs4/state/grace.h"
+#include "nfs4/state/session.h"
+#include "nfs4/state/stateid.h"
 
 enum nfs4_client_status {
 	NFS4_CL_UNCONFIRMED,

@@ -5,7 +5,7 @@
  * is an atomic reserved with a compare-and-swap, so that shards never wait
  * for each other. Both checks come before any change.
  */
-#include "nfs4/tally.h"
+#include "nfs4/state/tally.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -13,14 +13,14 @@
  * BAD_STATEID (the client cannot know a future value), "behind" is
  * OLD_STATEID.
  */
-#include "nfs4/stateid.h"
+#include "nfs4/state/stateid.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/mem.h"
 #include "base/msg.h"
-#include "nfs4/state_priv.h"
+#include "nfs4/state/state_priv.h"
 
 #ifdef JNFS_LOCKDEP
 /* Ranks: stateid.h. Two at once: an open's (or a delegation's or layout's)

@@ -45,7 +45,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nfs4/client.h"
+#include "nfs4/state/client.h"
 
 /* A record of the previous instance: 0, -ENOSPC beyond max_clients records,
  * -EINVAL after nfs4_grace_start(). Of two records of one owner the one

@@ -26,7 +26,7 @@
  * client invariant 1. eir_sequenceid is the CREATE_SESSION slot's sequence
  * id + 1: 1 for a new record.
  */
-#include "nfs4/client.h"
+#include "nfs4/state/client.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -37,7 +37,7 @@
 #include "base/msg.h"
 #include "base/siphash.h"
 #include "base/time.h"
-#include "nfs4/state_priv.h"
+#include "nfs4/state/state_priv.h"
 
 /* Ranks: client.h. The registry lock ranks below the engine, whose locks
  * the record store takes while the registry is held. */

@@ -7,7 +7,7 @@
  * downgrade pick each side on its own; keeping pairs lets OPEN_DOWNGRADE
  * return exactly to states that some of the OPENs in effect add up to.
  */
-#include "nfs4/share.h"
+#include "nfs4/state/share.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@
 #include "base/lock.h"
 #include "base/mem.h"
 #include "base/msg.h"
-#include "nfs4/tally.h"
+#include "nfs4/state/tally.h"
 
 static struct lock_class share_bucket_class = LOCK_CLASS(NFS4_SHARE_BUCKET);
 

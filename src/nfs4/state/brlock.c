@@ -29,7 +29,7 @@
  * Allocations happen under the bucket lock: they are small, never fail, and
  * the bucket lock only orders requests on the files of that bucket.
  */
-#include "nfs4/brlock.h"
+#include "nfs4/state/brlock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -40,7 +40,7 @@
 #include "base/lock.h"
 #include "base/mem.h"
 #include "base/msg.h"
-#include "nfs4/tally.h"
+#include "nfs4/state/tally.h"
 
 static struct lock_class brl_bucket_class = LOCK_CLASS(NFS4_BRL_BUCKET);
 

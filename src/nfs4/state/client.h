@@ -71,7 +71,7 @@
 #include <stdint.h>
 
 #include "base/stats.h"
-#include "nfs4/status.h"
+#include "nfs4/state/status.h"
 
 #define NFS4_VERIFIER_SIZE  8
 #define NFS4_OPAQUE_LIMIT   1024 /* co_ownerid and other opaques (RFC 8881) */

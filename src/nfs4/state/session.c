@@ -28,7 +28,7 @@
  * session lock (client.h): the slot is checked first, the client after,
  * and the slot is changed only once the client is known to be alive.
  */
-#include "nfs4/session.h"
+#include "nfs4/state/session.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -36,7 +36,7 @@
 
 #include "base/mem.h"
 #include "base/msg.h"
-#include "nfs4/state_priv.h"
+#include "nfs4/state/state_priv.h"
 
 static struct lock_class session_class = LOCK_CLASS(NFS4_SESSION);
 

@@ -51,7 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nfs4/client.h"
+#include "nfs4/state/client.h"
 
 struct nfs4_session;
 

@@ -8,7 +8,7 @@
  * "pending" counts the matchable records not yet done; when it reaches 0
  * grace ends (ALL_RECLAIMED). All of it is guarded by the table lock.
  */
-#include "nfs4/grace.h"
+#include "nfs4/state/grace.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 
 #include "base/mem.h"
 #include "base/msg.h"
-#include "nfs4/state_priv.h"
+#include "nfs4/state/state_priv.h"
 
 static struct nfs4_prev *prev_find_locked(struct nfs4_state *st, const uint8_t *owner, uint32_t len,
 					  uint64_t hash)
