@@ -99,8 +99,10 @@
  * or NOMATCHING_LAYOUT, the recall has failed: counted, logged with the
  * client ID and the status (rate limited), and the fence decides.
  *
- * Lock order: the layout table's mutex (nfs4.layouts, 535) is a leaf; no
- * engine call, state-core call or callback happens under it.
+ * Lock order: the layout table's mutex (nfs4.layouts, 535) is taken before
+ * the state core's locks (a new layout stateid is made under it: 610-630)
+ * and never with a stateid's lock held; no engine lock is taken and no
+ * callback runs under it.
  */
 #include <arpa/inet.h>
 #include <errno.h>

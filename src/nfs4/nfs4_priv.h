@@ -3,12 +3,21 @@
  * server, one COMPOUND being served, the current and saved filehandles,
  * and the operation table's row type.
  *
- * Lock order (ranks; see docs/locking.md): the server takes no lock of its
- * own on the COMPOUND path. The state core (client.h: 80 registry, 550
- * stateid, 610-630 tables) and the byte-range/share tables (570-580) rank
- * below every engine lock they may be held across... none is: an op never
- * holds a state lock while it calls the engine, except nfs4.stid (550),
- * which an OPEN or LOCK holds across the share/lock tables only.
+ * Lock order (ranks: base/lock_classes.h, docs/locking.md). The server has
+ * four lock classes of its own, all ranked above the engine, so none is
+ * held across an engine call: the back-channel connections (nfs4.conns,
+ * 530, cb.c), the layout table (nfs4.layouts, 535, layout.c), the open
+ * table's buckets (nfs4.opens, 540, op_open.c) and the lock-state table's
+ * buckets (nfs4.locks, 545, op_lock.c). The last three are taken before
+ * the state core's locks (a new stateid takes 610-630 under them) and
+ * never with a stateid's lock held. The state core (state/client.h) ranks
+ * above the engine too, but for its registry (nfs4.registry, 80): the
+ * operations that change the set of clients (EXCHANGE_ID, CREATE_SESSION,
+ * DESTROY_CLIENTID, RECLAIM_COMPLETE, the reaper) hold it while the engine
+ * writes their durable records, so it ranks below the whole engine. A
+ * stateid's lock (nfs4.stid, 550) is held by OPEN, OPEN_DOWNGRADE, CLOSE,
+ * LOCK, LOCKU, LAYOUTGET, LAYOUTRETURN and a layout recall, across the
+ * byte-range lock and share tables (570-580), never across the engine.
  */
 #ifndef JNFS_NFS4_NFS4_PRIV_H
 #define JNFS_NFS4_NFS4_PRIV_H

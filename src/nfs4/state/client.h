@@ -242,7 +242,7 @@ uint32_t nfs4_destroy_clientid(struct nfs4_state *st, uint64_t clientid, uint64_
 bool nfs4_client_expire_if_courtesy(struct nfs4_state *st, uint64_t clientid, uint64_t *seq);
 
 /*
- * The periodic work (call every few seconds from a worker, with no lock
+ * The periodic work (call every few seconds, from a thread with no lock
  * held): unconfirmed records older than the lease are dropped; confirmed
  * clients whose lease passed with nothing in flight become COURTESY;
  * courtesy clients older than courtesy_max are expired; grace ends when

@@ -604,7 +604,7 @@ int nfs4_sequence_done(struct nfs4_session *s, uint32_t slotid, const void *repl
 		if (len <= limit) {
 			if (sl->sl_cap < len) {
 				/* grows up to the slot capacity, then stays: a
-				 * replay or a same-sized reply allocates nothing */
+				 * reply no larger than the largest so far allocates nothing */
 				sl->sl_buf = xrealloc(sl->sl_buf, len);
 				atomic_fetch_add(&st->cache_bytes, len - sl->sl_cap);
 				sl->sl_cap = (uint32_t)len;
