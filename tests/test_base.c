@@ -2,8 +2,8 @@
  * test_base.c - CRC32C vectors and chaining, the hash map against a
  * reference array, lists, the lock-order checker (a wrong order must
  * panic, checked in a child process), and the kinds of counter a stat sink
- * receives (counts, gauges, latency histograms), and the size parser of
- * both programs' command lines (parse.h).
+ * receives (counts, gauges, latency histograms), the size parser of
+ * both programs' command lines (parse.h), and the tables' hash (hash.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/crc32c.h"
+#include "base/hash.h"
 #include "base/hashmap.h"
 #include "base/list.h"
 #include "base/lock.h"
@@ -286,9 +287,71 @@ static void test_parse_size(void)
 	TEST_PASS("parse_size");
 }
 
+/* The spread of n keys over nb buckets: every bucket within half and
+ * twice the mean (deterministic keys, so this passes or fails always). */
+static int spread_ok(const uint64_t *h, size_t n, unsigned nb)
+{
+	static unsigned count[1024];
+	CHECK(nb <= 1024);
+	memset(count, 0, sizeof(count));
+	for (size_t i = 0; i < n; i++)
+		count[h[i] % nb]++;
+	size_t mean = n / nb;
+	for (unsigned b = 0; b < nb; b++)
+		if (count[b] < mean / 2 || count[b] > mean * 2)
+			return 0;
+	return 1;
+}
+
+static void test_hash(void)
+{
+	/* MurmurHash3's fmix64: its published value for 1, and 0 to 0 */
+	CHECK_EQ(hash64(1), 0xb456bcfc34c2cb2cull);
+	CHECK_EQ(hash64(0x123456789abcdef0ull), 0x18b8c062f6f42398ull);
+	CHECK_EQ(hash64(0), 0);
+
+	/* avalanche: one key bit flipped flips about half the output bits,
+	 * for every bit position (a multiply alone leaves the low bits of a
+	 * high-bit change untouched) */
+	struct rng r;
+	rng_seed(&r, 7);
+	for (int bit = 0; bit < 64; bit++) {
+		unsigned flipped = 0;
+		for (int i = 0; i < 256; i++) {
+			uint64_t k = rng_next(&r), k2 = k ^ (1ull << bit);
+			flipped += (unsigned)__builtin_popcountll(hash64(k) ^ hash64(k2));
+		}
+		CHECK(flipped > 256 * 28 && flipped < 256 * 36);
+	}
+
+	/* the tables' own key shapes spread over their buckets */
+	enum { N = 64 * 1024 };
+	static uint64_t h[N];
+	for (size_t i = 0; i < N; i++) /* clientids: epoch << 32 | counter (tally, 16 shards) */
+		h[i] = hash64((uint64_t)0x5f3a << 32 | (i + 1));
+	CHECK(spread_ok(h, N, 16));
+	CHECK(spread_ok(h, N, 1024));
+	for (size_t i = 0; i < N; i++) /* keys that differ only in high bits */
+		h[i] = hash64((uint64_t)i << 40);
+	CHECK(spread_ok(h, N, 1024));
+	for (size_t i = 0; i < N; i++) /* block addresses: multiples of 4096 (hash map) */
+		h[i] = hash64((uint64_t)i * 4096) & 1023;
+	CHECK(spread_ok(h, N, 1024));
+	for (size_t i = 0; i < N; i++) /* (clientid, inode) of layouts, 256 buckets */
+		h[i] = hash64_pair((uint64_t)0x5f3a << 32 | (i % 64 + 1), 1000 + i / 64);
+	CHECK(spread_ok(h, N, 256));
+	for (size_t i = 0; i < N; i++) /* (owner, file) of opens and locks, one owner */
+		h[i] = hash64_pair(0x8badf00d, 1000 + i);
+	CHECK(spread_ok(h, N, 1024));
+	/* the order of a pair counts */
+	CHECK(hash64_pair(1, 2) != hash64_pair(2, 1));
+	TEST_PASS("hash");
+}
+
 int main(void)
 {
 	test_crc32c();
+	test_hash();
 	test_hashmap();
 	test_list();
 	test_lockdep();

@@ -2,14 +2,12 @@
 
 #include <stdlib.h>
 
+#include "base/hash.h"
 #include "base/mem.h"
 
 static size_t slot_of(const struct hashmap *h, uint64_t key)
 {
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdull;
-	key ^= key >> 33;
-	return (size_t)key & (h->cap - 1);
+	return (size_t)hash64(key) & (h->cap - 1);
 }
 
 void hashmap_init(struct hashmap *h)

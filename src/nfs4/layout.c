@@ -112,6 +112,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "base/lock.h"
 #include "base/mem.h"
 #include "base/msg.h"
@@ -166,7 +167,7 @@ struct nfs4_layout_table {
 
 static unsigned lbucket(uint64_t clientid, uint64_t file)
 {
-	return (unsigned)(((clientid * 0x9e3779b97f4a7c15ull) ^ file) % LAYOUT_BUCKETS);
+	return (unsigned)(hash64_pair(clientid, file) % LAYOUT_BUCKETS);
 }
 
 void nfs4_layouts_init(struct nfs4_server *s)

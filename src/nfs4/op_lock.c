@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/hash.h"
 #include "base/lock.h"
 #include "base/mem.h"
 #include "nfs4/nfs4_priv.h"
@@ -130,7 +131,7 @@ bool nfs4_lockst_has_locks(struct nfs4_server *s, struct nfs4_lockst *ls)
 
 static unsigned lbucket(uint64_t owner, uint64_t file)
 {
-	return (unsigned)(((owner ^ (file * 0x9e3779b97f4a7c15ull)) >> 40) % LOCK_BUCKETS);
+	return (unsigned)(hash64_pair(owner, file) % LOCK_BUCKETS);
 }
 
 static unsigned obucket(uint64_t owner)

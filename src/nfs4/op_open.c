@@ -53,6 +53,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/hash.h"
 #include "base/lock.h"
 #include "base/mem.h"
 #include "base/siphash.h"
@@ -101,8 +102,7 @@ uint64_t nfs4_owner_key(const struct nfs4_server *s, uint64_t clientid, const vo
 
 static unsigned bucket_of(const struct share_owner *o, uint64_t file)
 {
-	uint64_t h = o->owner ^ (file * 0x9e3779b97f4a7c15ull);
-	return (unsigned)(h >> 40) % OPEN_BUCKETS;
+	return (unsigned)(hash64_pair(o->owner, file) % OPEN_BUCKETS);
 }
 
 /* The open of (o, file), referenced through its stateid, or NULL. */

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 
 #include "base/compiler.h"
+#include "base/hash.h"
 #include "base/hashmap.h"
 #include "base/list.h"
 #include "base/lock.h"
@@ -150,19 +151,9 @@ static void info_of(const struct brl_lock *l, struct brl_info *out)
 	out->owner = l->l_holder->h_owner;
 }
 
-static uint64_t mix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
-
 static struct brl_bucket *bucket_of(struct brl_table *t, uint64_t file)
 {
-	return &t->t_buckets[mix64(file) & (t->t_cfg.buckets - 1)];
+	return &t->t_buckets[hash64(file) & (t->t_cfg.buckets - 1)];
 }
 
 /* ---- files, holders, locks (bucket locked) ------------------------------ */

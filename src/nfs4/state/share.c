@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "base/compiler.h"
+#include "base/hash.h"
 #include "base/hashmap.h"
 #include "base/list.h"
 #include "base/lock.h"
@@ -113,19 +114,9 @@ static void info_of(const struct share_open *op, struct share_info *out)
 	out->deny = op->o_deny;
 }
 
-static uint64_t mix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
-
 static struct share_bucket *bucket_of(struct share_table *t, uint64_t file)
 {
-	return &t->t_buckets[mix64(file) & (t->t_cfg.buckets - 1)];
+	return &t->t_buckets[hash64(file) & (t->t_cfg.buckets - 1)];
 }
 
 /* ---- files and opens (bucket locked) ------------------------------------ */

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "base/hash.h"
 #include "base/mem.h"
 #include "base/msg.h"
 
@@ -17,8 +18,7 @@ static struct lock_class tally_shard_class = LOCK_CLASS(NFS4_TALLY);
 
 static struct tally_shard *shard_of(struct tally *t, uint64_t client)
 {
-	uint64_t h = client * 0x9e3779b97f4a7c15ull;
-	return &t->t_shards[(h >> 60) % TALLY_SHARDS];
+	return &t->t_shards[hash64(client) % TALLY_SHARDS];
 }
 
 void tally_init(struct tally *t, size_t max_total, size_t max_per_client)
