@@ -7,7 +7,8 @@
  *
  * Threads. Each connection has one receiver thread. It reads whole records
  * (rpc/record.h reassembles them, at most max_record bytes, memory growing
- * only as bytes arrive) and blocks on nothing but the socket:
+ * with the bytes that arrive, in buffers from base/iobuf.h; a reply is
+ * freed with iobuf_free) and blocks on nothing but the socket:
  *   - a REPLY is matched by xid to a registered call, which takes the
  *     record and is woken;
  *   - a CALL (the server's CB_NULL, CB_COMPOUND) is handed to on_call(),
@@ -39,7 +40,8 @@
  *     connection, since the peer's reassembly is then out of step.
  *  4. Memory of a record being received is at most max_record (record.h
  *     invariant 2: it grows with the bytes that arrived, not with what a
- *     header claims); a larger record kills the connection (-EMSGSIZE).
+ *     header claims, until 60 KiB of it did); a larger record kills the
+ *     connection (-EMSGSIZE).
  *
  * Lock order (src/nfs4c ranks 700-799; nfs4c.h lists them all):
  *   736 nfs4c.send   one connection's socket writes
