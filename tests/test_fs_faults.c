@@ -1151,12 +1151,73 @@ static void test_data_epoch(void)
 	TEST_PASS("a failed flush of the data device moves the data epoch, on every path");
 }
 
+/*
+ * A stable write's data mark (src/dev/dev.h F6, fs_data_mark): another
+ * caller's flush (a COMMIT's, flush-behind's) fails after a write's data
+ * went to the device and before the fsync that makes it stable, and the
+ * page cache drops the write (crashdev_drop_unflushed). The fsync's own
+ * flush then succeeds and fs_fsync returns 0, which alone would have the
+ * server reply "stable" (srv.h S1) with the old data on the device.
+ * fs_data_lost_since(mark) says so. The write again, with a mark taken
+ * after the failure (which then does not count), is stable, and reads
+ * back after a power cut.
+ */
+static void test_data_mark(void)
+{
+	struct dev *inner = mkimg(64 * MIB), *cd;
+	CHECK_OK(crashdev_create(inner, 0, &cd));
+	struct fs *fs = mnt(cd);
+	struct fs_inode *root, *f;
+	CHECK_OK(fs_root(fs, &root));
+	int err;
+	f = create(root, "m", S_IFREG | 0644, &err);
+	CHECK_OK(err);
+	uint8_t *buf = malloc(65536);
+	fill(buf, 65536, 1);
+	CHECK_OK(fs_write(f, 0, buf, 65536, NULL));
+	CHECK_OK(fs_fsync(f, false, NULL));
+
+	/* lost: the overwrite, a failed flush of somebody else's, the fsync */
+	uint64_t mark = fs_data_mark(fs);
+	fill(buf, 4096, 2);
+	CHECK_OK(fs_write(f, 0, buf, 4096, NULL));
+	dev_inject_flush_fault(cd, 1);
+	CHECK_EQ(fs_flush_data(fs), -EIO);
+	CHECK_EQ(crashdev_drop_unflushed(cd), 1);
+	CHECK_OK(fs_fsync(f, false, NULL)); /* F4: the next flush returns 0 */
+	CHECK(same(f, 0, 4096, 1));	    /* the fsync's 0 was no promise */
+	CHECK(fs_data_lost_since(fs, mark));
+
+	/* the write again: the failure is older than its mark */
+	mark = fs_data_mark(fs);
+	CHECK_OK(fs_write(f, 0, buf, 4096, NULL));
+	CHECK_OK(fs_fsync(f, false, NULL));
+	CHECK(!fs_data_lost_since(fs, mark));
+	fs_iput(f);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+	CHECK_OK(crashdev_powerfail(cd, 1, NULL));
+	dev_close(cd);
+	fs = mnt(inner);
+	CHECK_OK(fs_root(fs, &root));
+	CHECK_OK(fs_lookup(root, "m", 1, &f));
+	CHECK(same(f, 0, 4096, 2));
+	fs_iput(f);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+	check_clean(inner, "data mark");
+	dev_close(inner);
+	free(buf);
+	TEST_PASS("a flush failed after a write's data write: its mark says lost (F6)");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	msg_set_level(MSG_ERR);
 	test_small_log();
 	test_data_epoch();
+	test_data_mark();
 	test_enospc_files();
 	test_enospc_reuse();
 	test_enospc_free_when_full();

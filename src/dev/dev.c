@@ -189,6 +189,7 @@ static int flush_backend(struct dev *d, uint64_t gen, uint64_t bytes)
 	}
 	if (err) {
 		atomic_fetch_add(&d->d_write_errors, 1);
+		atomic_fetch_add(&d->d_flush_errors, 1); /* F6 */
 		return err;
 	}
 	counter_inc(&d->d_flushes);

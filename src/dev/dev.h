@@ -51,6 +51,20 @@
  *      (dev_flush_async) with may_lead does the same; asynchronous callers
  *      queued with nobody to lead for them are led by the device's flusher
  *      thread, started the first time it is needed.
+ *   F6 A write is durable once a flush that started after it completed
+ *      returned 0 AND no flush failed since the write was issued: a failed
+ *      flush may have lost it (a page cache drops the dirty pages whose
+ *      write-back failed), whoever ran it (flush-behind, B1, another
+ *      caller's, the journal's), and the next flush returns 0 (F4). So a
+ *      caller that makes a write stable reads dev_flush_errors() (the
+ *      failed flushes, counted before the failed flush completes, F4)
+ *      before it issues the write, and once its flush (or anyone's that
+ *      covered it) returned 0 reads it again: if it moved, the write may
+ *      be lost and the operation fails with EIO (a retry writes it
+ *      again). One atomic load each, no lock, no extra flush. It may fail
+ *      an operation whose write a flush covered before another one failed
+ *      (it does not know which flush covered it): only when a flush
+ *      failed, never silently.
  * The group of a flush is the callers it served; dev.flush_callers counts
  * them all, dev.flush_group_<n> how many flushes served up to n callers
  * (n = 1, 2, 4, 8, 16, and "more"). dev.unflushed_bytes is what writes
@@ -114,6 +128,7 @@
 #ifndef JNFS_DEV_DEV_H
 #define JNFS_DEV_DEV_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -158,8 +173,10 @@ struct dev {
 	_Atomic bool d_fail_sticky;
 	_Atomic uint64_t d_flush_fail_in; /* this many flushes from now: the last fails */
 
-	/* writes and flushes that failed (dev_write_errors) */
+	/* writes and flushes that failed (dev_write_errors), and flushes
+	 * alone (dev_flush_errors, F6) */
 	_Atomic uint64_t d_write_errors;
+	_Atomic uint64_t d_flush_errors;
 
 	/* flush elision */
 	_Atomic uint64_t d_write_gen;	/* completed writes without FUA */
@@ -243,6 +260,13 @@ bool dev_flush_covered(struct dev *d, uint64_t ticket);
  * journal asks before it moves its tail past items it wrote back (log
  * I6). */
 bool dev_flush_failed_since(struct dev *d, uint64_t ticket);
+/* Flushes that failed so far, whoever ran them: read before a write that
+ * must become stable and after its flush, they say whether a failed flush
+ * may have lost it (F6). One atomic load. */
+static inline uint64_t dev_flush_errors(struct dev *d)
+{
+	return atomic_load_explicit(&d->d_flush_errors, memory_order_acquire);
+}
 /* Callers waiting for the next flush to start (tests watch it). */
 unsigned dev_flush_queued(struct dev *d);
 

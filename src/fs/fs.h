@@ -363,6 +363,19 @@ int fs_flush_data_async(struct fs *fs, struct fs_flush_waiter *w, bool may_lead)
  */
 uint64_t fs_data_epoch(struct fs *fs);
 
+/*
+ * A stable operation's data mark (src/dev/dev.h, F6): read it before the
+ * operation's data goes to the engine (or, for a COMMIT, before its
+ * verifier is read); once the sync that makes the data stable returned 0,
+ * fs_data_lost_since() says whether a flush of the data device failed
+ * meanwhile, whoever ran it (flush-behind, another client's COMMIT, the
+ * journal): the data may then be lost although the sync succeeded, and
+ * the operation fails with EIO instead of replying "stable". One atomic
+ * load each.
+ */
+uint64_t fs_data_mark(struct fs *fs);
+bool fs_data_lost_since(struct fs *fs, uint64_t mark);
+
 /* ---- durable records ---- */
 
 /*

@@ -398,6 +398,16 @@ uint64_t fs_data_epoch(struct fs *fs)
 	return dev_write_errors(fs->f_ddev);
 }
 
+uint64_t fs_data_mark(struct fs *fs)
+{
+	return dev_flush_errors(fs->f_ddev);
+}
+
+bool fs_data_lost_since(struct fs *fs, uint64_t mark)
+{
+	return dev_flush_errors(fs->f_ddev) != mark;
+}
+
 /* The device waiter lives in the caller's struct fs_flush_waiter (fs.h). */
 _Static_assert(sizeof(struct dev_flush_waiter) <= FS_FLUSH_WAITER_PRIV,
 	       "struct fs_flush_waiter has room for a device waiter");

@@ -37,7 +37,10 @@
  * The write verifier moves when a write or flush of the data device fails:
  * a WRITE reads it before its data goes to the engine, a COMMIT once its
  * data is durable (srv_reply_committed), so a failure in between makes
- * them differ and the client sends its unstable data again.
+ * them differ and the client sends its unstable data again. A stable
+ * WRITE reads the data mark there too: a flush that fails, whoever ran it,
+ * before its wait ends makes it NFS3ERR_IO (srv.h S1), since its client
+ * keeps no copy to send again.
  *
  * Weak cache consistency: the engine takes "pre" and "post" under the lock
  * that orders the change (struct fs_result in fs.h), so no other client's
@@ -82,6 +85,7 @@ struct call {
 	struct srv_exp e;     /* e.ex is NULL until the first handle names the export */
 	uint64_t csn;	      /* the reply waits until this sequence is durable */
 	bool data;	      /* ... and the data device holds what was written */
+	uint64_t data_mark;   /* ... with no data flush failed since (srv.h S1) */
 	uint8_t *verf;	      /* COMMIT: the write verifier, read once it is */
 	srv_failed_fn failed; /* makes the result NFS3ERR_IO when the wait fails */
 	void *failed_arg;
@@ -341,7 +345,8 @@ static enum svc_stat reply(struct call *c)
 	if (c->verf)
 		return srv_reply_committed(c->srv, c->rq, c->csn, c->verf, c->failed,
 					   c->failed_arg);
-	return srv_reply_stable(c->srv, c->rq, c->csn, c->data, c->failed, c->failed_arg);
+	return srv_reply_stable(c->srv, c->rq, c->csn, c->data, c->data_mark, c->failed,
+				c->failed_arg);
 }
 
 /* The version's resume hook (svc.h): a parked request runs again only to
@@ -535,7 +540,11 @@ static enum svc_stat nfs3_write(struct svc_req *rq, const struct rpc_cred *rc, v
 	struct fs_result fr = {.want = FS_RES_ATTRS};
 	struct call c;
 	call_init(&c, rq, rc);
-	srv_write_verf(c.srv, r->resok.verf); /* before the data goes to the engine */
+	/* both before the data goes to the engine: a flush that fails after
+	 * it moves the verifier (rule 8) and fails a stable reply (srv.h S1) */
+	if (a->stable != UNSTABLE)
+		c.data_mark = srv_data_mark(c.srv);
+	srv_write_verf(c.srv, r->resok.verf);
 	if ((r->status = fh_get(&c, &a->file, &ip)))
 		return SVC_OK;
 	if (a->count != a->data.len) {

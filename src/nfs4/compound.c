@@ -157,6 +157,14 @@ void nfs4_note_change(struct nfs4_compound *c, uint64_t csn, bool data)
 	c->sync_data |= data;
 }
 
+void nfs4_mark_data(struct nfs4_compound *c)
+{
+	if (!c->data_marked) {
+		c->data_mark = srv_data_mark(c->s->srv);
+		c->data_marked = true;
+	}
+}
+
 /*
  * An operation that ends with status and no result data: its opcode and
  * status (and SETATTR's empty attrsset, which every SETATTR4res carries).
@@ -482,7 +490,9 @@ static enum svc_stat finish(struct nfs4_compound *c)
 	if (!c->csn && !c->sync_data)
 		return SVC_OK;
 	c->phase = NFS4_PARKED_STABLE;
-	return srv_reply_stable(c->s->srv, c->rq, c->csn, c->sync_data, compound_failed, c);
+	BUG_ON(c->sync_data && !c->data_marked); /* S1: every data op marks */
+	return srv_reply_stable(c->s->srv, c->rq, c->csn, c->sync_data, c->data_mark,
+				compound_failed, c);
 }
 
 /* The rerun of a compound parked for a layout return (or its timer). */

@@ -184,6 +184,8 @@ struct nfs4_compound {
 	 * data must be durable too (rules 7 and 8, once per compound) */
 	uint64_t csn;
 	bool sync_data;
+	bool data_marked;   /* data_mark read (nfs4_mark_data) */
+	uint64_t data_mark; /* before the first stable data went (srv.h S1) */
 	unsigned first_change; /* index+1 of the first op that made csn (0: none) */
 	struct xdr_mark first_change_mark;
 	struct xdr_mark op_mark; /* where the result of the op being run starts */
@@ -231,6 +233,11 @@ uint32_t nfs4_err_on(struct nfs4_compound *c, int err, struct fs_inode *ip);
 /* Note what an op changed (its commit sequence) for the stability wait;
  * data: data must be durable too (WRITE stable, COMMIT). */
 void nfs4_note_change(struct nfs4_compound *c, uint64_t csn, bool data);
+/* Before an op's data that must be stable goes to the engine (a stable
+ * WRITE), or a COMMIT reads its verifier: the compound's reply fails if a
+ * data flush fails from here until its wait ends (srv.h S1). The first
+ * op's mark holds for the compound. */
+void nfs4_mark_data(struct nfs4_compound *c);
 
 /* ---- the operation table ---- */
 

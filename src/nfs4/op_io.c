@@ -7,8 +7,10 @@
  * replies once the journal holds it and the data device holds the data
  * (rule 5); COMMIT is an fsync of the whole file. The write verifier is
  * the shared server layer's (srv_write_verf), read before the data goes to
- * the engine for WRITE and after the sync for COMMIT, so a failed data
- * flush in between shows as a changed verifier.
+ * the engine for WRITE and before the sync for COMMIT, so a failed data
+ * flush before it shows as a changed verifier; one after it, whoever ran
+ * it, fails a stable WRITE and a COMMIT with NFS4ERR_IO (srv.h S1: both
+ * read the data mark first).
  *
  * READ data is read into a buffer the reply splices in without a copy; it
  * is freed when the reply has been sent.
@@ -97,6 +99,8 @@ uint32_t nfs4_op_write(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 		return st;
 	if (wa->offset > FS_MAX_FILE_SIZE || wa->data.len > FS_MAX_FILE_SIZE - wa->offset)
 		return NFS4ERR_FBIG;
+	if (wa->stable != UNSTABLE4)
+		nfs4_mark_data(c); /* srv.h S1 */
 	srv_write_verf(c->s->srv, ok->writeverf);
 	struct fs_result res = {0};
 	bool logged;
@@ -127,7 +131,9 @@ uint32_t nfs4_op_commit(struct nfs4_compound *c, struct nfs_argop4 *a, struct nf
 	/* the engine tracks durability per inode, not per range: an fsync */
 	nfs4_note_change(c, fs_sync_seq(c->cfh.ip, false), true);
 	/* the verifier as it will be once the sync is done: a flush that
-	 * fails meanwhile fails this COMMIT (compound_failed) */
+	 * fails meanwhile, this COMMIT's own or anyone's (the mark, srv.h
+	 * S1, read first), fails this COMMIT (compound_failed) */
+	nfs4_mark_data(c);
 	srv_write_verf(c->s->srv, r->opcommit.resok4.writeverf);
 	return NFS4_OK;
 }

@@ -14,6 +14,8 @@
  * push thread never runs one: it would hold up the checkpoints). No thread
  * waits for the log or for a flush another thread runs; the waiter lives
  * in the request's scratch space, not in any protocol's result struct.
+ * When the wait ends, a wait with a data mark fails if a flush of the data
+ * device failed since the mark (srv.h S1, dev.h F6).
  *
  * Where completions send their replies: on the thread that made the
  * sequence durable. Encoding a reply is a copy of its result struct into
@@ -159,6 +161,8 @@ struct srv_wait {
 	void *failed_arg;
 	uint8_t *verf;	 /* COMMIT: the write verifier, read once the data is durable */
 	bool need_flush; /* a data sync: flush the device if the force did not */
+	bool check_mark; /* S1: fail if a data flush failed since data_mark */
+	uint64_t data_mark;
 };
 _Static_assert(sizeof(struct srv_wait) <= SVC_REQ_SCRATCH, "the waiter fits the request");
 
@@ -168,10 +172,13 @@ static struct srv_wait *wait_of(struct svc_req *rq)
 }
 
 /* The wait is over and the reply is about to be encoded: a failure goes
- * into it through failed(); otherwise a COMMIT's verifier is read now that
- * its data is durable. */
+ * into it through failed(), and so does a failed flush since the data's
+ * mark (S1); otherwise a COMMIT's verifier is read now that its data is
+ * durable. */
 static void wait_end(struct srv_wait *sw, int err)
 {
+	if (!err && sw->check_mark && fs_data_lost_since(sw->s->fs, sw->data_mark))
+		err = -EIO;
 	if (err) {
 		if (sw->failed)
 			sw->failed(sw->failed_arg, err);
@@ -224,7 +231,8 @@ static void sync_done(struct fs_sync_waiter *w, int err, bool log_flushed)
 }
 
 static enum svc_stat reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
-				  uint8_t *verf, srv_failed_fn failed, void *failed_arg)
+				  const uint64_t *data_mark, uint8_t *verf, srv_failed_fn failed,
+				  void *failed_arg)
 {
 	struct srv_wait *sw = wait_of(rq);
 	memset(sw, 0, sizeof(*sw));
@@ -233,6 +241,10 @@ static enum svc_stat reply_stable(struct srv *s, struct svc_req *rq, uint64_t cs
 	sw->failed = failed;
 	sw->failed_arg = failed_arg;
 	sw->verf = verf;
+	if (data && data_mark) {
+		sw->check_mark = true;
+		sw->data_mark = *data_mark;
+	}
 	if (!csn && !data)
 		return SVC_OK;
 	svc_req_get(rq);
@@ -262,15 +274,15 @@ static enum svc_stat reply_stable(struct srv *s, struct svc_req *rq, uint64_t cs
 }
 
 enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
-			       srv_failed_fn failed, void *failed_arg)
+			       uint64_t data_mark, srv_failed_fn failed, void *failed_arg)
 {
-	return reply_stable(s, rq, csn, data, NULL, failed, failed_arg);
+	return reply_stable(s, rq, csn, data, &data_mark, NULL, failed, failed_arg);
 }
 
 enum svc_stat srv_reply_committed(struct srv *s, struct svc_req *rq, uint64_t csn, uint8_t verf[8],
 				  srv_failed_fn failed, void *failed_arg)
 {
-	return reply_stable(s, rq, csn, true, verf, failed, failed_arg);
+	return reply_stable(s, rq, csn, true, NULL, verf, failed, failed_arg); /* no S1 */
 }
 
 enum svc_stat srv_stable_resume(struct srv *s, struct svc_req *rq)

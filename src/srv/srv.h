@@ -131,7 +131,12 @@ typedef void (*srv_failed_fn)(void *arg, int err);
 /*
  * Send rq's reply once csn is durable, and, with data, once the data device
  * holds what was written before this call (rule 5: flushed when the force
- * wrote no log). csn 0 and !data: nothing to wait for (SVC_OK at once).
+ * wrote no log) and no flush of it failed since data_mark was read
+ * (srv_data_mark, before the data went to the engine): a failed flush,
+ * whoever ran it, may have lost the data although the flush that followed
+ * succeeded (src/dev/dev.h, F6), and then failed() gets -EIO: the client
+ * writes again instead of being told "stable" (S1, below). csn 0 and
+ * !data: nothing to wait for (SVC_OK at once).
  * The request is parked (svc_defer) while it waits: no thread waits with
  * it. Returns what the handler returns: SVC_OK (the reply may go now,
  * possibly with failed() applied) or SVC_DEFERRED (it will be sent by
@@ -142,11 +147,25 @@ typedef void (*srv_failed_fn)(void *arg, int err);
  * be what runs: at the start of the handler, or as its version's resume
  * hook (struct svc_version). failed() runs at most once, before the reply
  * is encoded, on whichever thread ends the wait.
+ *
+ *   S1 A reply that says data is stable (a WRITE with DATA_SYNC or
+ *      FILE_SYNC whose data was not logged, an NFSv4 COMMIT, whose
+ *      verifier is read before the wait) is sent only if no flush of the
+ *      data device failed between the moment before its data went to the
+ *      device (data_mark) and the end of its wait; else it is an I/O
+ *      error. NFSv3's COMMIT needs no mark: its verifier is read after
+ *      the wait (srv_reply_committed) and moves with any failed flush.
  */
 enum svc_stat srv_reply_stable(struct srv *s, struct svc_req *rq, uint64_t csn, bool data,
-			       srv_failed_fn failed, void *failed_arg);
+			       uint64_t data_mark, srv_failed_fn failed, void *failed_arg);
+/* data_mark for srv_reply_stable: read before the data goes to the engine
+ * (one atomic load). */
+static inline uint64_t srv_data_mark(struct srv *s)
+{
+	return fs_data_mark(s->fs);
+}
 /*
- * COMMIT's reply: as srv_reply_stable(csn, data = true), and once the data
+ * COMMIT's reply: as srv_reply_stable(csn, data = true) without S1, and once the data
  * is durable the write verifier is read into verf (part of the result: it
  * must live until the reply is encoded), so that a flush of the data device
  * that failed anywhere before that moment - for this request or another -

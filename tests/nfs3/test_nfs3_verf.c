@@ -24,7 +24,9 @@
  *      flush-behind bound (jnfsd's default, read from its counters), so a
  *      flush is started behind them, and it fails. Once the device counted
  *      it, the next WRITE has a new verifier, and COMMIT z succeeds with
- *      it: z's client resends what it wrote before.
+ *      it: z's client resends what it wrote before;
+ *   7. a FILE_SYNC WRITE that a failed flush-behind flush may have lost
+ *      replies NFS3ERR_IO (test_stable_write).
  *
  * usage: test-nfs3-verf JNFSD JNFS
  */
@@ -58,9 +60,10 @@ static struct nfs_fh3 create(struct rpc_context *rpc, struct nfs_fh3 dir, const 
 	return keep->fh;
 }
 
-/* WRITE len bytes of v at off; returns the reply's verifier in verf. */
-static void write3(struct rpc_context *rpc, struct nfs_fh3 fh, uint64_t off, uint32_t len,
-		   stable_how how, uint8_t v, uint8_t verf[8])
+/* WRITE len bytes of v at off: the status, and when it is OK the reply's
+ * verifier in verf and what it says was committed. */
+static uint32_t write3_status(struct rpc_context *rpc, struct nfs_fh3 fh, uint64_t off,
+			      uint32_t len, stable_how how, uint8_t v, uint8_t verf[8])
 {
 	static char buf[65536];
 	memset(buf, v, len);
@@ -69,9 +72,18 @@ static void write3(struct rpc_context *rpc, struct nfs_fh3 fh, uint64_t off, uin
 	a.data.data_val = buf;
 	struct raw r = {.inspect = inspect_write};
 	RAW(rpc, &r, rpc_nfs3_write_async(rpc, raw_cb, &a, &r));
-	CHECK_EQ(r.nfs_status, NFS3_OK);
-	CHECK_EQ(r.u32[0], len);
-	memcpy(verf, r.verf, 8);
+	if (r.nfs_status == NFS3_OK) {
+		CHECK_EQ(r.u32[0], len);
+		CHECK_EQ(r.u32[1], how);
+		memcpy(verf, r.verf, 8);
+	}
+	return r.nfs_status;
+}
+
+static void write3(struct rpc_context *rpc, struct nfs_fh3 fh, uint64_t off, uint32_t len,
+		   stable_how how, uint8_t v, uint8_t verf[8])
+{
+	CHECK_EQ(write3_status(rpc, fh, off, len, how, v, verf), NFS3_OK);
 }
 
 /* COMMIT the whole file: the status, and the verifier when it is OK. */
@@ -82,6 +94,60 @@ static uint32_t commit3(struct rpc_context *rpc, struct nfs_fh3 fh, uint8_t verf
 	if (r.nfs_status == NFS3_OK)
 		memcpy(verf, r.verf, 8);
 	return r.nfs_status;
+}
+
+/*
+ * 7. (another life of jnfsd) A flush that fails between a FILE_SYNC
+ *    WRITE's data write and the flush that makes it stable (src/srv/srv.h
+ *    S1, src/dev/dev.h F6): the WRITE crosses the flush-behind bound, so
+ *    the flush started behind it (B1) runs while the WRITE's checkpoint is
+ *    written (a FUA write slowed by --flush-latency-us), and that flush
+ *    fails. Its data may be lost (a page cache drops the pages whose
+ *    write-back failed), yet the WRITE's own flush comes later and
+ *    succeeds: the reply must be NFS3ERR_IO, not OK with FILE_SYNC (whose
+ *    client keeps no copy). The WRITE sent again succeeds, and so does a
+ *    FILE_SYNC WRITE with no fault.
+ *    (Before S1 the first WRITE replied NFS3_OK, committed FILE_SYNC.)
+ */
+static void test_stable_write(const char *bin)
+{
+	const char *args[] = {"--listen",	   "127.0.0.1:0", "--rpcbind",
+			      "off",		   "--test-flush-fault", "--flush-behind",
+			      "32768",		   "--flush-latency-us", "100000",
+			      "--logged-data-max", "0",		  NULL};
+	tc_jnfsd_start(&jnfsd, bin, args);
+	struct nfs_context *nfs = tn_mount(jnfsd.port[0], "/", 0, 0);
+	struct rpc_context *rpc = nfs_get_rpc_context(nfs);
+	struct raw keep_root, keep_f;
+	struct nfs_fh3 root = tn_handle_of(rpc, jnfsd.port[0], "/", "/", &keep_root);
+	struct nfs_fh3 f = create(rpc, root, "f", &keep_f);
+	uint8_t v0[8], v[8];
+	/* the blocks allocated and durable: the WRITE below is an overwrite,
+	 * whose checkpoint holds only times and needs no flush before it */
+	write3(rpc, f, 0, 65536, FILE_SYNC, 0x61, v0);
+	CHECK_EQ(commit3(rpc, f, v), NFS3_OK);
+	uint64_t errs = tc_jnfsd_stat(&jnfsd, "dev.write_errors");
+	uint64_t fb = tc_jnfsd_stat(&jnfsd, "dev.flush_behind_flushes");
+
+	tc_jnfsd_signal(&jnfsd, SIGUSR2, "flush fault armed");
+	uint32_t st = write3_status(rpc, f, 0, 65536, FILE_SYNC, 0x62, v);
+	CHECK_EQ(tc_jnfsd_stat(&jnfsd, "dev.write_errors"), errs + 1);
+	CHECK(tc_jnfsd_stat(&jnfsd, "dev.flush_behind_flushes") > fb);
+	if (st == NFS3_OK) {
+		fprintf(stderr, "a FILE_SYNC WRITE replied OK after a flush failed between its "
+				"data write and its own flush: its data may be lost\n");
+		CHECK(0);
+	}
+	CHECK_EQ(st, NFS3ERR_IO);
+	CHECK_EQ(write3_status(rpc, f, 0, 65536, FILE_SYNC, 0x62, v), NFS3_OK);
+	CHECK_EQ(write3_status(rpc, f, 0, 65536, FILE_SYNC, 0x63, v), NFS3_OK);
+	TEST_PASS("a flush failed after a FILE_SYNC WRITE's data write: NFS3ERR_IO, the "
+		  "retry is stable");
+
+	nfs_destroy_context(nfs);
+	int status = tc_jnfsd_stop(&jnfsd);
+	jnfsd.pid = 0;
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 int main(int argc, char **argv)
@@ -161,5 +227,7 @@ int main(int argc, char **argv)
 	int status = tc_jnfsd_stop(&jnfsd);
 	jnfsd.pid = 0;
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	test_stable_write(argv[1]);
 	return 0;
 }
