@@ -55,8 +55,9 @@
  *                                    read is checked against a model of the
  *                                    file, the whole file and its size
  *                                    every N ops (default 1000) and at the
- *                                    end; a difference prints its first
- *                                    offset and the last 32 operations.
+ *                                    end; a difference (or a SIGBUS in a
+ *                                    mapping) prints its first offset and
+ *                                    the last 32 operations.
  *                                    Prints "ok" and the count of each op;
  *                                    --save writes the model's final bytes
  *                                    to MODEL, for a check of the file from
@@ -738,6 +739,21 @@ __attribute__((noreturn, format(printf, 2, 3))) static void fsx_fail(struct fsx 
 	exit(1);
 }
 
+/* The run under way, for fsx_sigbus. */
+static struct fsx *fsx_cur;
+
+/* A mapping's page the kernel could not read in (or make writable) kills
+ * the process with SIGBUS: say which operation, with the history, as
+ * fsx_fail does (the fault is synchronous: the main flow is in a memcpy or
+ * a compare, never in stdio). */
+static void fsx_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	fsx_fail(fsx_cur, "signal %d (SIGBUS) at address %p: a page of the mapping could not be "
+			  "read or made writable (file size %" PRIu64 " in the model)",
+		 sig, si->si_addr, fsx_cur->size);
+}
+
 /* What the file holds at off on a second look, for a failure's report:
  * read with O_DIRECT (not through the page cache), then again through the
  * page cache after dropping this file's pages (POSIX_FADV_DONTNEED). */
@@ -999,6 +1015,11 @@ static int cmd_fsx(int argc, char **argv)
 	f.buf = malloc(f.maxlen);
 	if (!f.model || !f.buf)
 		die("out of memory");
+	fsx_cur = &f;
+	struct sigaction sa = {.sa_sigaction = fsx_sigbus, .sa_flags = SA_SIGINFO};
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, NULL))
+		die("sigaction: %s", strerror(errno));
 	fsx_open(&f, O_TRUNC);
 	for (f.op = 1; f.op <= ops; f.op++) {
 		enum fsx_op op = (enum fsx_op)fsx_below(&f, FSX_NOPS);
