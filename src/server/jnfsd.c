@@ -22,7 +22,11 @@
  *
  * With --crash the image sits behind the crash device (dev/crash.h):
  * writes the server has not flushed stay in its memory, so SIGKILL is a
- * power failure. Tests use it; nobody else should. The same goes for
+ * power failure. Tests use it; nobody else should. Unlike a disk's own
+ * volatile cache, that memory is jnfsd's alone: a pNFS client reading the
+ * image itself sees none of those writes (the zeros of a punch, say) until
+ * a flush, so a test that has a client read through layouts what the
+ * server wrote must not use it. The same goes for
  * --test-flush-fault: SIGUSR2 then makes the next flush of the data device
  * fail (dev_inject_flush_fault), so that a test can watch a failed flush
  * move the write verifier. And for --test-hold-ends: SIGUSR2 then turns

@@ -312,8 +312,13 @@ EXPORT_PATH=/
 jnfsd_start() {
 	out=$RUN/jnfsd.out err=$RUN/jnfsd.err
 	[ "$1" = 1 ] || out=$RUN/jnfsd-$1.out err=$RUN/jnfsd-$1.err
+	# --crash only where the kill is the point: the crash device keeps
+	# the writes jnfsd has not flushed in jnfsd's memory, where the
+	# guest's pNFS client, reading the disk itself, cannot see them (a
+	# punch's zeros stay invisible to it until the next flush; fsx mode
+	# read the bytes from before the punch that way)
 	crash=
-	[ "$MODE" = workload ] || crash=--crash
+	[ "$MODE" != restart ] || crash=--crash
 	# shellcheck disable=SC2086
 	ip netns exec "$NS" "$JNFSD" --image "$RUN/img" --size 1G --exports "$RUN/exports" \
 		--listen $HOST_IP:$PORT --rpcbind off --threads 4 $crash $SERVER_ARGS \
