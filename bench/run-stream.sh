@@ -66,7 +66,8 @@
 # environment: ROUNDS (3), IOS ("1M 64K"), STREAMS ("1 4 16"), PROTOS
 #   ("nfs3 nfs4"), WORKLOADS ("unstable filesync read"), DEPTH (calls in
 #   flight per stream, 8), TOTAL_MIB (1024), SMALL_TOTAL_MIB (256),
-#   THREADS (jnfsd --threads, 8), PNFS (1), SETTLE_S (2), BENCH_DIR
+#   THREADS (jnfsd --threads, 8), PNFS (1), SETTLE_S (2), IMAGE_MIB (each
+#   server's image: 2 x (streams counts + 1) x TOTAL_MIB + 1024), BENCH_DIR
 #   (/var/tmp), OUT (build/bench-results), LOOP_DIRECT_IO (on);
 #   BENCH_QUICK=1: 1 round, TOTAL_MIB=128, SMALL_TOTAL_MIB=32, SETTLE_S=1.
 # Results in $OUT: stream-runs.csv (every run), stream.csv (the table),
@@ -108,8 +109,10 @@ BENCH_DIR=${BENCH_DIR:-/var/tmp}
 OUT=${OUT:-build/bench-results}
 LOOP_DIRECT_IO=${LOOP_DIRECT_IO:-on}
 NSTREAMS=$(echo "$STREAMS" | wc -w)
-# every stream count's files, the pNFS file, the journal and room to spare
-IMAGE_MIB=$(((NSTREAMS + 1) * TOTAL_MIB + 1024))
+# every stream count's files, the pNFS file, the journal, and as much again:
+# XFS's speculative preallocation grows with a file (with 1 GiB cells, a
+# 5 GiB XFS filled up and Ganesha answered short WRITEs)
+IMAGE_MIB=${IMAGE_MIB:-$((2 * (NSTREAMS + 1) * TOTAL_MIB + 1024))}
 JPORT=2049
 GPORT=2050
 GMPORT=2051
