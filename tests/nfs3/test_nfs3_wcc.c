@@ -115,6 +115,9 @@ static void inspect_setattr_wcc(struct raw *r, void *res)
 
 struct pair {
 	uint64_t pre, post;
+	const char *what; /* the procedure, and who sent it: for the message */
+	int client;
+	unsigned seq;
 };
 
 struct client {
@@ -132,7 +135,8 @@ static void keep_pair(struct client *cl, const struct raw *r, const char *what)
 		CHECK(0);
 	}
 	CHECK(r->u32[0] && r->u32[1]); /* a change: pre and post both */
-	cl->pairs[cl->npairs++] = (struct pair){r->u64[0], r->u64[1]};
+	cl->pairs[cl->npairs] = (struct pair){r->u64[0], r->u64[1], what, cl->id, cl->npairs};
+	cl->npairs++;
 }
 
 static void *client_run(void *arg)
@@ -263,10 +267,18 @@ static void test_chain(void)
 	for (unsigned i = 0; i < n; i++) {
 		if (all[i].pre != at || all[i].post <= all[i].pre) {
 			fprintf(stderr,
-				"operation %u of %u: pre %llu post %llu, but the directory's ctime "
-				"was %llu: another change fell between its pre and post\n",
-				i, n, (unsigned long long)all[i].pre,
-				(unsigned long long)all[i].post, (unsigned long long)at);
+				"operation %u of %u (%s, client %d's change %u): pre %llu post %llu, "
+				"but the directory's ctime was %llu: another change fell between "
+				"its pre and post\n",
+				i, n, all[i].what, all[i].client, all[i].seq,
+				(unsigned long long)all[i].pre, (unsigned long long)all[i].post,
+				(unsigned long long)at);
+			if (i)
+				fprintf(stderr, "  the change before it: %s, client %d's change %u: "
+						"pre %llu post %llu\n",
+					all[i - 1].what, all[i - 1].client, all[i - 1].seq,
+					(unsigned long long)all[i - 1].pre,
+					(unsigned long long)all[i - 1].post);
 			CHECK(0);
 		}
 		at = all[i].post;
