@@ -1,7 +1,7 @@
 #!/bin/sh
 # run-kclient-fsx.sh - fsx through the Linux kernel's pNFS block layout
 # client against fsx through its plain NFSv4.2 client, in one QEMU session
-# (issue 21, acceptance 5: pNFS at most 3x plain).
+# (docs/kclient.md says what the ratio shows and what it was).
 #
 # tests/kclient/kclient.sh --mode fsx boots the guest with jnfsd's image as
 # its disk and blkmapd running, mounts the export `/plain` (no pnfs) and the

@@ -135,7 +135,7 @@ size_t rec_direct(struct rec_asm *r, uint8_t **space)
 		return 0;
 	/* grow with what has arrived, not with what the header claims
 	 * (invariant 2: up to REC_EAGER, then the rest of the fragment) */
-	size_t n = MIN((size_t)r->frag_left, r->len < REC_EAGER ? REC_EAGER - r->len : r->len);
+	size_t n = r->len < REC_EAGER ? MIN((size_t)r->frag_left, REC_EAGER - r->len) : r->frag_left;
 	reserve(r, n);
 	*space = r->buf + r->len;
 	return MIN(r->cap - r->len, (size_t)r->frag_left);
