@@ -22,6 +22,9 @@
  *   5. Log space: a write whose reservation is more than an eighth of the
  *      log is not logged; while logged data fills the CIL unforced, a
  *      metadata transaction never waits for log space.
+ *   6. Streams: a synchronous write while another write of the same file
+ *      is in flight (held on the device) is not logged, and does not wait
+ *      for the other; alone again, the next one is logged.
  * The overwrite, reuse and layout cases fail (the older logged data comes
  * back) without the cancels.
  */
@@ -29,10 +32,13 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <pthread.h>
+
 #include "base/msg.h"
 #include "check.h"
 #include "dev/crash.h"
 #include "fs/fs.h"
+#include "flush_gate.h"
 #include "fs_pattern.h"
 
 #define MIB (1u << 20)
@@ -348,6 +354,74 @@ static void test_space(void)
 	TEST_PASS("logged data never makes metadata wait for log space");
 }
 
+/* 6. The crash device holds the first write of HELD_LEN bytes until
+ * released: the data write of an unstable write of the file. */
+#define HELD_LEN (17 * 4096)
+struct held {
+	struct gate g;
+	struct rig *r;
+	bool done;
+};
+
+static void hold_write(void *arg, uint64_t off, size_t len)
+{
+	(void)off;
+	struct held *h = arg;
+	if (len != HELD_LEN)
+		return;
+	pthread_mutex_lock(&h->g.m);
+	bool first = !h->g.entered;
+	pthread_mutex_unlock(&h->g.m);
+	if (first)
+		gate_hook(&h->g);
+}
+
+static void *unstable_writer(void *arg)
+{
+	struct held *h = arg;
+	write_pattern(h->r->f, 0, HELD_LEN, 0x66);
+	return NULL;
+}
+
+static void *sync_writer(void *arg)
+{
+	struct held *h = arg;
+	bool logged = sync_write(h->r->fs, h->r->f, 512 * 1024, 65536, 0x77);
+	CHECK(!logged);
+	__atomic_store_n(&h->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_concurrent(void)
+{
+	struct rig r;
+	rig_up(&r, true, 0);
+	struct held h = {.g = GATE_INIT, .r = &r};
+	crashdev_set_write_hook(r.cd, hold_write, &h);
+	pthread_t a, b;
+	CHECK_EQ(pthread_create(&a, NULL, unstable_writer, &h), 0);
+	WAIT_FOR(gate_entered(&h.g) == 1);
+	uint64_t before = counter(r.fs, "fs.logged_writes");
+	/* the write in flight holds the shared I/O lock: a logged write
+	 * (exclusive) would wait for it, so the sync write must finish first */
+	CHECK_EQ(pthread_create(&b, NULL, sync_writer, &h), 0);
+	WAIT_FOR(__atomic_load_n(&h.done, __ATOMIC_ACQUIRE));
+	CHECK_EQ(pthread_join(b, NULL), 0);
+	CHECK_EQ(counter(r.fs, "fs.logged_writes"), before);
+	CHECK_EQ(counter(r.fs, "fs.logged_concurrent"), 1);
+	gate_release(&h.g, 1);
+	CHECK_EQ(pthread_join(a, NULL), 0);
+	check_pattern(r.f, 0, HELD_LEN, 0x66);
+	check_pattern(r.f, 512 * 1024, 65536, 0x77);
+	/* alone: logged */
+	CHECK(sync_write(r.fs, r.f, 512 * 1024, 65536, 0x78));
+	crashdev_set_write_hook(r.cd, NULL, NULL);
+	printf("a 64 KiB sync write beside a write in flight: not logged, done while the other "
+	       "was held; alone: logged\n");
+	rig_down(&r);
+	TEST_PASS("a synchronous write beside another write of the file is not logged");
+}
+
 int main(void)
 {
 	msg_set_level(MSG_ERR);
@@ -356,5 +430,6 @@ int main(void)
 		test_later_write((enum later)k);
 	test_after_recovery();
 	test_space();
+	test_concurrent();
 	return 0;
 }

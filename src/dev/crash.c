@@ -26,6 +26,7 @@
 #include "dev/crash.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,9 @@ struct crash_dev {
 	struct mutex cd_flush_lock;
 	void (*cd_flush_hook)(void *arg);
 	void *cd_flush_hook_arg;
+	/* set before the device is shared (crashdev_set_write_hook) */
+	void (*_Atomic cd_write_hook)(void *arg, uint64_t off, size_t len);
+	void *_Atomic cd_write_hook_arg;
 	struct dev *cd_inner;
 	bool cd_record;
 	bool cd_dead;
@@ -164,6 +168,9 @@ static int crash_write(struct dev *d, const void *buf, size_t len, uint64_t off,
 {
 	struct crash_dev *c = to_cdev(d);
 	int err = 0;
+	void (*hook)(void *, uint64_t, size_t) = atomic_load(&c->cd_write_hook);
+	if (hook)
+		hook(atomic_load(&c->cd_write_hook_arg), off, len);
 	mutex_lock(&c->cd_lock);
 	if (c->cd_dead) {
 		err = -EIO;
@@ -273,6 +280,14 @@ void crashdev_set_flush_hook(struct dev *d, void (*fn)(void *arg), void *arg)
 	c->cd_flush_hook = fn;
 	c->cd_flush_hook_arg = arg;
 	mutex_unlock(&c->cd_flush_lock);
+}
+
+void crashdev_set_write_hook(struct dev *d, void (*fn)(void *arg, uint64_t off, size_t len),
+			     void *arg)
+{
+	struct crash_dev *c = to_cdev(d);
+	atomic_store(&c->cd_write_hook_arg, arg);
+	atomic_store(&c->cd_write_hook, fn);
 }
 
 static void crash_destroy(struct dev *d)

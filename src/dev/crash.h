@@ -84,6 +84,12 @@ int crashdev_drop_unflushed(struct dev *d);
  * the device held (NULL: none). A test uses it to hold a flush in flight. */
 void crashdev_set_flush_hook(struct dev *d, void (*fn)(void *arg), void *arg);
 
+/* fn(arg, off, len) runs at the start of every write, before it
+ * completes, with no lock of the device held (NULL: none). A test uses it
+ * to hold a write in flight. */
+void crashdev_set_write_hook(struct dev *d, void (*fn)(void *arg, uint64_t off, size_t len),
+			     void *arg);
+
 /* The recorded stream. The pointer is valid until the next I/O on d. */
 size_t crashdev_nevents(struct dev *d);
 const struct crash_event *crashdev_events(struct dev *d);

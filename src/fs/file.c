@@ -488,16 +488,27 @@ static uint64_t ldata_res(struct fs *fs, size_t len)
 
 /*
  * Whether a synchronous write of len bytes goes through the journal
- * (docs/logged-data.md): small enough, no client holds a layout it could
- * write the blocks through (D3: map_blocks cancels before it hands blocks
- * out), and the log has room to spare, so that logged data never makes
- * metadata wait for log space.
+ * (docs/logged-data.md): small enough, the only write of the file in
+ * flight, no client holds a layout it could write the blocks through (D3:
+ * map_blocks cancels before it hands blocks out), and the log has room to
+ * spare, so that logged data never makes metadata wait for log space.
+ *
+ * The only write: a logged write holds the I/O lock exclusively and
+ * writes its bytes twice, which a lone writer does not feel (no flush of
+ * the data device is worth more) but a client streaming a file with
+ * several writes in flight does: they queue behind each other on the
+ * lock, and the journal carries the stream a second time. Unlogged, they
+ * overlap under the shared lock and share one flush (log.h, G6).
  */
 static bool ldata_ok(struct fs_inode *ip, size_t len)
 {
 	struct fs *fs = ip->i_fs;
 	if (!len || len > fs->f_ldata_max)
 		return false;
+	if (atomic_load(&ip->i_writes) > 1) {
+		counter_inc(&fs->f_stats.logged_concurrent);
+		return false;
+	}
 	bool rw = false;
 	mutex_lock(&fs->f_layout_lock);
 	for (struct fs_layout *l = ip->i_layouts; l && !rw; l = l->next)
@@ -742,15 +753,20 @@ out:
 int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, struct fs_result *res)
 {
 	res_init(res);
-	return write_common(ip, off, buf, len, false, res);
+	atomic_fetch_add(&ip->i_writes, 1);
+	int err = write_common(ip, off, buf, len, false, res);
+	atomic_fetch_sub(&ip->i_writes, 1);
+	return err;
 }
 
 int fs_write_sync(struct fs_inode *ip, uint64_t off, const void *buf, size_t len,
 		  struct fs_result *res, bool *data_logged)
 {
 	res_init(res);
+	atomic_fetch_add(&ip->i_writes, 1);
 	bool log = ldata_ok(ip, len);
 	int err = write_common(ip, off, buf, len, log, res);
+	atomic_fetch_sub(&ip->i_writes, 1);
 	*data_logged = log && !err;
 	if (*data_logged)
 		counter_inc(&ip->i_fs->f_stats.logged_writes);

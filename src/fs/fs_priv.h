@@ -391,6 +391,10 @@ struct fs_inode {
 	 * exclusive one knows from it that its blocks are still its own
 	 * (file.c, write_unwritten) */
 	uint64_t i_unmap_gen;
+	/* writes of the file inside fs_write/fs_write_sync now: a
+	 * synchronous write logs its data only when it is the only one
+	 * (file.c, ldata_ok) */
+	_Atomic unsigned i_writes;
 	struct list i_eof_link; /* on f_eof: preallocated past EOF (eofblocks.c) */
 	uint64_t i_eof_ns;       /* its last appending write (f_eof_lock) */
 	/* layouts (guarded by the fs layout lock) */
@@ -615,7 +619,7 @@ struct fs {
 		counter_t buf_reads, buf_hits, buf_evictions;
 		counter_t eof_trims, eof_trim_blocks;
 		counter_t rec_puts, rec_deletes;
-		counter_t logged_writes, logged_bytes, logged_overwrites;
+		counter_t logged_writes, logged_bytes, logged_overwrites, logged_concurrent;
 	} f_stats;
 	uint32_t f_ldata_max; /* largest write whose data is logged (file.c) */
 	bool f_bench_sync_lc; /* fs_mount_opts.bench_sync_layoutcommit (pnfs.c) */

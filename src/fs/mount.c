@@ -477,6 +477,7 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(logged_writes);
 	C(logged_bytes);
 	C(logged_overwrites);
+	C(logged_concurrent);
 	C(shared_conversions);
 	C(shared_conversion_redos);
 #undef C
