@@ -8,7 +8,8 @@
  * NFSv4.1 and 4.2 in a compound that can reach it on the harness's tree
  * ("d" a directory, "f" a file of 8 KiB, "l" a symbolic link), the
  * session operations that stand alone, and the hostile shapes the server
- * must refuse (too many operations, unknown ones, out of place, another
+ * must bear or refuse (many READs keeping their buffers; too many
+ * operations, unknown ones, out of place, another
  * minor version, SEQUENCE retried and misordered, a compound cut inside
  * an operation's number, a retry of one with an unknown operation).
  * The layout operations on the harness's pnfs export: LAYOUTGET of both
@@ -239,6 +240,16 @@ static void state_seeds(void)
 	nfs4c_op_read(&c, &current, 0, 4096);
 	nfs4c_op_close(&c, &current);
 	write_seed(&c, "open-write-read-close");
+
+	/* many READs in one compound, each keeping its buffer to the reply */
+	begin(&c, 9, false);
+	open_f(&c, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE, false, "f");
+	for (int i = 0; i < 24; i++)
+		nfs4c_op_read(&c, &current, (uint64_t)i * 300, 100);
+	for (int i = 0; i < 12; i++)
+		nfs4c_op_read_plus(&c, &current, (uint64_t)i * 600, 200);
+	nfs4c_op_close(&c, &current);
+	write_seed(&c, "many-reads");
 
 	begin(&c, 10, false);
 	open_f(&c, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE, false, "f");

@@ -136,12 +136,20 @@ void *nfs4_res_alloc(struct nfs4_compound *c, size_t n)
 	return xdr_arena_alloc(&c->resarena, 1, n);
 }
 
-void nfs4_res_keep(struct nfs4_compound *c, void *p)
+struct nfs4_kept {
+	void *p;
+	struct nfs4_kept *next;
+};
+
+bool nfs4_res_keep(struct nfs4_compound *c, void *p)
 {
-	/* one per READ: a compound of more READs than that is answered
-	 * REP_TOO_BIG before they run (nfs4_read_reply_size) */
-	BUG_ON(c->nfree == sizeof(c->free_list) / sizeof(c->free_list[0]));
-	c->free_list[c->nfree++] = p;
+	struct nfs4_kept *k = nfs4_res_alloc(c, sizeof(*k));
+	if (!k)
+		return false;
+	k->p = p;
+	k->next = c->kept;
+	c->kept = k;
+	return true;
 }
 
 void nfs4_note_change(struct nfs4_compound *c, uint64_t csn, bool data)
@@ -590,8 +598,8 @@ static void nfs4_release_compound(void *argp, void *resp)
 	nfs4_fh_clear(&c->sfh);
 	if (c->park_ip)
 		fs_iput(c->park_ip);
-	for (unsigned i = 0; i < c->nfree; i++)
-		iobuf_free(c->free_list[i]);
+	for (struct nfs4_kept *k = c->kept; k; k = k->next) /* nodes in the arena */
+		iobuf_free(k->p);
 	xdr_arena_reset(&c->resarena);
 	xdr_enc_destroy(&c->enc);
 	xdr_arena_reset(&a->arena);

@@ -200,17 +200,18 @@ struct nfs4_compound {
 
 	/* what the encoded reply points into, freed at release */
 	struct xdr_arena resarena;
-	void *free_list[8];
-	unsigned nfree;
+	struct nfs4_kept *kept; /* nfs4_res_keep's buffers, nodes in resarena */
 	_Alignas(16) uint8_t resarena_buf[1024];
 	uint8_t enc_buf[512];
 };
 
 /* Allocate n bytes that live until the reply has been sent. */
 void *nfs4_res_alloc(struct nfs4_compound *c, size_t n);
-/* Keep a heap buffer until the reply has been sent (READ data). */
-/* p (from iobuf_alloc, base/iobuf.h) is freed with the compound's results */
-void nfs4_res_keep(struct nfs4_compound *c, void *p);
+/* Keep p (from iobuf_alloc, base/iobuf.h: READ data) until the reply has
+ * been sent, when it is freed with the compound's results. As many as the
+ * compound has operations; false when the results' arena is full (then p
+ * is the caller's still, and the op answers REP_TOO_BIG). */
+bool nfs4_res_keep(struct nfs4_compound *c, void *p);
 
 /*
  * The status of an engine error for an op that changed (or would have

@@ -73,12 +73,13 @@ uint32_t nfs4_op_read(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	/* aligned for direct I/O when large (the device reads straight into
 	 * it), and from the buffer cache (base/iobuf.h) */
 	uint8_t *buf = iobuf_alloc(count);
-	err = fs_read(c->cfh.ip, ra->offset, buf, count, &n, &eof);
-	if (err) {
+	if (!nfs4_res_keep(c, buf)) {
 		iobuf_free(buf);
-		return nfs4_status(err);
+		return NFS4ERR_REP_TOO_BIG;
 	}
-	nfs4_res_keep(c, buf);
+	err = fs_read(c->cfh.ip, ra->offset, buf, count, &n, &eof);
+	if (err)
+		return nfs4_status(err); /* buf goes with the results */
 	ok->eof = eof;
 	ok->data.len = (uint32_t)n;
 	ok->data.val = buf;

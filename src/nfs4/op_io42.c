@@ -177,12 +177,10 @@ uint32_t nfs4_op_read_plus(struct nfs4_compound *c, struct nfs_argop4 *a, struct
 		end = at.size;
 	struct read_plus_content *seg = nfs4_res_alloc(c, READ_PLUS_SEGS * sizeof(*seg));
 	uint8_t *buf = end > ra->rpa_offset ? iobuf_alloc(end - ra->rpa_offset) : NULL;
-	if (!seg) {
+	if (!seg || (buf && !nfs4_res_keep(c, buf))) {
 		iobuf_free(buf);
 		return NFS4ERR_REP_TOO_BIG;
 	}
-	if (buf)
-		nfs4_res_keep(c, buf);
 	uint32_t n = 0;
 	uint64_t pos = ra->rpa_offset, used = 0;
 	while (pos < end && n < READ_PLUS_SEGS) {

@@ -21,7 +21,9 @@
  *   - sa_cachethis with a reply larger than ca_maxresponsesize_cached:
  *     REP_TOO_BIG_TO_CACHE, from SEQUENCE itself when not even its result
  *     fits (the slot is left as it was);
- *   - CREATE_SESSION with flags RFC 8881 does not define: INVAL.
+ *   - CREATE_SESSION with flags RFC 8881 does not define: INVAL;
+ *   - a COMPOUND of many small READs and READ_PLUSes (each keeps its
+ *     data buffer until the reply is sent): all answered, with their data.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -441,6 +443,47 @@ static void cachethis(void)
 	TEST_PASS("sa_cachethis beyond ca_maxresponsesize_cached: REP_TOO_BIG_TO_CACHE");
 }
 
+static void many_reads(void)
+{
+	struct stateid4 sid;
+	struct nfs4c_fh fh;
+	CHECK_EQ(open_as(a, "many-reads", "conform-reads", 0, OPEN4_SHARE_ACCESS_BOTH,
+			 OPEN4_SHARE_DENY_NONE, &sid, &fh),
+		 NFS4_OK);
+	static uint8_t data[8192];
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7);
+	struct nfs4c_compound c;
+	nfs4c_compound_init(&c, a);
+	nfs4c_op_putfh(&c, &fh);
+	nfs4c_op_write(&c, &sid, 0, FILE_SYNC4, data, sizeof(data));
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	/* more than any fixed number of kept buffers: 40 READs and 20
+	 * READ_PLUSes of 100 bytes each */
+	enum { NREAD = 40, NPLUS = 20, LEN = 100 };
+	nfs4c_compound_reset(&c);
+	nfs4c_op_putfh(&c, &fh);
+	for (int i = 0; i < NREAD; i++)
+		nfs4c_op_read(&c, &sid, (uint64_t)i * LEN, LEN);
+	for (int i = 0; i < NPLUS; i++)
+		nfs4c_op_read_plus(&c, &sid, (uint64_t)i * LEN, LEN);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	CHECK_EQ(c.res.resarray.len, 2 + NREAD + NPLUS);
+	for (int i = 0; i < NREAD; i++) {
+		const struct nfs_resop4 *r = nfs4c_res(&c, OP_READ, (unsigned)i);
+		CHECK(r);
+		CHECK_EQ(r->opread.resok4.data.len, LEN);
+		CHECK(!memcmp(r->opread.resok4.data.val, data + i * LEN, LEN));
+	}
+	CHECK(nfs4c_res(&c, OP_READ_PLUS, NPLUS - 1));
+	nfs4c_compound_reset(&c);
+	nfs4c_op_putfh(&c, &fh);
+	nfs4c_op_close(&c, &sid);
+	CHECK_EQ(nfs4t_send(&c), NFS4_OK);
+	nfs4c_compound_destroy(&c);
+	TEST_PASS("a COMPOUND of 40 READs and 20 READ_PLUSes: all answered");
+}
+
 static void session_flags(void)
 {
 	static const uint32_t bad[] = {0x8, 0x10, 0x80000000u, 0xf};
@@ -497,6 +540,7 @@ int main(int argc, char **argv)
 		{"parents", parents},
 		{"cachethis", cachethis},
 		{"session_flags", session_flags},
+		{"many_reads", many_reads},
 	};
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (argc < 4 || !strcmp(argv[3], cases[i].name))
