@@ -120,9 +120,9 @@
 	  "one stateid's operations (an open's, then a lock stateid's)")                           \
 	X(NFS4_BRL_BUCKET, "nfs4.brl.bucket", 570, MUTEX, ONE, "src/nfs4/state/brlock.h",                \
 	  "one file bucket of the byte-range lock table")                                          \
-	X(NFS4_SHARE_BUCKET, "nfs4.share.bucket", 575, MUTEX, ONE, "src/nfs4/state/brlock.h",            \
+	X(NFS4_SHARE_BUCKET, "nfs4.share.bucket", 575, MUTEX, ONE, "src/nfs4/state/share.h",             \
 	  "one bucket of the share reservation table")                                             \
-	X(NFS4_TALLY, "nfs4.tally", 580, MUTEX, ONE, "src/nfs4/state/brlock.h",                          \
+	X(NFS4_TALLY, "nfs4.tally", 580, MUTEX, ONE, "src/nfs4/state/tally.h",                           \
 	  "one client shard of the per-client counts")                                             \
 	X(NFS4_CLIENTS, "nfs4.clients", 610, RWLOCK, ONE, "src/nfs4/state/client.h",                     \
 	  "the NFSv4 state tables: clientid, owner and sessionid maps, client list, grace")         \
