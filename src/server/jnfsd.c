@@ -8,7 +8,7 @@
  * squashed, to loopback clients only; without an exports file it refuses
  * to listen on any address but a loopback one, since anyone who reaches
  * another could mount "/" as root), and
- * serves NFSv3 and MOUNT v3 (and the NFSv4 NULL procedure) on every
+ * serves NFSv4.1/4.2, NFSv3 and MOUNT v3 (and pNFS block layouts) on every
  * --listen address, registering them with rpcbind when one runs. SIGTERM
  * or SIGINT stops it cleanly: the RPC service first (every parked reply is
  * finished or dropped), then a clean unmount. SIGUSR1 prints every counter
