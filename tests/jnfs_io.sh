@@ -21,7 +21,8 @@
 # Durable records: put, delete, listed after a remount, counted by jnfs
 # stat, walked by jnfs check.
 # Damaged images: jnfs check and jnfs io refuse a flipped superblock byte
-# and a truncated image with a message saying which.
+# and a truncated image with a message saying which. jnfs mkfs with a log
+# device that does not exist makes no image.
 #
 # usage: jnfs_io.sh PATH-TO-JNFS
 set -eu
@@ -185,6 +186,13 @@ fi
 cp "$TMP/good" "$IMG"
 "$JNFS" check "$IMG" >/dev/null || fail "the undamaged copy is not clean"
 echo "ok: jnfs check and jnfs io refuse damaged images"
+
+# mkfs with a log device that does not exist: refused, and no image made
+if "$JNFS" mkfs "$TMP/new-img" --size 64M --log-device "$TMP/no-such-log" >"$TMP/out" 2>&1 ||
+	! grep -q "cannot open log device" "$TMP/out" || [ -e "$TMP/new-img" ]; then
+	fail "mkfs with a missing log device: $(cat "$TMP/out"; ls "$TMP")"
+fi
+echo "ok: jnfs mkfs with a missing log device makes no image"
 
 if [ $fails -ne 0 ]; then
 	echo "$fails failures" >&2

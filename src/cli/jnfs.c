@@ -39,19 +39,22 @@ int cli_open_devices(const char *image, const char *logdev, bool create, uint64_
 		     struct dev **ddev, struct dev **ldev)
 {
 	*ldev = NULL;
-	int err = dev_file_open(image, create ? DEV_OPEN_CREATE : 0, size, ddev);
-	if (err) {
-		fprintf(stderr, "jnfs: cannot open %s: %s\n", image, strerror(-err));
-		return err;
-	}
+	/* the log device first: it is never created, and an image made for
+	 * a log device that is not there would be left behind */
 	if (logdev) {
-		err = dev_file_open(logdev, 0, 0, ldev);
+		int err = dev_file_open(logdev, 0, 0, ldev);
 		if (err) {
 			fprintf(stderr, "jnfs: cannot open log device %s: %s\n", logdev,
 				strerror(-err));
-			dev_close(*ddev);
 			return err;
 		}
+	}
+	int err = dev_file_open(image, create ? DEV_OPEN_CREATE : 0, size, ddev);
+	if (err) {
+		fprintf(stderr, "jnfs: cannot open %s: %s\n", image, strerror(-err));
+		dev_close(*ldev);
+		*ldev = NULL;
+		return err;
 	}
 	return 0;
 }
