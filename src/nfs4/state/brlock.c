@@ -41,6 +41,7 @@
 #include "base/lock.h"
 #include "base/mem.h"
 #include "base/msg.h"
+#include "nfs4/state/ftab.h"
 #include "nfs4/state/tally.h"
 
 static struct lock_class brl_bucket_class = LOCK_CLASS(NFS4_BRL_BUCKET);
@@ -70,20 +71,12 @@ struct brl_file {
 	struct list f_holders;
 };
 
-struct brl_bucket {
-	struct mutex b_lock;
-	struct hashmap b_files; /* key -> struct brl_file */
-} __attribute__((aligned(64)));
-
+/* Files (struct brl_file) in the buckets of the skeleton (ftab.h); a
+ * holder is the item its client's tally entry lists. */
 struct brl_table {
 	struct brl_config t_cfg;
-	struct brl_bucket *t_buckets;
-	struct tally t_tally;
-	_Atomic size_t t_files;
+	struct ftab t_ft;
 	_Atomic size_t t_holders;
-	counter_t t_granted;
-	counter_t t_denied;
-	counter_t t_refused;
 };
 
 enum brl_class { CL_NONE, CL_MERGE, CL_COVERED, CL_TRIM, CL_SPLIT };
@@ -151,41 +144,26 @@ static void info_of(const struct brl_lock *l, struct brl_info *out)
 	out->owner = l->l_holder->h_owner;
 }
 
-static struct brl_bucket *bucket_of(struct brl_table *t, uint64_t file)
-{
-	return &t->t_buckets[hash64(file) & (t->t_cfg.buckets - 1)];
-}
-
 /* ---- files, holders, locks (bucket locked) ------------------------------ */
 
-static struct brl_file *file_find(struct brl_bucket *b, uint64_t key)
-{
-	assert_locked(&b->b_lock);
-	return hashmap_get(&b->b_files, key);
-}
-
-static struct brl_file *file_new(struct brl_table *t, struct brl_bucket *b, uint64_t key)
+static struct brl_file *file_new(struct brl_table *t, struct ftab_bucket *b, uint64_t key)
 {
 	struct brl_file *fp = xmalloc(sizeof(*fp));
 	fp->f_key = key;
 	fp->f_n = 0;
 	list_init(&fp->f_locks);
 	list_init(&fp->f_holders);
-	hashmap_put(&b->b_files, key, fp);
-	atomic_fetch_add_explicit(&t->t_files, 1, memory_order_relaxed);
+	ftab_file_add(&t->t_ft, b, key, fp);
 	return fp;
 }
 
 /* Free fp if it has no holders left (invariant 3). */
-static void file_put(struct brl_table *t, struct brl_bucket *b, struct brl_file *fp)
+static void file_put(struct brl_table *t, struct ftab_bucket *b, struct brl_file *fp)
 {
 	if (!list_empty(&fp->f_holders))
 		return;
 	BUG_ON(fp->f_n || !list_empty(&fp->f_locks));
-	hashmap_remove(&b->b_files, fp->f_key);
-	if (!b->b_files.n)
-		hashmap_destroy(&b->b_files);
-	atomic_fetch_sub_explicit(&t->t_files, 1, memory_order_relaxed);
+	ftab_file_drop(&t->t_ft, b, fp->f_key);
 	free(fp);
 }
 
@@ -354,12 +332,12 @@ static void apply(struct brl_file *fp, struct brl_holder *h, enum brl_type type,
  * Lock (type != 0) or unlock [s, e] for o on file; bucket locked. The whole
  * of brl_lock() and brl_unlock() after the argument checks.
  */
-static int change(struct brl_table *t, struct brl_bucket *b, uint64_t file,
+static int change(struct brl_table *t, struct ftab_bucket *b, uint64_t file,
 		  const struct brl_owner *o, enum brl_type type, uint64_t s, uint64_t e,
 		  struct brl_info *denied)
 {
 	assert_locked(&b->b_lock);
-	struct brl_file *fp = file_find(b, file);
+	struct brl_file *fp = ftab_file(b, file);
 	struct brl_holder *h = fp ? holder_find(fp, o) : NULL;
 	if (!type && !h)
 		return 0; /* nothing of o's to unlock */
@@ -368,20 +346,20 @@ static int change(struct brl_table *t, struct brl_bucket *b, uint64_t file,
 		if (c) {
 			if (denied)
 				info_of(c, denied);
-			counter_inc(&t->t_denied);
+			counter_inc(&t->t_ft.ft_denied);
 			return -EAGAIN;
 		}
 	}
 	uint64_t ms, me;
 	long delta = plan(fp, h, type, s, e, &ms, &me);
 
-	struct tally_shard *ts = tally_lock(&t->t_tally, o->client);
+	struct tally_shard *ts = tally_lock(&t->t_ft.ft_tally, o->client);
 	struct tally_client *tc;
 	if (delta > 0) {
-		int err = tally_charge(&t->t_tally, ts, o->client, (size_t)delta, &tc);
+		int err = tally_charge(&t->t_ft.ft_tally, ts, o->client, (size_t)delta, &tc);
 		if (err) {
 			tally_unlock(ts);
-			counter_inc(&t->t_refused);
+			counter_inc(&t->t_ft.ft_refused);
 			return err;
 		}
 	} else {
@@ -395,11 +373,11 @@ static int change(struct brl_table *t, struct brl_bucket *b, uint64_t file,
 	apply(fp, h, type, s, e, ms, me, delta);
 	holder_put(t, h);
 	if (delta < 0)
-		tally_uncharge(&t->t_tally, ts, tc, (size_t)-delta);
+		tally_uncharge(&t->t_ft.ft_tally, ts, tc, (size_t)-delta);
 	tally_unlock(ts);
 	file_put(t, b, fp);
 	if (type)
-		counter_inc(&t->t_granted);
+		counter_inc(&t->t_ft.ft_granted);
 	return 0;
 }
 
@@ -407,11 +385,14 @@ static int change(struct brl_table *t, struct brl_bucket *b, uint64_t file,
  * Remove the locks on fp of client's owners (all of them, or only *o);
  * bucket locked. Returns how many went; may free fp.
  */
-static size_t remove_matching(struct brl_table *t, struct brl_bucket *b, struct brl_file *fp,
-			      uint64_t client, const struct brl_owner *o)
+static size_t remove_matching(struct ftab *ft, struct ftab_bucket *b, void *file, uint64_t client,
+			      const void *owner)
 {
+	struct brl_table *t = container_of(ft, struct brl_table, t_ft);
+	struct brl_file *fp = file;
+	const struct brl_owner *o = owner;
 	assert_locked(&b->b_lock);
-	struct tally_shard *ts = tally_lock(&t->t_tally, client);
+	struct tally_shard *ts = tally_lock(&t->t_ft.ft_tally, client);
 	struct tally_client *tc = tally_find(ts, client);
 	size_t n = 0;
 	struct brl_lock *l, *ltmp;
@@ -431,12 +412,34 @@ static size_t remove_matching(struct brl_table *t, struct brl_bucket *b, struct 
 	fp->f_n -= n;
 	if (n) {
 		BUG_ON(!tc);
-		tally_uncharge(&t->t_tally, ts, tc, n);
+		tally_uncharge(&t->t_ft.ft_tally, ts, tc, n);
 	}
 	tally_unlock(ts);
 	file_put(t, b, fp);
 	return n;
 }
+
+static uint64_t file_client(void *file)
+{
+	struct brl_file *fp = file;
+	return list_first_entry(&fp->f_holders, struct brl_holder, h_link)->h_owner.client;
+}
+
+static bool item_of(const struct list *link, const void *owner, uint64_t *file)
+{
+	const struct brl_holder *h = list_entry(link, struct brl_holder, h_client);
+	const struct brl_owner *o = owner;
+	if (o && h->h_owner.owner != o->owner)
+		return false;
+	*file = h->h_file; /* tally.h invariant 3 */
+	return true;
+}
+
+static const struct ftab_ops brl_ftab_ops = {
+	.file_client = file_client,
+	.item_of = item_of,
+	.remove = remove_matching,
+};
 
 /* ---- the API ------------------------------------------------------------ */
 
@@ -449,43 +452,16 @@ void brl_config_default(struct brl_config *c)
 
 struct brl_table *brl_create(const struct brl_config *cfg)
 {
-	if (!cfg->buckets || (cfg->buckets & (cfg->buckets - 1)))
-		panic("brl: %u buckets is not a power of two", cfg->buckets);
 	struct brl_table *t = xcalloc(1, sizeof(*t));
 	t->t_cfg = *cfg;
-	t->t_buckets = xmalloc_aligned(64, cfg->buckets * sizeof(*t->t_buckets));
-	for (unsigned i = 0; i < cfg->buckets; i++) {
-		mutex_init(&t->t_buckets[i].b_lock, &brl_bucket_class);
-		hashmap_init(&t->t_buckets[i].b_files);
-	}
-	tally_init(&t->t_tally, cfg->max_locks, cfg->max_locks_per_client);
+	ftab_init(&t->t_ft, "brl", cfg->buckets, &brl_bucket_class, cfg->max_locks,
+		  cfg->max_locks_per_client);
 	return t;
 }
 
 void brl_destroy(struct brl_table *t)
 {
-	for (unsigned i = 0; i < t->t_cfg.buckets; i++) {
-		struct brl_bucket *b = &t->t_buckets[i];
-		mutex_lock(&b->b_lock);
-		/* each round removes one client's holders from the first file,
-		 * which frees the file with its last holder */
-		for (;;) {
-			size_t it = 0;
-			uint64_t key;
-			void *val;
-			if (!hashmap_next(&b->b_files, &it, &key, &val))
-				break;
-			struct brl_file *fp = val;
-			struct brl_holder *h =
-				list_first_entry(&fp->f_holders, struct brl_holder, h_link);
-			remove_matching(t, b, fp, h->h_owner.client, NULL);
-		}
-		mutex_unlock(&b->b_lock);
-		hashmap_destroy(&b->b_files);
-		mutex_destroy(&b->b_lock);
-	}
-	tally_destroy(&t->t_tally);
-	free(t->t_buckets);
+	ftab_destroy(&t->t_ft, &brl_ftab_ops);
 	free(t);
 }
 
@@ -498,7 +474,7 @@ int brl_lock(struct brl_table *t, uint64_t file, const struct brl_owner *o, enum
 	int err = range_of(offset, length, &s, &e);
 	if (err)
 		return err;
-	struct brl_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	mutex_lock(&b->b_lock);
 	err = change(t, b, file, o, type, s, e, denied);
 	mutex_unlock(&b->b_lock);
@@ -514,9 +490,9 @@ int brl_test(struct brl_table *t, uint64_t file, const struct brl_owner *o, enum
 	int err = range_of(offset, length, &s, &e);
 	if (err)
 		return err;
-	struct brl_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	mutex_lock(&b->b_lock);
-	struct brl_file *fp = file_find(b, file);
+	struct brl_file *fp = ftab_file(b, file);
 	struct brl_lock *c = fp ? find_conflict(fp, o, type, s, e) : NULL;
 	if (c) {
 		if (denied)
@@ -534,7 +510,7 @@ int brl_unlock(struct brl_table *t, uint64_t file, const struct brl_owner *o, ui
 	int err = range_of(offset, length, &s, &e);
 	if (err)
 		return err;
-	struct brl_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	mutex_lock(&b->b_lock);
 	err = change(t, b, file, o, 0, s, e, NULL);
 	mutex_unlock(&b->b_lock);
@@ -543,66 +519,31 @@ int brl_unlock(struct brl_table *t, uint64_t file, const struct brl_owner *o, ui
 
 size_t brl_release_file_owner(struct brl_table *t, uint64_t file, const struct brl_owner *o)
 {
-	struct brl_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	size_t n = 0;
 	mutex_lock(&b->b_lock);
-	struct brl_file *fp = file_find(b, file);
+	struct brl_file *fp = ftab_file(b, file);
 	if (fp && holder_find(fp, o))
-		n = remove_matching(t, b, fp, o->client, o);
+		n = remove_matching(&t->t_ft, b, fp, o->client, o);
 	mutex_unlock(&b->b_lock);
 	return n;
 }
 
-/*
- * Everything of client (o == NULL) or of owner o: find one of its files under
- * the shard lock, drop it, take the file's bucket, remove. Repeat until the
- * client has no holder that matches.
- */
-static size_t release_all(struct brl_table *t, uint64_t client, const struct brl_owner *o)
-{
-	size_t n = 0;
-	for (;;) {
-		struct tally_shard *ts = tally_lock(&t->t_tally, client);
-		struct tally_client *tc = tally_find(ts, client);
-		bool found = false;
-		uint64_t file = 0;
-		if (tc) {
-			struct brl_holder *h;
-			list_for_each_entry (h, &tc->tc_items, h_client) {
-				if (!o || h->h_owner.owner == o->owner) {
-					file = h->h_file; /* tally.h invariant 3 */
-					found = true;
-					break;
-				}
-			}
-		}
-		tally_unlock(ts);
-		if (!found)
-			return n;
-		struct brl_bucket *b = bucket_of(t, file);
-		mutex_lock(&b->b_lock);
-		struct brl_file *fp = file_find(b, file);
-		if (fp)
-			n += remove_matching(t, b, fp, client, o);
-		mutex_unlock(&b->b_lock);
-	}
-}
-
 size_t brl_release_owner(struct brl_table *t, const struct brl_owner *o)
 {
-	return release_all(t, o->client, o);
+	return ftab_release(&t->t_ft, &brl_ftab_ops, o->client, o);
 }
 
 size_t brl_release_client(struct brl_table *t, uint64_t client)
 {
-	return release_all(t, client, NULL);
+	return ftab_release(&t->t_ft, &brl_ftab_ops, client, NULL);
 }
 
 bool brl_holds_file(struct brl_table *t, uint64_t file, const struct brl_owner *o)
 {
-	struct brl_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	mutex_lock(&b->b_lock);
-	struct brl_file *fp = file_find(b, file);
+	struct brl_file *fp = ftab_file(b, file);
 	bool held = fp && holder_find(fp, o);
 	mutex_unlock(&b->b_lock);
 	return held;
@@ -610,28 +551,15 @@ bool brl_holds_file(struct brl_table *t, uint64_t file, const struct brl_owner *
 
 bool brl_holds_any(struct brl_table *t, const struct brl_owner *o)
 {
-	struct tally_shard *ts = tally_lock(&t->t_tally, o->client);
-	struct tally_client *tc = tally_find(ts, o->client);
-	bool held = false;
-	if (tc) {
-		struct brl_holder *h;
-		list_for_each_entry (h, &tc->tc_items, h_client) {
-			if (h->h_owner.owner == o->owner) {
-				held = true;
-				break;
-			}
-		}
-	}
-	tally_unlock(ts);
-	return held;
+	return ftab_holds_any(&t->t_ft, &brl_ftab_ops, o->client, o);
 }
 
 size_t brl_list(struct brl_table *t, uint64_t file, struct brl_info *out, size_t max)
 {
-	struct brl_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	size_t n = 0;
 	mutex_lock(&b->b_lock);
-	struct brl_file *fp = file_find(b, file);
+	struct brl_file *fp = ftab_file(b, file);
 	if (fp) {
 		struct brl_lock *l;
 		list_for_each_entry (l, &fp->f_locks, l_link) {
@@ -646,18 +574,18 @@ size_t brl_list(struct brl_table *t, uint64_t file, struct brl_info *out, size_t
 
 size_t brl_client_locks(struct brl_table *t, uint64_t client)
 {
-	return tally_count(&t->t_tally, client);
+	return tally_count(&t->t_ft.ft_tally, client);
 }
 
 void brl_counts(struct brl_table *t, struct brl_counts *c)
 {
-	c->locks = tally_total(&t->t_tally);
-	c->files = atomic_load_explicit(&t->t_files, memory_order_relaxed);
+	c->locks = tally_total(&t->t_ft.ft_tally);
+	c->files = atomic_load_explicit(&t->t_ft.ft_files, memory_order_relaxed);
 	c->holders = atomic_load_explicit(&t->t_holders, memory_order_relaxed);
-	c->clients = tally_clients(&t->t_tally);
-	c->granted = counter_get(&t->t_granted);
-	c->denied = counter_get(&t->t_denied);
-	c->refused = counter_get(&t->t_refused);
+	c->clients = tally_clients(&t->t_ft.ft_tally);
+	c->granted = counter_get(&t->t_ft.ft_granted);
+	c->denied = counter_get(&t->t_ft.ft_denied);
+	c->refused = counter_get(&t->t_ft.ft_refused);
 }
 
 void brl_stats(struct brl_table *t, const struct stat_sink *sink)
@@ -675,8 +603,19 @@ void brl_stats(struct brl_table *t, const struct stat_sink *sink)
 
 /* ---- brl_check ---------------------------------------------------------- */
 
-static int check_file(struct brl_file *fp, struct hashmap *per_client, size_t *nholders)
+/* What the check counted of the files walked. */
+struct brl_walk {
+	size_t nholders, nlocks;
+};
+
+static int check_file(void *file, uint64_t key, struct hashmap *per_client, void *arg)
 {
+	struct brl_file *fp = file;
+	struct brl_walk *w = arg;
+	if (fp->f_key != key) {
+		msg_err("brl check: file %llu in the wrong bucket", (unsigned long long)fp->f_key);
+		return -EUCLEAN;
+	}
 	size_t n = 0;
 	struct brl_lock *l, *prev = NULL;
 	list_for_each_entry (l, &fp->f_locks, l_link) {
@@ -745,13 +684,30 @@ static int check_file(struct brl_file *fp, struct hashmap *per_client, size_t *n
 				return -EUCLEAN;
 			}
 		}
-		size_t *cnt = hashmap_get(per_client, h->h_owner.client);
-		if (!cnt) {
-			cnt = xcalloc(1, sizeof(*cnt));
-			hashmap_put(per_client, h->h_owner.client, cnt);
+		ftab_count(per_client, h->h_owner.client, hn);
+		w->nholders++;
+	}
+	w->nlocks += fp->f_n;
+	return 0;
+}
+
+static int check_client(struct tally_client *tc, uint64_t client, size_t cnt, void *arg)
+{
+	size_t items = 0, item_locks = 0;
+	bool foreign = false;
+	if (tc) {
+		struct brl_holder *h;
+		list_for_each_entry (h, &tc->tc_items, h_client) {
+			items++;
+			item_locks += h->h_n;
+			foreign |= h->h_owner.client != client;
 		}
-		*cnt += hn;
-		(*nholders)++;
+	}
+	if (!tc || tc->tc_n != cnt || item_locks != cnt || foreign) {
+		msg_err("brl check: client %llu holds %zu locks, charged %zu, "
+			"its %zu holders list %zu (invariant 4)",
+			(unsigned long long)client, cnt, tc ? tc->tc_n : 0, items, item_locks);
+		return -EUCLEAN;
 	}
 	return 0;
 }
@@ -760,67 +716,18 @@ int brl_check(struct brl_table *t)
 {
 	struct hashmap per_client; /* client -> size_t locks found */
 	hashmap_init(&per_client);
-	size_t nfiles = 0, nholders = 0, nlocks = 0;
-	int err = 0;
-	for (unsigned i = 0; i < t->t_cfg.buckets && !err; i++) {
-		struct brl_bucket *b = &t->t_buckets[i];
-		mutex_lock(&b->b_lock);
-		size_t it = 0;
-		uint64_t key;
-		void *val;
-		while (!err && hashmap_next(&b->b_files, &it, &key, &val)) {
-			struct brl_file *fp = val;
-			if (bucket_of(t, fp->f_key) != b || key != fp->f_key) {
-				msg_err("brl check: file %llu in the wrong bucket",
-					(unsigned long long)fp->f_key);
-				err = -EUCLEAN;
-				break;
-			}
-			err = check_file(fp, &per_client, &nholders);
-			nlocks += fp->f_n;
-			nfiles++;
-		}
-		mutex_unlock(&b->b_lock);
-	}
+	struct brl_walk w = {0};
+	size_t nfiles;
+	int err = ftab_check_files(&t->t_ft, &per_client, check_file, &w, &nfiles);
 	struct brl_counts c;
 	brl_counts(t, &c);
-	if (!err && (c.files != nfiles || c.holders != nholders || c.locks != nlocks ||
+	if (!err && (c.files != nfiles || c.holders != w.nholders || c.locks != w.nlocks ||
 		     c.clients != per_client.n)) {
 		msg_err("brl check: counted %zu files %zu holders %zu locks %zu clients, "
 			"counters say %zu %zu %zu %zu (invariant 4)",
-			nfiles, nholders, nlocks, per_client.n, c.files, c.holders, c.locks,
+			nfiles, w.nholders, w.nlocks, per_client.n, c.files, c.holders, c.locks,
 			c.clients);
 		err = -EUCLEAN;
 	}
-	size_t it = 0;
-	uint64_t client;
-	void *val;
-	while (hashmap_next(&per_client, &it, &client, &val)) {
-		size_t *cnt = val;
-		if (!err) {
-			struct tally_shard *ts = tally_lock(&t->t_tally, client);
-			struct tally_client *tc = tally_find(ts, client);
-			size_t items = 0, item_locks = 0;
-			bool foreign = false;
-			if (tc) {
-				struct brl_holder *h;
-				list_for_each_entry (h, &tc->tc_items, h_client) {
-					items++;
-					item_locks += h->h_n;
-					foreign |= h->h_owner.client != client;
-				}
-			}
-			if (!tc || tc->tc_n != *cnt || item_locks != *cnt || foreign) {
-				msg_err("brl check: client %llu holds %zu locks, charged %zu, "
-					"its %zu holders list %zu (invariant 4)",
-					(unsigned long long)client, *cnt, tc ? tc->tc_n : 0, items,
-					item_locks);
-				err = -EUCLEAN;
-			}
-			tally_unlock(ts);
-		}
-		free(cnt);
-	}
-	hashmap_destroy(&per_client);
-	return err;
+	return ftab_check_clients(&t->t_ft, &per_client, err, check_client, NULL);
 }

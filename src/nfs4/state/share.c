@@ -19,6 +19,7 @@
 #include "base/lock.h"
 #include "base/mem.h"
 #include "base/msg.h"
+#include "nfs4/state/ftab.h"
 #include "nfs4/state/tally.h"
 
 static struct lock_class share_bucket_class = LOCK_CLASS(NFS4_SHARE_BUCKET);
@@ -39,19 +40,11 @@ struct share_file {
 	struct list f_opens;
 };
 
-struct share_bucket {
-	struct mutex b_lock;
-	struct hashmap b_files; /* key -> struct share_file */
-} __attribute__((aligned(64)));
-
+/* Files (struct share_file) in the buckets of the skeleton (ftab.h); an
+ * open is the item its client's tally entry lists. */
 struct share_table {
 	struct share_config t_cfg;
-	struct share_bucket *t_buckets;
-	struct tally t_tally;
-	_Atomic size_t t_files;
-	counter_t t_granted;
-	counter_t t_denied;
-	counter_t t_refused;
+	struct ftab t_ft;
 };
 
 static bool owner_eq(const struct share_owner *a, const struct share_owner *b)
@@ -114,18 +107,7 @@ static void info_of(const struct share_open *op, struct share_info *out)
 	out->deny = op->o_deny;
 }
 
-static struct share_bucket *bucket_of(struct share_table *t, uint64_t file)
-{
-	return &t->t_buckets[hash64(file) & (t->t_cfg.buckets - 1)];
-}
-
 /* ---- files and opens (bucket locked) ------------------------------------ */
-
-static struct share_file *file_find(struct share_bucket *b, uint64_t key)
-{
-	assert_locked(&b->b_lock);
-	return hashmap_get(&b->b_files, key);
-}
 
 static struct share_open *open_find(struct share_file *fp, const struct share_owner *o)
 {
@@ -159,28 +141,28 @@ static void open_free(struct share_table *t, struct tally_shard *ts, struct tall
 	list_del(&op->o_link);
 	list_del(&op->o_client);
 	free(op);
-	tally_uncharge(&t->t_tally, ts, tc, 1);
+	tally_uncharge(&t->t_ft.ft_tally, ts, tc, 1);
 }
 
 /* Free fp if it has no opens left (invariant 3). */
-static void file_put(struct share_table *t, struct share_bucket *b, struct share_file *fp)
+static void file_put(struct share_table *t, struct ftab_bucket *b, struct share_file *fp)
 {
 	if (!list_empty(&fp->f_opens))
 		return;
-	hashmap_remove(&b->b_files, fp->f_key);
-	if (!b->b_files.n)
-		hashmap_destroy(&b->b_files);
-	atomic_fetch_sub_explicit(&t->t_files, 1, memory_order_relaxed);
+	ftab_file_drop(&t->t_ft, b, fp->f_key);
 	free(fp);
 }
 
 /* Remove the opens on fp of client (all, or only o's); bucket locked.
  * Returns how many went; may free fp. */
-static size_t remove_matching(struct share_table *t, struct share_bucket *b, struct share_file *fp,
-			      uint64_t client, const struct share_owner *o)
+static size_t remove_matching(struct ftab *ft, struct ftab_bucket *b, void *file, uint64_t client,
+			      const void *owner)
 {
+	struct share_table *t = container_of(ft, struct share_table, t_ft);
+	struct share_file *fp = file;
+	const struct share_owner *o = owner;
 	assert_locked(&b->b_lock);
-	struct tally_shard *ts = tally_lock(&t->t_tally, client);
+	struct tally_shard *ts = tally_lock(&t->t_ft.ft_tally, client);
 	struct tally_client *tc = tally_find(ts, client);
 	size_t n = 0;
 	struct share_open *op, *tmp;
@@ -195,6 +177,28 @@ static size_t remove_matching(struct share_table *t, struct share_bucket *b, str
 	return n;
 }
 
+static uint64_t file_client(void *file)
+{
+	struct share_file *fp = file;
+	return list_first_entry(&fp->f_opens, struct share_open, o_link)->o_owner.client;
+}
+
+static bool item_of(const struct list *link, const void *owner, uint64_t *file)
+{
+	const struct share_open *op = list_entry(link, struct share_open, o_client);
+	const struct share_owner *o = owner;
+	if (o && op->o_owner.owner != o->owner)
+		return false;
+	*file = op->o_file; /* tally.h invariant 3 */
+	return true;
+}
+
+static const struct ftab_ops share_ftab_ops = {
+	.file_client = file_client,
+	.item_of = item_of,
+	.remove = remove_matching,
+};
+
 /* ---- the API ------------------------------------------------------------ */
 
 void share_config_default(struct share_config *c)
@@ -206,42 +210,16 @@ void share_config_default(struct share_config *c)
 
 struct share_table *share_create(const struct share_config *cfg)
 {
-	if (!cfg->buckets || (cfg->buckets & (cfg->buckets - 1)))
-		panic("share: %u buckets is not a power of two", cfg->buckets);
 	struct share_table *t = xcalloc(1, sizeof(*t));
 	t->t_cfg = *cfg;
-	t->t_buckets = xmalloc_aligned(64, cfg->buckets * sizeof(*t->t_buckets));
-	for (unsigned i = 0; i < cfg->buckets; i++) {
-		mutex_init(&t->t_buckets[i].b_lock, &share_bucket_class);
-		hashmap_init(&t->t_buckets[i].b_files);
-	}
-	tally_init(&t->t_tally, cfg->max_opens, cfg->max_opens_per_client);
+	ftab_init(&t->t_ft, "share", cfg->buckets, &share_bucket_class, cfg->max_opens,
+		  cfg->max_opens_per_client);
 	return t;
 }
 
 void share_destroy(struct share_table *t)
 {
-	for (unsigned i = 0; i < t->t_cfg.buckets; i++) {
-		struct share_bucket *b = &t->t_buckets[i];
-		mutex_lock(&b->b_lock);
-		/* each round removes one client's opens of the first file */
-		for (;;) {
-			size_t it = 0;
-			uint64_t key;
-			void *val;
-			if (!hashmap_next(&b->b_files, &it, &key, &val))
-				break;
-			struct share_file *fp = val;
-			struct share_open *op =
-				list_first_entry(&fp->f_opens, struct share_open, o_link);
-			remove_matching(t, b, fp, op->o_owner.client, NULL);
-		}
-		mutex_unlock(&b->b_lock);
-		hashmap_destroy(&b->b_files);
-		mutex_destroy(&b->b_lock);
-	}
-	tally_destroy(&t->t_tally);
-	free(t->t_buckets);
+	ftab_destroy(&t->t_ft, &share_ftab_ops);
 	free(t);
 }
 
@@ -257,10 +235,10 @@ int share_open_undoable(struct share_table *t, uint64_t file, const struct share
 {
 	if (!access_ok(access) || !deny_ok(deny))
 		return -EINVAL;
-	struct share_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	int err = 0;
 	mutex_lock(&b->b_lock);
-	struct share_file *fp = file_find(b, file);
+	struct share_file *fp = ftab_file(b, file);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
 	if (undo)
 		*undo = (struct share_undo){.access = access,
@@ -273,25 +251,24 @@ int share_open_undoable(struct share_table *t, uint64_t file, const struct share
 	if (c) {
 		if (conflict)
 			info_of(c, conflict);
-		counter_inc(&t->t_denied);
+		counter_inc(&t->t_ft.ft_denied);
 		err = -EAGAIN;
 		goto out_unlock;
 	}
 	if (!op) {
-		struct tally_shard *ts = tally_lock(&t->t_tally, o->client);
+		struct tally_shard *ts = tally_lock(&t->t_ft.ft_tally, o->client);
 		struct tally_client *tc;
-		err = tally_charge(&t->t_tally, ts, o->client, 1, &tc);
+		err = tally_charge(&t->t_ft.ft_tally, ts, o->client, 1, &tc);
 		if (err) {
 			tally_unlock(ts);
-			counter_inc(&t->t_refused);
+			counter_inc(&t->t_ft.ft_refused);
 			goto out_unlock;
 		}
 		if (!fp) {
 			fp = xmalloc(sizeof(*fp));
 			fp->f_key = file;
 			list_init(&fp->f_opens);
-			hashmap_put(&b->b_files, file, fp);
-			atomic_fetch_add_explicit(&t->t_files, 1, memory_order_relaxed);
+			ftab_file_add(&t->t_ft, b, file, fp);
 		}
 		op = xcalloc(1, sizeof(*op));
 		op->o_owner = *o;
@@ -304,7 +281,7 @@ int share_open_undoable(struct share_table *t, uint64_t file, const struct share
 	op->o_access = (uint8_t)na;
 	op->o_deny = (uint8_t)nd;
 	op->o_pairs |= pair_bit(access, deny);
-	counter_inc(&t->t_granted);
+	counter_inc(&t->t_ft.ft_granted);
 out_unlock:
 	mutex_unlock(&b->b_lock);
 	return err;
@@ -315,10 +292,10 @@ int share_downgrade(struct share_table *t, uint64_t file, const struct share_own
 {
 	if (!access_ok(access) || !deny_ok(deny))
 		return -EINVAL;
-	struct share_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	int err = 0;
 	mutex_lock(&b->b_lock);
-	struct share_file *fp = file_find(b, file);
+	struct share_file *fp = ftab_file(b, file);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
 	unsigned ua, ud;
 	if (!op) {
@@ -339,10 +316,10 @@ int share_downgrade(struct share_table *t, uint64_t file, const struct share_own
 int share_undo(struct share_table *t, uint64_t file, const struct share_owner *o,
 	       const struct share_undo *u)
 {
-	struct share_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	int err = -ENOENT;
 	mutex_lock(&b->b_lock);
-	struct share_file *fp = file_find(b, file);
+	struct share_file *fp = ftab_file(b, file);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
 	if (op && !u->had_pair) {
 		/* the pair was this OPEN's alone: the bits of the others */
@@ -352,7 +329,7 @@ int share_undo(struct share_table *t, uint64_t file, const struct share_owner *o
 			op->o_access = (uint8_t)ua;
 			op->o_deny = (uint8_t)ud;
 		} else {
-			struct tally_shard *ts = tally_lock(&t->t_tally, o->client);
+			struct tally_shard *ts = tally_lock(&t->t_ft.ft_tally, o->client);
 			open_free(t, ts, tally_find(ts, o->client), op);
 			tally_unlock(ts);
 			file_put(t, b, fp);
@@ -366,13 +343,13 @@ int share_undo(struct share_table *t, uint64_t file, const struct share_owner *o
 
 int share_close(struct share_table *t, uint64_t file, const struct share_owner *o)
 {
-	struct share_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	int err = -ENOENT;
 	mutex_lock(&b->b_lock);
-	struct share_file *fp = file_find(b, file);
+	struct share_file *fp = ftab_file(b, file);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
 	if (op) {
-		struct tally_shard *ts = tally_lock(&t->t_tally, o->client);
+		struct tally_shard *ts = tally_lock(&t->t_ft.ft_tally, o->client);
 		open_free(t, ts, tally_find(ts, o->client), op);
 		tally_unlock(ts);
 		file_put(t, b, fp);
@@ -385,10 +362,10 @@ int share_close(struct share_table *t, uint64_t file, const struct share_owner *
 int share_get(struct share_table *t, uint64_t file, const struct share_owner *o, unsigned *access,
 	      unsigned *deny)
 {
-	struct share_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	int err = -ENOENT;
 	mutex_lock(&b->b_lock);
-	struct share_file *fp = file_find(b, file);
+	struct share_file *fp = ftab_file(b, file);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
 	if (op) {
 		if (access)
@@ -403,10 +380,10 @@ int share_get(struct share_table *t, uint64_t file, const struct share_owner *o,
 
 unsigned share_client_access(struct share_table *t, uint64_t file, uint64_t client)
 {
-	struct share_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	unsigned access = 0;
 	mutex_lock(&b->b_lock);
-	struct share_file *fp = file_find(b, file);
+	struct share_file *fp = ftab_file(b, file);
 	if (fp) {
 		struct share_open *op;
 		list_for_each_entry (op, &fp->f_opens, o_link)
@@ -422,10 +399,10 @@ int share_check(struct share_table *t, uint64_t file, const struct share_owner *
 {
 	if (!access_ok(access))
 		return -EINVAL;
-	struct share_bucket *b = bucket_of(t, file);
+	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
 	int err = 0;
 	mutex_lock(&b->b_lock);
-	struct share_file *fp = file_find(b, file);
+	struct share_file *fp = ftab_file(b, file);
 	struct share_open *c = fp ? find_conflict(fp, o, access, SHARE_DENY_NONE) : NULL;
 	if (c) {
 		if (conflict)
@@ -436,82 +413,34 @@ int share_check(struct share_table *t, uint64_t file, const struct share_owner *
 	return err;
 }
 
-/*
- * Everything of client (o == NULL) or of owner o: find one of its files under
- * the shard lock, drop it, take the file's bucket, remove. Repeat until
- * nothing matches (see brlock.h on requests that race this).
- */
-static size_t release_all(struct share_table *t, uint64_t client, const struct share_owner *o)
-{
-	size_t n = 0;
-	for (;;) {
-		struct tally_shard *ts = tally_lock(&t->t_tally, client);
-		struct tally_client *tc = tally_find(ts, client);
-		bool found = false;
-		uint64_t file = 0;
-		if (tc) {
-			struct share_open *op;
-			list_for_each_entry (op, &tc->tc_items, o_client) {
-				if (!o || op->o_owner.owner == o->owner) {
-					file = op->o_file; /* tally.h invariant 3 */
-					found = true;
-					break;
-				}
-			}
-		}
-		tally_unlock(ts);
-		if (!found)
-			return n;
-		struct share_bucket *b = bucket_of(t, file);
-		mutex_lock(&b->b_lock);
-		struct share_file *fp = file_find(b, file);
-		if (fp)
-			n += remove_matching(t, b, fp, client, o);
-		mutex_unlock(&b->b_lock);
-	}
-}
-
 size_t share_release_client(struct share_table *t, uint64_t client)
 {
-	return release_all(t, client, NULL);
+	return ftab_release(&t->t_ft, &share_ftab_ops, client, NULL);
 }
 
 size_t share_release_owner(struct share_table *t, const struct share_owner *o)
 {
-	return release_all(t, o->client, o);
+	return ftab_release(&t->t_ft, &share_ftab_ops, o->client, o);
 }
 
 bool share_holds_any(struct share_table *t, const struct share_owner *o)
 {
-	struct tally_shard *ts = tally_lock(&t->t_tally, o->client);
-	struct tally_client *tc = tally_find(ts, o->client);
-	bool held = false;
-	if (tc) {
-		struct share_open *op;
-		list_for_each_entry (op, &tc->tc_items, o_client) {
-			if (op->o_owner.owner == o->owner) {
-				held = true;
-				break;
-			}
-		}
-	}
-	tally_unlock(ts);
-	return held;
+	return ftab_holds_any(&t->t_ft, &share_ftab_ops, o->client, o);
 }
 
 size_t share_client_opens(struct share_table *t, uint64_t client)
 {
-	return tally_count(&t->t_tally, client);
+	return tally_count(&t->t_ft.ft_tally, client);
 }
 
 void share_counts(struct share_table *t, struct share_counts *c)
 {
-	c->opens = tally_total(&t->t_tally);
-	c->files = atomic_load_explicit(&t->t_files, memory_order_relaxed);
-	c->clients = tally_clients(&t->t_tally);
-	c->granted = counter_get(&t->t_granted);
-	c->denied = counter_get(&t->t_denied);
-	c->refused = counter_get(&t->t_refused);
+	c->opens = tally_total(&t->t_ft.ft_tally);
+	c->files = atomic_load_explicit(&t->t_ft.ft_files, memory_order_relaxed);
+	c->clients = tally_clients(&t->t_ft.ft_tally);
+	c->granted = counter_get(&t->t_ft.ft_granted);
+	c->denied = counter_get(&t->t_ft.ft_denied);
+	c->refused = counter_get(&t->t_ft.ft_refused);
 }
 
 void share_stats(struct share_table *t, const struct stat_sink *sink)
@@ -528,8 +457,14 @@ void share_stats(struct share_table *t, const struct stat_sink *sink)
 
 /* ---- share_check_all ---------------------------------------------------- */
 
-static int check_file(struct share_file *fp, struct hashmap *per_client, size_t *nopens)
+static int check_file(void *file, uint64_t key, struct hashmap *per_client, void *arg)
 {
+	struct share_file *fp = file;
+	size_t *nopens = arg;
+	if (fp->f_key != key) {
+		msg_err("share check: file %llu in the wrong bucket", (unsigned long long)fp->f_key);
+		return -EUCLEAN;
+	}
 	if (list_empty(&fp->f_opens)) {
 		msg_err("share check: file %llu has no opens (invariant 3)",
 			(unsigned long long)fp->f_key);
@@ -570,13 +505,28 @@ static int check_file(struct share_file *fp, struct hashmap *per_client, size_t 
 				return -EUCLEAN;
 			}
 		}
-		size_t *cnt = hashmap_get(per_client, op->o_owner.client);
-		if (!cnt) {
-			cnt = xcalloc(1, sizeof(*cnt));
-			hashmap_put(per_client, op->o_owner.client, cnt);
-		}
-		(*cnt)++;
+		ftab_count(per_client, op->o_owner.client, 1);
 		(*nopens)++;
+	}
+	return 0;
+}
+
+static int check_client(struct tally_client *tc, uint64_t client, size_t cnt, void *arg)
+{
+	size_t items = 0;
+	bool foreign = false;
+	if (tc) {
+		struct share_open *op;
+		list_for_each_entry (op, &tc->tc_items, o_client) {
+			items++;
+			foreign |= op->o_owner.client != client;
+		}
+	}
+	if (!tc || tc->tc_n != cnt || items != cnt || foreign) {
+		msg_err("share check: client %llu has %zu opens, charged %zu, "
+			"listed %zu (invariant 3)",
+			(unsigned long long)client, cnt, tc ? tc->tc_n : 0, items);
+		return -EUCLEAN;
 	}
 	return 0;
 }
@@ -585,27 +535,8 @@ int share_check_all(struct share_table *t)
 {
 	struct hashmap per_client; /* client -> size_t opens found */
 	hashmap_init(&per_client);
-	size_t nfiles = 0, nopens = 0;
-	int err = 0;
-	for (unsigned i = 0; i < t->t_cfg.buckets && !err; i++) {
-		struct share_bucket *b = &t->t_buckets[i];
-		mutex_lock(&b->b_lock);
-		size_t it = 0;
-		uint64_t key;
-		void *val;
-		while (!err && hashmap_next(&b->b_files, &it, &key, &val)) {
-			struct share_file *fp = val;
-			if (bucket_of(t, fp->f_key) != b || key != fp->f_key) {
-				msg_err("share check: file %llu in the wrong bucket",
-					(unsigned long long)fp->f_key);
-				err = -EUCLEAN;
-				break;
-			}
-			err = check_file(fp, &per_client, &nopens);
-			nfiles++;
-		}
-		mutex_unlock(&b->b_lock);
-	}
+	size_t nfiles, nopens = 0;
+	int err = ftab_check_files(&t->t_ft, &per_client, check_file, &nopens, &nfiles);
 	struct share_counts c;
 	share_counts(t, &c);
 	if (!err && (c.files != nfiles || c.opens != nopens || c.clients != per_client.n)) {
@@ -614,33 +545,5 @@ int share_check_all(struct share_table *t)
 			nfiles, nopens, per_client.n, c.files, c.opens, c.clients);
 		err = -EUCLEAN;
 	}
-	size_t it = 0;
-	uint64_t client;
-	void *val;
-	while (hashmap_next(&per_client, &it, &client, &val)) {
-		size_t *cnt = val;
-		if (!err) {
-			struct tally_shard *ts = tally_lock(&t->t_tally, client);
-			struct tally_client *tc = tally_find(ts, client);
-			size_t items = 0;
-			bool foreign = false;
-			if (tc) {
-				struct share_open *op;
-				list_for_each_entry (op, &tc->tc_items, o_client) {
-					items++;
-					foreign |= op->o_owner.client != client;
-				}
-			}
-			if (!tc || tc->tc_n != *cnt || items != *cnt || foreign) {
-				msg_err("share check: client %llu has %zu opens, charged %zu, "
-					"listed %zu (invariant 3)",
-					(unsigned long long)client, *cnt, tc ? tc->tc_n : 0, items);
-				err = -EUCLEAN;
-			}
-			tally_unlock(ts);
-		}
-		free(cnt);
-	}
-	hashmap_destroy(&per_client);
-	return err;
+	return ftab_check_clients(&t->t_ft, &per_client, err, check_client, NULL);
 }
