@@ -139,12 +139,13 @@
 
 static struct lock_class layouts_class = LOCK_CLASS(NFS4_LAYOUTS);
 
+/* A layout stateid's payload, keyed by its client (pl.pl_client; no
+ * owner) and file. It is in the layout table, by its own link (one lock
+ * for the table and the recall fields), not in an nfs4_pltable. */
 struct nfs4_layout {
-	struct nfs4_layout *next; /* in its bucket */
-	struct nfs4_stid *stid;
+	struct nfs4_payload pl;	  /* first (stid.h) */
+	struct nfs4_layout *next; /* [table] in its bucket */
 	struct nfs4_server *s;
-	uint64_t clientid;
-	uint64_t file; /* inode number */
 	struct fs_inode *ip;
 	nfs_fh4 fh;		      /* for CB_LAYOUTRECALL */
 	bool recalled;		      /* [table] a recall was sent and not answered by a return */
@@ -195,7 +196,7 @@ static struct nfs4_layout *find_locked(struct nfs4_layout_table *t, uint64_t cli
 				       uint64_t file)
 {
 	for (struct nfs4_layout *lo = t->b[lbucket(clientid, file)]; lo; lo = lo->next)
-		if (lo->clientid == clientid && lo->file == file)
+		if (lo->pl.pl_client == clientid && lo->pl.pl_file == file)
 			return lo;
 	return NULL;
 }
@@ -219,7 +220,7 @@ static uint32_t layout_get_stid(struct nfs4_compound *c, struct fs_inode *ip,
 	if (lo) {
 		/* one going (LAYOUTRETURN, its client leaving) whose release
 		 * has not unlinked it yet: the client comes back */
-		if (!nfs4_stid_tryget(lo->stid)) {
+		if (!nfs4_stid_tryget(lo->pl.pl_stid)) {
 			mutex_unlock(&t->lock);
 			*out = NULL;
 			return NFS4ERR_DELAY;
@@ -227,13 +228,13 @@ static uint32_t layout_get_stid(struct nfs4_compound *c, struct fs_inode *ip,
 	} else {
 		lo = xcalloc(1, sizeof(*lo));
 		lo->s = c->s;
-		lo->clientid = clientid;
-		lo->file = file;
+		lo->pl.pl_client = clientid;
+		lo->pl.pl_file = file;
 		fs_igrab(ip);
 		lo->ip = ip;
 		lo->peer = *svc_conn_peer(svc_req_conn(c->rq));
 		lo->fh = fh;
-		st = nfs4_stid_alloc(c->clp, NFS4_STID_LAYOUT, lo, &lo->stid);
+		st = nfs4_stid_alloc(c->clp, NFS4_STID_LAYOUT, lo, &lo->pl.pl_stid);
 		if (st) {
 			fs_iput(ip);
 			free(lo);
@@ -245,7 +246,7 @@ static uint32_t layout_get_stid(struct nfs4_compound *c, struct fs_inode *ip,
 		}
 	}
 	mutex_unlock(&t->lock);
-	*out = lo ? lo->stid : NULL;
+	*out = lo ? lo->pl.pl_stid : NULL;
 	return st;
 }
 
@@ -254,7 +255,7 @@ void nfs4_layout_release(struct nfs4_server *s, struct nfs4_layout *lo)
 {
 	struct nfs4_layout_table *t = s->layouts;
 	mutex_lock(&t->lock);
-	for (struct nfs4_layout **pp = &t->b[lbucket(lo->clientid, lo->file)]; *pp;
+	for (struct nfs4_layout **pp = &t->b[lbucket(lo->pl.pl_client, lo->pl.pl_file)]; *pp;
 	     pp = &(*pp)->next) {
 		if (*pp == lo) {
 			*pp = lo->next;
@@ -262,34 +263,12 @@ void nfs4_layout_release(struct nfs4_server *s, struct nfs4_layout *lo)
 		}
 	}
 	mutex_unlock(&t->lock);
-	fs_layout_return(lo->ip, lo->clientid, 0, UINT64_MAX, FS_LAYOUT_ANY);
+	fs_layout_return(lo->ip, lo->pl.pl_client, 0, UINT64_MAX, FS_LAYOUT_ANY);
 	fs_iput(lo->ip);
 	free(lo);
 }
 
 /* ---- operations ---- */
-
-/*
- * nfs4_stid_find() with the seqid rule of layout stateids: one older than
- * the layout's is still that layout (a newer one is not). The client
- * cannot know the seqid that a LAYOUTGET, LAYOUTRETURN or recall gave the
- * layout before their reply or call reaches it: the Linux client sends
- * LAYOUTCOMMIT with the seqid it held when a recall came (and sends it
- * again, unchanged, on OLD_STATEID), and LAYOUTGETs in parallel with one
- * seqid. Open and lock stateids keep the strict rule.
- */
-static uint32_t find_sid(struct nfs4_compound *c, const struct nfs4_stateid *sid, unsigned types,
-			 struct nfs4_stid **out)
-{
-	uint32_t st = nfs4_stid_find(c->clp, sid, types, out);
-	if (st != NFS4ERR_OLD_STATEID || !(types & NFS4_STID_LAYOUT))
-		return st;
-	struct nfs4_stateid any = *sid;
-	any.seqid = 0; /* matches any seqid: found now if it is a layout's */
-	if (nfs4_stid_find(c->clp, &any, NFS4_STID_LAYOUT, out))
-		return st;
-	return NFS4_OK;
-}
 
 /* The current filehandle as a regular file of a pnfs export. */
 static uint32_t pnfs_file(struct nfs4_compound *c, struct fs_attr *at)
@@ -327,6 +306,109 @@ uint32_t nfs4_layoutget_reply_size(const struct nfs_argop4 *a)
 	return n && n < most ? n : most;
 }
 
+/*
+ * The stateid of a LAYOUTGET: an open, lock or layout stateid of the
+ * current file (RFC 8881 §18.43.3: another file's stands for no open of
+ * this one). An RW layout stands for an open for writing, still open: an
+ * open or lock stateid's own; after the first LAYOUTGET the client
+ * presents the layout stateid (RFC 8881 §12.5.3), which stands for the
+ * client's opens of the file.
+ */
+static uint32_t layoutget_stateid(struct nfs4_compound *c, const struct stateid4 *w, bool rw)
+{
+	struct nfs4_stid *given;
+	uint32_t st = nfs4_stid_of(c, w, NFS4_STID_OPEN | NFS4_STID_LOCK | NFS4_STID_LAYOUT, &given);
+	if (st)
+		return st;
+	unsigned given_type = nfs4_stid_type(given);
+	nfs4_stid_put(given);
+	if (!rw)
+		return NFS4_OK;
+	if (given_type != NFS4_STID_LAYOUT)
+		return nfs4_check_io_stateid(c, w, c->cfh.ip, true);
+	if (!(share_client_access(c->s->shares, fs_ino(c->cfh.ip), nfs4_client_id(c->clp)) &
+	      SHARE_ACCESS_WRITE))
+		return NFS4ERR_OPENMODE;
+	return NFS4_OK;
+}
+
+/*
+ * The range a LAYOUTGET maps, [*off, *end), and the extents it may hand
+ * out at most (*max): whole blocks, at most LAYOUT_MAX_LEN, within what a
+ * file may hold; for a READ layout not past the EOF block (at: the file's
+ * attributes) but at least minlength.
+ */
+static uint32_t layoutget_range(const struct LAYOUTGET4args *la, const struct fs_attr *at,
+				bool rw, uint64_t *off, uint64_t *end, unsigned *max)
+{
+	*off = la->loga_offset / FS_MAP_BLOCK * FS_MAP_BLOCK;
+	*end = la->loga_length == UINT64_MAX || la->loga_length > FS_MAX_FILE_SIZE
+		       ? FS_MAX_FILE_SIZE
+		       : la->loga_offset + la->loga_length;
+	if (*off >= FS_MAX_FILE_SIZE)
+		return NFS4ERR_INVAL;
+	if (*end > FS_MAX_FILE_SIZE)
+		*end = FS_MAX_FILE_SIZE;
+	if (!rw) {
+		/* past EOF there is nothing to read, but what the client
+		 * needs at least is covered: a hole (NONE_DATA) */
+		uint64_t eof = (at->size + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK * FS_MAP_BLOCK;
+		uint64_t least = la->loga_minlength >= *end - la->loga_offset
+					 ? *end
+					 : la->loga_offset + la->loga_minlength;
+		uint64_t last = eof > least ? eof : least;
+		if (*end > last)
+			*end = last;
+	}
+	if (*end <= *off)
+		*end = *off + FS_MAP_BLOCK;
+	*end = (*end + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK * FS_MAP_BLOCK;
+	if (*end - *off > LAYOUT_MAX_LEN)
+		*end = *off + LAYOUT_MAX_LEN;
+	*max = LAYOUT_MAX_EXTENTS;
+	if (la->loga_maxcount) {
+		uint32_t room =
+			la->loga_maxcount > 64 ? (la->loga_maxcount - 64) / BLOCK_EXTENT_XDR : 0;
+		if (room == 0)
+			return NFS4ERR_TOOSMALL;
+		if (room < *max)
+			*max = room;
+	}
+	return NFS4_OK;
+}
+
+/* The layout handed out: its body the pnfs_block_layout4 of the n extents
+ * mapped, all in memory of the reply (its range and iomode the caller's). */
+static uint32_t layoutget_body(struct nfs4_compound *c, const struct fs_map *maps, unsigned n,
+			       bool rw, struct layout4 **out)
+{
+	struct pnfs_block_extent4 *ex = nfs4_res_alloc(c, (n ? n : 1) * sizeof(*ex));
+	struct layout4 *l4 = nfs4_res_alloc(c, sizeof(*l4));
+	uint8_t *body = nfs4_res_alloc(c, 4 + n * BLOCK_EXTENT_XDR + 8);
+	if (!ex || !l4 || !body)
+		return NFS4ERR_REP_TOO_BIG;
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(ex[i].bex_vol_id, c->s->deviceid, NFS4_DEVICEID4_SIZE);
+		ex[i].bex_file_offset = maps[i].off;
+		ex[i].bex_length = maps[i].len;
+		ex[i].bex_storage_offset = maps[i].state == FS_MAP_HOLE ? 0 : maps[i].addr;
+		ex[i].bex_state = extent_state(maps[i].state, rw);
+	}
+	struct pnfs_block_layout4 bl = {.blo_extents = {.len = n, .val = ex}};
+	struct xdr_enc x;
+	xdr_enc_init_buf(&x, body, 4 + n * BLOCK_EXTENT_XDR + 8, 4 + n * BLOCK_EXTENT_XDR + 8);
+	int err = pnfs_block_enc_pnfs_block_layout4(&x, &bl);
+	size_t blen = xdr_enc_len(&x);
+	xdr_enc_destroy(&x);
+	if (err)
+		return NFS4ERR_SERVERFAULT;
+	l4->lo_content.loc_type = LAYOUT4_BLOCK_VOLUME;
+	l4->lo_content.loc_body.len = (uint32_t)blen;
+	l4->lo_content.loc_body.val = body;
+	*out = l4;
+	return NFS4_OK;
+}
+
 static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	const struct LAYOUTGET4args *la = &a->oplayoutget;
@@ -351,75 +433,15 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	    (la->loga_length != UINT64_MAX && la->loga_offset > UINT64_MAX - la->loga_length) ||
 	    la->loga_minlength > la->loga_length)
 		return NFS4ERR_INVAL;
-	/* the stateid: an open, lock or layout stateid of this file */
-	struct nfs4_stateid sid;
-	if ((st = nfs4_sid_resolve(c, &la->loga_stateid, &sid)))
-		return st;
-	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
-		return NFS4ERR_BAD_STATEID;
-	struct nfs4_stid *given;
-	if ((st = find_sid(c, &sid, NFS4_STID_OPEN | NFS4_STID_LOCK | NFS4_STID_LAYOUT, &given)))
-		return st;
-	unsigned given_type = nfs4_stid_type(given);
-	/* a stateid of this file only (RFC 8881 §18.43.3): another file's
-	 * stands for no open of this one */
-	uint64_t given_file = given_type == NFS4_STID_LAYOUT
-				      ? ((struct nfs4_layout *)nfs4_stid_payload(given))->file
-			      : given_type == NFS4_STID_OPEN
-				      ? ((struct nfs4_open *)nfs4_stid_payload(given))->file
-				      : nfs4_lock_open(nfs4_stid_payload(given))->file;
-	nfs4_stid_put(given);
-	if (given_file != fs_ino(c->cfh.ip))
-		return NFS4ERR_BAD_STATEID;
-	/* an RW layout stands for an open for writing, still open: an open
-	 * or lock stateid's own; after the first LAYOUTGET the client
-	 * presents the layout stateid (RFC 8881 §12.5.3), which stands for
-	 * the client's opens of the file */
-	if (rw && given_type == NFS4_STID_LAYOUT &&
-	    !(share_client_access(c->s->shares, given_file, nfs4_client_id(c->clp)) &
-	      SHARE_ACCESS_WRITE))
-		return NFS4ERR_OPENMODE;
-	if (rw && given_type != NFS4_STID_LAYOUT &&
-	    (st = nfs4_check_io_stateid(c, &la->loga_stateid, c->cfh.ip, true)))
+	if ((st = layoutget_stateid(c, &la->loga_stateid, rw)))
 		return st;
 	/* a LAYOUTGET racing a recall fails: no layout escapes the recall */
 	if (fs_layout_recalling(c->cfh.ip))
 		return NFS4ERR_RECALLCONFLICT;
-
-	/* whole blocks, at most LAYOUT_MAX_LEN, within what a file may hold */
-	uint64_t off = la->loga_offset / FS_MAP_BLOCK * FS_MAP_BLOCK;
-	uint64_t end = la->loga_length == UINT64_MAX || la->loga_length > FS_MAX_FILE_SIZE
-			       ? FS_MAX_FILE_SIZE
-			       : la->loga_offset + la->loga_length;
-	if (off >= FS_MAX_FILE_SIZE)
-		return NFS4ERR_INVAL;
-	if (end > FS_MAX_FILE_SIZE)
-		end = FS_MAX_FILE_SIZE;
-	if (!rw) {
-		/* past EOF there is nothing to read, but what the client
-		 * needs at least is covered: a hole (NONE_DATA) */
-		uint64_t eof = (at.size + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK * FS_MAP_BLOCK;
-		uint64_t least = la->loga_minlength >= end - la->loga_offset
-					 ? end
-					 : la->loga_offset + la->loga_minlength;
-		uint64_t last = eof > least ? eof : least;
-		if (end > last)
-			end = last;
-	}
-	if (end <= off)
-		end = off + FS_MAP_BLOCK;
-	end = (end + FS_MAP_BLOCK - 1) / FS_MAP_BLOCK * FS_MAP_BLOCK;
-	if (end - off > LAYOUT_MAX_LEN)
-		end = off + LAYOUT_MAX_LEN;
-	unsigned max = LAYOUT_MAX_EXTENTS;
-	if (la->loga_maxcount) {
-		uint32_t room =
-			la->loga_maxcount > 64 ? (la->loga_maxcount - 64) / BLOCK_EXTENT_XDR : 0;
-		if (room == 0)
-			return NFS4ERR_TOOSMALL;
-		if (room < max)
-			max = room;
-	}
+	uint64_t off, end;
+	unsigned max;
+	if ((st = layoutget_range(la, &at, rw, &off, &end, &max)))
+		return st;
 
 	struct nfs4_stid *lsid;
 	bool fresh;
@@ -451,37 +473,13 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	 * LAYOUTCOMMIT or a recall past got_end concerns none of its layouts */
 	if (got_end < end)
 		fs_layout_trim(c->cfh.ip, lid, got_end - off);
-	/* the layout body: a pnfs_block_layout4 */
-	struct pnfs_block_extent4 *ex = nfs4_res_alloc(c, (n ? n : 1) * sizeof(*ex));
-	struct layout4 *l4 = nfs4_res_alloc(c, sizeof(*l4));
-	uint8_t *body = nfs4_res_alloc(c, 4 + n * BLOCK_EXTENT_XDR + 8);
-	if (!ex || !l4 || !body) {
-		st = NFS4ERR_REP_TOO_BIG;
+	struct layout4 *l4;
+	if ((st = layoutget_body(c, maps, n, rw, &l4)))
 		goto out;
-	}
-	for (unsigned i = 0; i < n; i++) {
-		memcpy(ex[i].bex_vol_id, c->s->deviceid, NFS4_DEVICEID4_SIZE);
-		ex[i].bex_file_offset = maps[i].off;
-		ex[i].bex_length = maps[i].len;
-		ex[i].bex_storage_offset = maps[i].state == FS_MAP_HOLE ? 0 : maps[i].addr;
-		ex[i].bex_state = extent_state(maps[i].state, rw);
-	}
-	struct pnfs_block_layout4 bl = {.blo_extents = {.len = n, .val = ex}};
-	struct xdr_enc x;
-	xdr_enc_init_buf(&x, body, 4 + n * BLOCK_EXTENT_XDR + 8, 4 + n * BLOCK_EXTENT_XDR + 8);
-	err = pnfs_block_enc_pnfs_block_layout4(&x, &bl);
-	size_t blen = xdr_enc_len(&x);
-	xdr_enc_destroy(&x);
-	if (err) {
-		st = NFS4ERR_SERVERFAULT;
-		goto out;
-	}
 	l4->lo_offset = off;
 	l4->lo_length = got_end - off;
 	l4->lo_iomode = la->loga_iomode;
-	l4->lo_content.loc_type = LAYOUT4_BLOCK_VOLUME;
-	l4->lo_content.loc_body.len = (uint32_t)blen;
-	l4->lo_content.loc_body.val = body;
+	struct nfs4_stateid sid;
 	nfs4_stid_lock(lsid);
 	if (fresh)
 		nfs4_stid_value(lsid, &sid);
@@ -590,26 +588,6 @@ uint32_t nfs4_op_getdevicelist(struct nfs4_compound *c, struct nfs_argop4 *a, st
 	return NFS4_OK;
 }
 
-/* The layout stateid an op names, of the current file, referenced. */
-static uint32_t layout_stid(struct nfs4_compound *c, const struct stateid4 *w,
-			    struct nfs4_stid **out)
-{
-	struct nfs4_stateid sid;
-	uint32_t st = nfs4_sid_resolve(c, w, &sid);
-	if (st)
-		return st;
-	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
-		return NFS4ERR_BAD_STATEID;
-	if ((st = find_sid(c, &sid, NFS4_STID_LAYOUT, out)))
-		return st;
-	struct nfs4_layout *lo = nfs4_stid_payload(*out);
-	if (c->cfh.kind != NFS4_FH_FS || lo->file != fs_ino(c->cfh.ip)) {
-		nfs4_stid_put(*out);
-		return NFS4ERR_BAD_STATEID;
-	}
-	return NFS4_OK;
-}
-
 uint32_t nfs4_op_layoutcommit(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	const struct LAYOUTCOMMIT4args *la = &a->oplayoutcommit;
@@ -623,7 +601,7 @@ uint32_t nfs4_op_layoutcommit(struct nfs4_compound *c, struct nfs_argop4 *a, str
 	if (la->loca_layoutupdate.lou_type != LAYOUT4_BLOCK_VOLUME)
 		return NFS4ERR_UNKNOWN_LAYOUTTYPE;
 	struct nfs4_stid *sp;
-	if ((st = layout_stid(c, &la->loca_stateid, &sp)))
+	if ((st = nfs4_stid_of(c, &la->loca_stateid, NFS4_STID_LAYOUT, &sp)))
 		return st;
 	/* the extents the client wrote: their file ranges, whole blocks */
 	struct xdr_dec x;
@@ -719,7 +697,7 @@ static uint32_t return_file(struct nfs4_compound *c, const struct layoutreturn_f
 			    layoutiomode4 iomode, struct layoutreturn_stateid *out)
 {
 	struct nfs4_stid *sp;
-	uint32_t st = layout_stid(c, &rf->lrf_stateid, &sp);
+	uint32_t st = nfs4_stid_of(c, &rf->lrf_stateid, NFS4_STID_LAYOUT, &sp);
 	if (st)
 		return st;
 	struct nfs4_layout *lo = nfs4_stid_payload(sp);
@@ -728,7 +706,7 @@ static uint32_t return_file(struct nfs4_compound *c, const struct layoutreturn_f
 	unsigned modes = iomode == LAYOUTIOMODE4_READ ? FS_LAYOUT_READ
 			 : iomode == LAYOUTIOMODE4_RW ? FS_LAYOUT_RW
 						      : FS_LAYOUT_ANY;
-	bool held = fs_layout_return(lo->ip, lo->clientid, rf->lrf_offset, rf->lrf_length, modes);
+	bool held = fs_layout_return(lo->ip, lo->pl.pl_client, rf->lrf_offset, rf->lrf_length, modes);
 	if (!held) {
 		mutex_lock(&c->s->layouts->lock);
 		lo->recalled = false;
@@ -762,9 +740,9 @@ static void return_all(struct nfs4_compound *c)
 		mutex_lock(&t->lock);
 		for (unsigned b = 0; b < LAYOUT_BUCKETS && !sp && !going; b++)
 			for (struct nfs4_layout *lo = t->b[b]; lo && !sp && !going; lo = lo->next)
-				if (lo->clientid == clientid) {
+				if (lo->pl.pl_client == clientid) {
 					/* one already going is left to its release */
-					sp = nfs4_stid_tryget(lo->stid) ? lo->stid : NULL;
+					sp = nfs4_stid_tryget(lo->pl.pl_stid) ? lo->pl.pl_stid : NULL;
 					going = !sp;
 					/* out of the table now, so the loop ends */
 					for (struct nfs4_layout **pp = &t->b[b]; *pp;
@@ -782,7 +760,7 @@ static void return_all(struct nfs4_compound *c)
 			return;
 		struct nfs4_layout *lo = nfs4_stid_payload(sp);
 		if (lo) /* NULL once revoked: the revocation returned its leases */
-			fs_layout_return(lo->ip, lo->clientid, 0, UINT64_MAX, FS_LAYOUT_ANY);
+			fs_layout_return(lo->ip, lo->pl.pl_client, 0, UINT64_MAX, FS_LAYOUT_ANY);
 		nfs4_stid_unhash(sp);
 		nfs4_stid_put(sp);
 		counter_inc(&c->s->st.layoutreturns);
@@ -867,7 +845,7 @@ static void recall_again(struct nfs4_server *s, struct nfs4_layout *lo, uint32_t
 	if (again)
 		nfs4_reaper_kick(s, due);
 	else if (!over)
-		recall_failed(s, lo->clientid, st, how);
+		recall_failed(s, lo->pl.pl_client, st, how);
 }
 
 /* What recall_done gets: the layout's stateid and the round. */
@@ -893,7 +871,7 @@ static void recall_done(struct nfs4_cb *cb, uint32_t status)
 		 * CB_SEQUENCE, or no answer came (cb.c) */
 		recall_again(s, lo, rc->gen, status, "DELAY or no answer, no resend left");
 	} else {
-		recall_failed(s, lo->clientid, status, "answered");
+		recall_failed(s, lo->pl.pl_client, status, "answered");
 	}
 	nfs4_stid_put(sp);
 	free(rc);
@@ -955,7 +933,7 @@ static void send_recall(struct nfs4_server *s, struct nfs4_layout *lo, struct nf
 			uint32_t gen, bool resend)
 {
 	assert_no_locks();
-	struct nfs4_client *clp = nfs4_client_find(s->state, lo->clientid);
+	struct nfs4_client *clp = nfs4_client_find(s->state, lo->pl.pl_client);
 	if (!clp)
 		return; /* gone: its layouts go with its state */
 	struct nfs4_session *sess = nfs4_client_back_session(clp);
@@ -994,7 +972,7 @@ static void engine_recall(void *arg, struct fs_inode *ip, uint64_t holder)
 			lo->resend_ns = 0;
 		}
 		gen = lo->recall_gen;
-		sp = lo->stid;
+		sp = lo->pl.pl_stid;
 		if (!nfs4_stid_tryget(sp)) {
 			/* going: its release returns the lease */
 			mutex_unlock(&t->lock);
@@ -1043,13 +1021,13 @@ static bool fence(struct nfs4_server *s, const struct nfs4_layout *lo)
 		msg_err("nfs4: the fence command failed for client %016llx (%s): its recalled "
 			"layout stays, and the requests that conflict with it wait, until a fence "
 			"succeeds (tried again each reaper pass)",
-			(unsigned long long)lo->clientid, addr);
+			(unsigned long long)lo->pl.pl_client, addr);
 		return false;
 	}
 	counter_inc(&s->st.fenced);
 	msg_warn("nfs4: client %016llx (%s) did not return a recalled layout within the lease: "
 		 "fenced",
-		 (unsigned long long)lo->clientid, addr);
+		 (unsigned long long)lo->pl.pl_client, addr);
 	return true;
 }
 
@@ -1072,11 +1050,11 @@ static struct nfs4_stid *resend_due_locked(struct nfs4_layout_table *t, uint64_t
 			lo->resend_ns = 0;
 			/* returned, revoked or going meanwhile: no resend
 			 * (invariant 4) */
-			if (!lo->recalled || !nfs4_stid_tryget(lo->stid))
+			if (!lo->recalled || !nfs4_stid_tryget(lo->pl.pl_stid))
 				continue;
 			lo->resends++;
 			*gen = lo->recall_gen;
-			return lo->stid;
+			return lo->pl.pl_stid;
 		}
 	}
 	return NULL;
@@ -1109,9 +1087,9 @@ uint64_t nfs4_layouts_reap(struct nfs4_server *s)
 				    now >= lo->fence_retry_ns) {
 					lo->recalled = false;
 					lo->resend_ns = 0; /* the round is over */
-					if (!nfs4_stid_tryget(lo->stid))
+					if (!nfs4_stid_tryget(lo->pl.pl_stid))
 						continue; /* going: nothing to fence */
-					sp = lo->stid;
+					sp = lo->pl.pl_stid;
 					copy = *lo;
 				}
 			}

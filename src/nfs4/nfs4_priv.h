@@ -35,6 +35,7 @@
 #include "nfs4/state/session.h"
 #include "nfs4/state/share.h"
 #include "nfs4/state/stateid.h"
+#include "nfs4/stid.h"
 #include "rpc/svc.h"
 #include "srv/srv.h"
 #include "xdr/nfs4.h"
@@ -58,7 +59,6 @@ struct nfs4_op_stats {
 	struct stat_lat lat;
 };
 
-struct nfs4_open_table;
 struct nfs4_lock_table;
 struct nfs4_conn_table;
 struct nfs4_layout_table;
@@ -71,7 +71,8 @@ struct nfs4_server {
 	struct nfs4_pseudo *_Atomic pseudo;
 	struct share_table *shares;
 	struct brl_table *brl;
-	struct nfs4_open_table *opens;	   /* op_open.c */
+	struct nfs4_pltable *opens;	   /* op_open.c */
+	uint8_t owner_key[16];		   /* nfs4_owner_key's (op_open.c) */
 	struct nfs4_lock_table *locks;	   /* op_lock.c */
 	struct nfs4_conn_table *conns;	   /* cb.c */
 	struct nfs4_layout_table *layouts; /* layout.c */
@@ -98,14 +99,12 @@ struct nfs4_server {
 	uint64_t trim_peak;   /* reaper only: state held at most since the last trim */
 };
 
-/* An open (op_open.c): the payload of an open stateid. */
+/* An open (op_open.c): the payload of an open stateid, keyed by its open
+ * owner (pl.pl_share) and file. */
 struct nfs4_open {
-	struct nfs4_open *next; /* in the open table's bucket */
+	struct nfs4_payload pl; /* first (stid.h) */
 	struct nfs4_server *s;
-	struct nfs4_stid *stid;
-	uint64_t file;	     /* the inode number */
 	struct fs_inode *ip; /* held while the open lives */
-	struct share_owner owner;
 	/* the lock stateids made from it (op_lock.c), under the open
 	 * stateid's lock (nfs4_stid_lock) */
 	struct nfs4_lockst *lockl;
@@ -356,11 +355,6 @@ void nfs4_opens_destroy(struct nfs4_server *s);
 uint64_t nfs4_owner_key(const struct nfs4_server *s, uint64_t clientid, const void *owner,
 			uint32_t len);
 void nfs4_open_release(struct nfs4_server *s, struct nfs4_open *op);
-void nfs4_sid_from_wire(const struct stateid4 *w, struct nfs4_stateid *sid);
-void nfs4_sid_to_wire(const struct nfs4_stateid *sid, struct stateid4 *w);
-uint32_t nfs4_sid_resolve(struct nfs4_compound *c, const struct stateid4 *w,
-			  struct nfs4_stateid *sid);
-void nfs4_set_cur_sid(struct nfs4_compound *c, const struct nfs4_stateid *sid);
 /* May an I/O (write or read) of ip go ahead under the stateid w? */
 uint32_t nfs4_check_io_stateid(struct nfs4_compound *c, const struct stateid4 *w,
 			       struct fs_inode *ip, bool write);

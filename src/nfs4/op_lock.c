@@ -54,20 +54,21 @@ struct lockowner {
 	uint8_t bytes[];
 };
 
+/* A lock stateid's payload, keyed by its lock owner (pl.pl_brl) and file. */
 struct nfs4_lockst {
-	struct nfs4_lockst *next;  /* in its bucket */
+	struct nfs4_payload pl;	   /* first (stid.h) */
 	struct nfs4_lockst *onext; /* in its open's list (open->lockl) */
-	struct nfs4_stid *stid;
 	struct nfs4_open *open;
 	struct nfs4_stid *open_stid; /* a reference: the open lives while we do */
-	uint64_t file;
-	struct brl_owner owner;
 };
 
+/* The lock stateids (an (owner, file) table, stid.h) and the lock owner
+ * registry, whose buckets have locks of the same class: none is held
+ * with another. */
 struct nfs4_lock_table {
+	struct nfs4_pltable *lockst;
 	struct {
 		struct mutex lock;
-		struct nfs4_lockst *head;
 		struct lockowner *owners;
 	} b[LOCK_BUCKETS];
 };
@@ -75,12 +76,14 @@ struct nfs4_lock_table {
 void nfs4_locks_init(struct nfs4_server *s)
 {
 	s->locks = xcalloc(1, sizeof(*s->locks));
+	s->locks->lockst = nfs4_pltable_create(LOCK_BUCKETS, &locks_class);
 	for (unsigned i = 0; i < LOCK_BUCKETS; i++)
 		mutex_init(&s->locks->b[i].lock, &locks_class);
 }
 
 void nfs4_locks_destroy(struct nfs4_server *s)
 {
+	nfs4_pltable_destroy(s->locks->lockst);
 	for (unsigned i = 0; i < LOCK_BUCKETS; i++)
 		mutex_destroy(&s->locks->b[i].lock);
 	free(s->locks);
@@ -94,24 +97,24 @@ struct nfs4_open *nfs4_lock_open(struct nfs4_lockst *ls)
 
 bool nfs4_open_has_locks(struct nfs4_server *s, struct nfs4_open *op)
 {
-	assert_stid_locked(op->stid);
+	assert_stid_locked(op->pl.pl_stid);
 	for (struct nfs4_lockst *ls = op->lockl; ls; ls = ls->onext)
-		if (brl_holds_file(s->brl, ls->file, &ls->owner))
+		if (brl_holds_file(s->brl, ls->pl.pl_file, &ls->pl.pl_brl))
 			return true;
 	return false;
 }
 
 size_t nfs4_open_take_locks(struct nfs4_open *op, struct nfs4_stid ***out)
 {
-	assert_stid_locked(op->stid);
+	assert_stid_locked(op->pl.pl_stid);
 	size_t n = 0;
 	for (struct nfs4_lockst *ls = op->lockl; ls; ls = ls->onext)
 		n++;
 	*out = n ? xmalloc(n * sizeof(**out)) : NULL;
 	n = 0;
 	for (struct nfs4_lockst *ls = op->lockl; ls; ls = ls->onext)
-		if (nfs4_stid_tryget(ls->stid)) /* not one already going */
-			(*out)[n++] = ls->stid;
+		if (nfs4_stid_tryget(ls->pl.pl_stid)) /* not one already going */
+			(*out)[n++] = ls->pl.pl_stid;
 	return n;
 }
 
@@ -126,12 +129,7 @@ void nfs4_lockst_end_all(struct nfs4_stid **v, size_t n)
 
 bool nfs4_lockst_has_locks(struct nfs4_server *s, struct nfs4_lockst *ls)
 {
-	return brl_holds_file(s->brl, ls->file, &ls->owner);
-}
-
-static unsigned lbucket(uint64_t owner, uint64_t file)
-{
-	return (unsigned)(hash64_pair(owner, file) % LOCK_BUCKETS);
+	return brl_holds_file(s->brl, ls->pl.pl_file, &ls->pl.pl_brl);
 }
 
 static unsigned obucket(uint64_t owner)
@@ -207,18 +205,9 @@ static void denied_of(struct nfs4_compound *c, const struct brl_info *in, struct
 /* The payload goes (stid_ops.release): its locks, its owner, its open. */
 void nfs4_lockst_release(struct nfs4_server *s, struct nfs4_lockst *ls)
 {
-	struct nfs4_lock_table *t = s->locks;
-	unsigned b = lbucket(ls->owner.owner, ls->file);
-	mutex_lock(&t->b[b].lock);
-	for (struct nfs4_lockst **pp = &t->b[b].head; *pp; pp = &(*pp)->next) {
-		if (*pp == ls) {
-			*pp = ls->next;
-			break;
-		}
-	}
-	mutex_unlock(&t->b[b].lock);
-	brl_release_file_owner(s->brl, ls->file, &ls->owner);
-	owner_unref(t, ls->owner.owner, ls->owner.client);
+	nfs4_pltable_remove(s->locks->lockst, &ls->pl);
+	brl_release_file_owner(s->brl, ls->pl.pl_file, &ls->pl.pl_brl);
+	owner_unref(s->locks, ls->pl.pl_owner, ls->pl.pl_client);
 	nfs4_stid_lock(ls->open_stid);
 	for (struct nfs4_lockst **pp = &ls->open->lockl; *pp; pp = &(*pp)->onext) {
 		if (*pp == ls) {
@@ -247,82 +236,56 @@ static uint32_t range_check(uint64_t off, uint64_t len)
 	return NFS4_OK;
 }
 
+struct lockst_make {
+	struct nfs4_compound *c;
+	const struct nfs4_payload *key;
+	struct nfs4_stid *open_stid;
+};
+
+/* A new lock stateid of the key, in its open's list (under the lock
+ * table's bucket lock: nfs4_pltable_get; the open's stateid lock under
+ * it). */
+static uint32_t lockst_make(void *arg, struct nfs4_payload **out)
+{
+	struct lockst_make *m = arg;
+	struct nfs4_open *op = nfs4_stid_payload(m->open_stid);
+	struct nfs4_lockst *ls = xcalloc(1, sizeof(*ls));
+	ls->pl = *m->key;
+	ls->open = op;
+	uint32_t st = nfs4_stid_alloc(m->c->clp, NFS4_STID_LOCK, ls, &ls->pl.pl_stid);
+	if (st) {
+		free(ls);
+		return st;
+	}
+	nfs4_stid_get(m->open_stid);
+	ls->open_stid = m->open_stid;
+	nfs4_stid_lock(m->open_stid);
+	ls->onext = op->lockl;
+	op->lockl = ls;
+	nfs4_stid_unlock(m->open_stid);
+	*out = &ls->pl;
+	return NFS4_OK;
+}
+
 /* The lock stateid of (owner, the open's file), found or made. */
 static uint32_t lockst_get(struct nfs4_compound *c, struct nfs4_stid *open_stid,
 			   const lock_owner4 *lo, struct nfs4_stid **out, bool *fresh)
 {
-	struct nfs4_lock_table *t = c->s->locks;
 	struct nfs4_open *op = nfs4_stid_payload(open_stid);
-	struct brl_owner owner = {
-		.client = nfs4_client_id(c->clp),
-		.owner =
+	struct nfs4_payload key = {
+		.pl_file = op->pl.pl_file,
+		.pl_client = nfs4_client_id(c->clp),
+		.pl_owner =
 			nfs4_owner_key(c->s, nfs4_client_id(c->clp), lo->owner.val, lo->owner.len) ^
 			1,
 	};
-	unsigned b = lbucket(owner.owner, op->file);
-	uint32_t st = NFS4_OK;
-	mutex_lock(&t->b[b].lock);
-	struct nfs4_lockst *ls;
-	for (ls = t->b[b].head; ls; ls = ls->next)
-		if (ls->file == op->file && ls->owner.owner == owner.owner &&
-		    ls->owner.client == owner.client)
-			break;
-	*fresh = !ls;
-	if (ls) {
-		/* one freed or going (FREE_STATEID, CLOSE) that its release has
-		 * not unlinked yet: a new one now would lose its locks to that
-		 * release (same owner, same file); the client comes back */
-		if (!nfs4_stid_tryget(ls->stid)) {
-			ls = NULL;
-			st = NFS4ERR_DELAY;
-		}
-	} else {
-		ls = xcalloc(1, sizeof(*ls));
-		ls->open = op;
-		ls->file = op->file;
-		ls->owner = owner;
-		st = nfs4_stid_alloc(c->clp, NFS4_STID_LOCK, ls, &ls->stid);
-		if (st) {
-			free(ls);
-			ls = NULL;
-		} else {
-			nfs4_stid_get(open_stid);
-			ls->open_stid = open_stid;
-			nfs4_stid_lock(open_stid);
-			ls->onext = op->lockl;
-			op->lockl = ls;
-			nfs4_stid_unlock(open_stid);
-			ls->next = t->b[b].head;
-			t->b[b].head = ls;
-		}
-	}
-	mutex_unlock(&t->b[b].lock);
-	if (ls && *fresh)
-		owner_ref(t, owner.owner, owner.client, lo->owner.val, lo->owner.len);
-	*out = ls ? ls->stid : NULL;
+	struct lockst_make m = {.c = c, .key = &key, .open_stid = open_stid};
+	struct nfs4_payload *pl;
+	uint32_t st = nfs4_pltable_get(c->s->locks->lockst, &key, lockst_make, &m, &pl, fresh);
+	if (!st && *fresh)
+		owner_ref(c->s->locks, key.pl_owner, key.pl_client, lo->owner.val, lo->owner.len);
+	*out = st ? NULL : pl->pl_stid;
 	return st;
-}
-
-/* A stateid of the compound's client, of the current file, of type. */
-static uint32_t find_sid(struct nfs4_compound *c, const struct stateid4 *w, unsigned type,
-			 struct nfs4_stid **out)
-{
-	struct nfs4_stateid sid;
-	uint32_t st = nfs4_sid_resolve(c, w, &sid);
-	if (st)
-		return st;
-	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
-		return NFS4ERR_BAD_STATEID;
-	if ((st = nfs4_stid_find(c->clp, &sid, type, out)))
-		return st;
-	uint64_t file = type == NFS4_STID_OPEN
-				? ((struct nfs4_open *)nfs4_stid_payload(*out))->file
-				: ((struct nfs4_lockst *)nfs4_stid_payload(*out))->file;
-	if (c->cfh.kind != NFS4_FH_FS || file != fs_ino(c->cfh.ip)) {
-		nfs4_stid_put(*out);
-		return NFS4ERR_BAD_STATEID;
-	}
-	return NFS4_OK;
 }
 
 /* One try at the lock, under the stateids' locks: NFS4_OK, DENIED with
@@ -332,10 +295,10 @@ static uint32_t try_lock(struct nfs4_compound *c, struct nfs4_lockst *ls, enum b
 {
 	/* a write lock needs the file open for writing (RFC 8881 §18.10.3) */
 	unsigned access = 0;
-	share_get(c->s->shares, ls->file, &ls->open->owner, &access, NULL);
+	share_get(c->s->shares, ls->pl.pl_file, &ls->open->pl.pl_share, &access, NULL);
 	if (!(access & (type == BRL_WRITE ? SHARE_ACCESS_WRITE : SHARE_ACCESS_READ)))
 		return NFS4ERR_OPENMODE;
-	int err = brl_lock(c->s->brl, ls->file, &ls->owner, type, off, len, conflict);
+	int err = brl_lock(c->s->brl, ls->pl.pl_file, &ls->pl.pl_brl, type, off, len, conflict);
 	if (!err)
 		return NFS4_OK;
 	if (err == -ENOLCK) {
@@ -343,7 +306,7 @@ static uint32_t try_lock(struct nfs4_compound *c, struct nfs4_lockst *ls, enum b
 		 * naming no conflicting lock */
 		memset(conflict, 0, sizeof(*conflict));
 		conflict->type = type;
-		conflict->owner = ls->owner;
+		conflict->owner = ls->pl.pl_brl;
 		return NFS4ERR_DENIED;
 	}
 	return err == -EAGAIN ? NFS4ERR_DENIED : NFS4ERR_INVAL;
@@ -367,21 +330,24 @@ uint32_t nfs4_op_lock(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 		/* the lock owner's clientid field is ignored: its client is the
 		 * session's (RFC 8881 §18.10.3, as the Linux server does) */
 		const struct open_to_lock_owner4 *oo = &la->locker.open_owner;
-		if ((st = find_sid(c, &oo->open_stateid, NFS4_STID_OPEN, &open_stid)))
+		if ((st = nfs4_stid_of(c, &oo->open_stateid, NFS4_STID_OPEN, &open_stid)))
 			return r->oplock.status = st;
 		st = lockst_get(c, open_stid, &oo->lock_owner, &sp, &fresh);
 		nfs4_stid_put(open_stid);
 		if (st)
 			return r->oplock.status = st;
 	} else {
-		if ((st = find_sid(c, &la->locker.lock_owner.lock_stateid, NFS4_STID_LOCK, &sp)))
+		if ((st = nfs4_stid_of(c, &la->locker.lock_owner.lock_stateid, NFS4_STID_LOCK, &sp)))
 			return r->oplock.status = st;
 	}
 	struct nfs4_lockst *ls = nfs4_stid_payload(sp);
 	enum brl_type type = brl_type_of(la->locktype);
 	struct nfs4_stateid sid;
-	struct brl_info conflict;
-	for (int tries = 0;; tries++) {
+	struct brl_info conflict = {0};
+	unsigned tries = 0;
+	/* the courteous server: a courtesy client's lock goes when it is in
+	 * the way */
+	do {
 		nfs4_stid_lock(ls->open_stid);
 		nfs4_stid_lock(sp);
 		st = try_lock(c, ls, type, la->offset, la->length, &conflict);
@@ -393,20 +359,8 @@ uint32_t nfs4_op_lock(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 		}
 		nfs4_stid_unlock(sp);
 		nfs4_stid_unlock(ls->open_stid);
-		/* the courteous server: a courtesy client's lock goes when it is
-		 * in the way (expiring it takes state locks: none may be held) */
-		uint64_t seq = 0;
-		if (st != NFS4ERR_DENIED || conflict.owner.client == ls->owner.client ||
-		    !nfs4_client_expire_if_courtesy(c->s->state, conflict.owner.client, &seq))
-			break;
-		nfs4_note_change(c, seq, false);
-		if (tries == 3) {
-			/* more courtesy clients may be in the way: the client
-			 * comes back (DENIED would say a live lock holds it) */
-			st = NFS4ERR_DELAY;
-			break;
-		}
-	}
+	} while (nfs4_courtesy_retry(c, &st, NFS4ERR_DENIED, conflict.owner.client,
+				     ls->pl.pl_client, &tries));
 	if (st == NFS4ERR_DENIED)
 		denied_of(c, &conflict, &r->oplock.denied);
 	if (st && fresh)
@@ -462,12 +416,12 @@ uint32_t nfs4_op_locku(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 		return NFS4ERR_INVAL;
 	if ((st = range_check(la->offset, la->length)))
 		return st;
-	if ((st = find_sid(c, &la->lock_stateid, NFS4_STID_LOCK, &sp)))
+	if ((st = nfs4_stid_of(c, &la->lock_stateid, NFS4_STID_LOCK, &sp)))
 		return st;
 	struct nfs4_lockst *ls = nfs4_stid_payload(sp);
 	struct nfs4_stateid sid;
 	nfs4_stid_lock(sp);
-	int err = brl_unlock(c->s->brl, ls->file, &ls->owner, la->offset, la->length);
+	int err = brl_unlock(c->s->brl, ls->pl.pl_file, &ls->pl.pl_brl, la->offset, la->length);
 	if (!err)
 		nfs4_stid_bump(sp, &sid);
 	nfs4_stid_unlock(sp);

@@ -53,7 +53,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/hash.h"
+#include "base/compiler.h"
 #include "base/lock.h"
 #include "base/mem.h"
 #include "base/siphash.h"
@@ -65,29 +65,17 @@
 
 static struct lock_class opens_class = LOCK_CLASS(NFS4_OPENS);
 
-struct nfs4_open_table {
-	struct {
-		struct mutex lock;
-		struct nfs4_open *head;
-	} b[OPEN_BUCKETS];
-	uint8_t key[16];
-};
-
 void nfs4_opens_init(struct nfs4_server *s)
 {
-	s->opens = xcalloc(1, sizeof(*s->opens));
-	for (unsigned i = 0; i < OPEN_BUCKETS; i++)
-		mutex_init(&s->opens->b[i].lock, &opens_class);
-	memcpy(s->opens->key, s->srv->verf_key, sizeof(s->opens->key));
-	s->opens->key[0] ^= 0x5a; /* not the readdir verifiers' key */
+	s->opens = nfs4_pltable_create(OPEN_BUCKETS, &opens_class);
+	memcpy(s->owner_key, s->srv->verf_key, sizeof(s->owner_key));
+	s->owner_key[0] ^= 0x5a; /* not the readdir verifiers' key */
 }
 
 void nfs4_opens_destroy(struct nfs4_server *s)
 {
 	/* the state core released every open before (nfs4_state_destroy) */
-	for (unsigned i = 0; i < OPEN_BUCKETS; i++)
-		mutex_destroy(&s->opens->b[i].lock);
-	free(s->opens);
+	nfs4_pltable_destroy(s->opens);
 	s->opens = NULL;
 }
 
@@ -95,129 +83,69 @@ uint64_t nfs4_owner_key(const struct nfs4_server *s, uint64_t clientid, const vo
 			uint32_t len)
 {
 	/* siphash over clientid || owner, without a copy */
-	uint64_t h = siphash24(s->opens->key, owner, len);
+	uint64_t h = siphash24(s->owner_key, owner, len);
 	uint64_t in[2] = {clientid, h};
-	return siphash24(s->opens->key, in, sizeof(in));
+	return siphash24(s->owner_key, in, sizeof(in));
 }
 
-static unsigned bucket_of(const struct share_owner *o, uint64_t file)
-{
-	return (unsigned)(hash64_pair(o->owner, file) % OPEN_BUCKETS);
-}
+struct open_make {
+	struct nfs4_compound *c;
+	const struct nfs4_payload *key;
+	struct fs_inode *ip;
+};
 
-/* The open of (o, file), referenced through its stateid, or NULL. */
-static struct nfs4_open *open_find_locked(struct nfs4_open_table *t, unsigned b,
-					  const struct share_owner *o, uint64_t file)
+/* A new open of the key, with its stateid (under the open table's bucket
+ * lock: nfs4_pltable_get). */
+static uint32_t open_make(void *arg, struct nfs4_payload **out)
 {
-	assert_locked(&t->b[b].lock);
-	for (struct nfs4_open *op = t->b[b].head; op; op = op->next)
-		if (op->file == file && op->owner.owner == o->owner &&
-		    op->owner.client == o->client)
-			return op;
-	return NULL;
+	struct open_make *m = arg;
+	struct nfs4_open *op = xcalloc(1, sizeof(*op));
+	op->pl = *m->key;
+	op->s = m->c->s;
+	fs_igrab(m->ip);
+	op->ip = m->ip;
+	uint32_t st = nfs4_stid_alloc(m->c->clp, NFS4_STID_OPEN, op, &op->pl.pl_stid);
+	if (st) {
+		fs_iput(m->ip);
+		free(op);
+		return st;
+	}
+	*out = &op->pl;
+	return NFS4_OK;
 }
 
 /*
  * The open of (o, file), found or made (with a new stateid): NFS4_OK and a
- * reference to its stateid in *sid, or DELAY when the bounds are reached.
+ * reference to its stateid, or DELAY when the bounds are reached or one
+ * going is in the way.
  */
 static uint32_t open_get(struct nfs4_compound *c, const struct share_owner *o, struct fs_inode *ip,
 			 struct nfs4_open **out, bool *fresh)
 {
-	struct nfs4_open_table *t = c->s->opens;
-	uint64_t file = fs_ino(ip);
-	unsigned b = bucket_of(o, file);
-	uint32_t st = NFS4_OK;
-	mutex_lock(&t->b[b].lock);
-	struct nfs4_open *op = open_find_locked(t, b, o, file);
-	*fresh = !op;
-	if (op) {
-		/* one going (CLOSE, its client leaving) whose release has not
-		 * unlinked it yet: a new open now would lose its share to that
-		 * release (same owner, same file); the client comes back */
-		if (!nfs4_stid_tryget(op->stid)) {
-			op = NULL;
-			st = NFS4ERR_DELAY;
-		}
-	} else {
-		op = xcalloc(1, sizeof(*op));
-		op->s = c->s;
-		op->file = file;
-		op->owner = *o;
-		fs_igrab(ip);
-		op->ip = ip;
-		st = nfs4_stid_alloc(c->clp, NFS4_STID_OPEN, op, &op->stid);
-		if (st) {
-			fs_iput(ip);
-			free(op);
-			op = NULL;
-		} else {
-			op->next = t->b[b].head;
-			t->b[b].head = op;
-		}
-	}
-	mutex_unlock(&t->b[b].lock);
-	*out = op;
+	struct nfs4_payload key = {.pl_file = fs_ino(ip), .pl_share = *o};
+	struct open_make m = {.c = c, .key = &key, .ip = ip};
+	struct nfs4_payload *pl;
+	uint32_t st = nfs4_pltable_get(c->s->opens, &key, open_make, &m, &pl, fresh);
+	*out = st ? NULL : container_of(pl, struct nfs4_open, pl);
 	return st;
 }
 
 /* The stateid's payload goes (stid_ops.release): no state lock is held. */
 void nfs4_open_release(struct nfs4_server *s, struct nfs4_open *op)
 {
-	struct nfs4_open_table *t = s->opens;
-	unsigned b = bucket_of(&op->owner, op->file);
-	mutex_lock(&t->b[b].lock);
-	for (struct nfs4_open **pp = &t->b[b].head; *pp; pp = &(*pp)->next) {
-		if (*pp == op) {
-			*pp = op->next;
-			break;
-		}
-	}
-	mutex_unlock(&t->b[b].lock);
-	share_close(s->shares, op->file, &op->owner);
+	nfs4_pltable_remove(s->opens, &op->pl);
+	share_close(s->shares, op->pl.pl_file, &op->pl.pl_share);
 	fs_iput(op->ip);
 	free(op);
 }
 
-/* ---- stateids of a compound ---- */
-
-void nfs4_sid_from_wire(const struct stateid4 *w, struct nfs4_stateid *sid)
-{
-	sid->seqid = w->seqid;
-	memcpy(sid->other, w->other, NFS4_OTHER_SIZE);
-}
-
-void nfs4_sid_to_wire(const struct nfs4_stateid *sid, struct stateid4 *w)
-{
-	w->seqid = sid->seqid;
-	memcpy(w->other, sid->other, NFS4_OTHER_SIZE);
-}
-
-/* The stateid an op names: the compound's current stateid stands for the
- * special value "current" (RFC 8881 §16.2.3.1.2). */
-uint32_t nfs4_sid_resolve(struct nfs4_compound *c, const struct stateid4 *w,
-			  struct nfs4_stateid *sid)
-{
-	nfs4_sid_from_wire(w, sid);
-	if (nfs4_stateid_special(sid) != NFS4_STATEID_CURRENT)
-		return NFS4_OK;
-	if (!c->have_cur_sid)
-		return NFS4ERR_BAD_STATEID;
-	*sid = c->cur_sid;
-	return NFS4_OK;
-}
-
-void nfs4_set_cur_sid(struct nfs4_compound *c, const struct nfs4_stateid *sid)
-{
-	c->cur_sid = *sid;
-	c->have_cur_sid = true;
-}
+/* ---- the stateid of an I/O ---- */
 
 /* The access bits an open grants (share_get), 0 if it has gone. */
 static unsigned open_access(struct nfs4_compound *c, struct nfs4_open *op)
 {
 	unsigned access = 0;
-	share_get(c->s->shares, op->file, &op->owner, &access, NULL);
+	share_get(c->s->shares, op->pl.pl_file, &op->pl.pl_share, &access, NULL);
 	return access;
 }
 
@@ -249,15 +177,18 @@ uint32_t nfs4_check_io_stateid(struct nfs4_compound *c, const struct stateid4 *w
 	if (!c->clp)
 		return NFS4ERR_BAD_STATEID;
 	struct nfs4_stid *sp;
-	if ((st = nfs4_stid_find(c->clp, &sid, NFS4_STID_OPEN | NFS4_STID_LOCK, &sp)))
+	if ((st = nfs4_stid_lookup(c, w, NFS4_STID_OPEN | NFS4_STID_LOCK, &sp)))
 		return st;
-	struct nfs4_open *op = nfs4_stid_type(sp) == NFS4_STID_OPEN
-				       ? nfs4_stid_payload(sp)
-				       : nfs4_lock_open(nfs4_stid_payload(sp));
-	if (op->file != fs_ino(ip))
+	const struct nfs4_payload *pl = nfs4_stid_payload(sp);
+	if (pl->pl_file != fs_ino(ip)) {
 		st = NFS4ERR_BAD_STATEID; /* a stateid of another file */
-	else if (!(open_access(c, op) & need))
-		st = NFS4ERR_OPENMODE;
+	} else {
+		struct nfs4_open *op = nfs4_stid_type(sp) == NFS4_STID_OPEN
+					       ? nfs4_stid_payload(sp)
+					       : nfs4_lock_open(nfs4_stid_payload(sp));
+		if (!(open_access(c, op) & need))
+			st = NFS4ERR_OPENMODE;
+	}
 	nfs4_stid_put(sp);
 	return st;
 }
@@ -487,9 +418,9 @@ static bool open_is_reclaim(open_claim_type4 claim)
 static uint32_t try_share(struct nfs4_compound *c, struct nfs4_open *op, unsigned access,
 			  unsigned deny, struct share_info *conflict, struct share_undo *undo)
 {
-	assert_stid_locked(op->stid);
-	int err = share_open_undoable(c->s->shares, op->file, &op->owner, access, deny, conflict,
-				      undo);
+	assert_stid_locked(op->pl.pl_stid);
+	int err = share_open_undoable(c->s->shares, op->pl.pl_file, &op->pl.pl_share, access, deny,
+				      conflict, undo);
 	if (!err)
 		return NFS4_OK;
 	if (err == -ENOLCK)
@@ -501,11 +432,124 @@ static uint32_t try_share(struct nfs4_compound *c, struct nfs4_open *op, unsigne
  * new open's first value, an upgrade's next one. */
 static void open_sid(struct nfs4_open *op, bool fresh, struct nfs4_stateid *sid)
 {
-	assert_stid_locked(op->stid);
+	assert_stid_locked(op->pl.pl_stid);
 	if (fresh)
-		nfs4_stid_value(op->stid, sid);
+		nfs4_stid_value(op->pl.pl_stid, sid);
 	else
-		nfs4_stid_bump(op->stid, sid);
+		nfs4_stid_bump(op->pl.pl_stid, sid);
+}
+
+/*
+ * What a CLAIM_NULL, CLAIM_FH or CLAIM_PREVIOUS OPEN opens, referenced in
+ * o->ip (dat: the current filehandle's attributes); the claims that name
+ * a delegation answer as for one never issued.
+ */
+static uint32_t open_claim(struct open_ctx *o, const struct fs_attr *dat)
+{
+	struct nfs4_compound *c = o->c;
+	struct OPEN4args *oa = o->oa;
+	struct OPEN4resok *ok = o->ok;
+	uint32_t st;
+	int err;
+	switch (oa->claim.claim) {
+	case CLAIM_NULL:
+		if ((st = nfs4_grace_check_new(c->s->state)))
+			return st;
+		if (c->cfh.kind == NFS4_FH_PSEUDO)
+			return oa->openhow.opentype == OPEN4_CREATE ? NFS4ERR_ROFS : NFS4ERR_NOENT;
+		if (S_ISLNK(dat->mode))
+			return NFS4ERR_SYMLINK;
+		if (!S_ISDIR(dat->mode))
+			return NFS4ERR_NOTDIR;
+		if ((st = nfs4_name_check(&oa->claim.file)))
+			return st;
+		ok->cinfo.atomic = true;
+		ok->cinfo.before = ok->cinfo.after = dat->change;
+		if (oa->openhow.opentype == OPEN4_CREATE) {
+			if (!c->cfh.exp.opts->rw)
+				return NFS4ERR_ROFS;
+			return open_create(o, &oa->claim.file);
+		}
+		err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)oa->claim.file.val,
+				 oa->claim.file.len, &o->ip);
+		return err ? nfs4_status(err) : NFS4_OK;
+	case CLAIM_FH:
+	case CLAIM_PREVIOUS:
+		st = oa->claim.claim == CLAIM_FH ? nfs4_grace_check_new(c->s->state)
+						 : nfs4_grace_check_reclaim(c->s->state, c->clp);
+		if (st)
+			return st;
+		if (oa->openhow.opentype == OPEN4_CREATE)
+			return NFS4ERR_INVAL;
+		if (oa->claim.claim == CLAIM_PREVIOUS &&
+		    oa->claim.delegate_type != OPEN_DELEGATE_NONE)
+			return NFS4ERR_RECLAIM_BAD; /* no delegation was ever given */
+		if (c->cfh.kind == NFS4_FH_PSEUDO)
+			return NFS4ERR_ISDIR;
+		fs_igrab(c->cfh.ip);
+		o->ip = c->cfh.ip;
+		ok->cinfo.atomic = true;
+		return NFS4_OK;
+	case CLAIM_DELEGATE_CUR:
+	case CLAIM_DELEG_CUR_FH:
+		return NFS4ERR_BAD_STATEID; /* no delegation stateid was ever issued */
+	case CLAIM_DELEGATE_PREV:
+	case CLAIM_DELEG_PREV_FH:
+		return NFS4ERR_NOTSUPP; /* nor could one be reclaimed */
+	default:
+		return NFS4ERR_INVAL;
+	}
+}
+
+/*
+ * The share reservation and the stateid of the open of o->ip by the
+ * OPEN's owner, as one step; with a truncation between them (the design
+ * note): NFS4_OK and the stateid's new value in *sid.
+ */
+static uint32_t open_share(struct open_ctx *o, struct nfs4_stateid *sid)
+{
+	struct nfs4_compound *c = o->c;
+	struct share_owner owner = {
+		.client = nfs4_client_id(c->clp),
+		.owner = nfs4_owner_key(c->s, nfs4_client_id(c->clp), o->oa->owner.owner.val,
+					o->oa->owner.owner.len),
+	};
+	struct nfs4_open *op;
+	bool fresh;
+	uint32_t st = open_get(c, &owner, o->ip, &op, &fresh);
+	if (st)
+		return st;
+	struct nfs4_stid *sp = op->pl.pl_stid;
+	struct share_undo undo;
+	struct share_info conflict = {0};
+	unsigned tries = 0;
+	/* the courteous server: a courtesy client's open goes when it is in
+	 * the way */
+	do {
+		nfs4_stid_lock(sp);
+		st = try_share(c, op, o->access, o->deny, &conflict, &undo);
+		if (!st && !o->want_trunc)
+			open_sid(op, fresh, sid);
+		nfs4_stid_unlock(sp);
+	} while (nfs4_courtesy_retry(c, &st, NFS4ERR_SHARE_DENIED, conflict.owner.client,
+				     owner.client, &tries));
+	/* the truncation once the share is held (a refused OPEN cut nothing,
+	 * as Linux's nfs4_get_vfs_file); a failed one takes back what this
+	 * OPEN did to the share, so that its run again after a layout
+	 * recall (nfs4_err_on) finds the open as it was */
+	if (!st && o->want_trunc) {
+		st = open_truncate(o);
+		nfs4_stid_lock(sp);
+		if (!st)
+			open_sid(op, fresh, sid); /* only for an OPEN that did it all */
+		else if (!fresh)
+			share_undo(c->s->shares, op->pl.pl_file, &op->pl.pl_share, &undo);
+		nfs4_stid_unlock(sp);
+	}
+	if (st && fresh)
+		nfs4_stid_unhash(sp); /* a new open that was refused goes */
+	nfs4_stid_put(sp);
+	return st;
 }
 
 uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
@@ -536,60 +580,8 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	if (!open_is_reclaim(oa->claim.claim) &&
 	    (st = nfs4_grace_check_complete(c->s->state, c->clp)))
 		return st;
-
-	/* what is opened */
-	switch (oa->claim.claim) {
-	case CLAIM_NULL:
-		if ((st = nfs4_grace_check_new(c->s->state)))
-			return st;
-		if (c->cfh.kind == NFS4_FH_PSEUDO)
-			return oa->openhow.opentype == OPEN4_CREATE ? NFS4ERR_ROFS : NFS4ERR_NOENT;
-		if (S_ISLNK(dat.mode))
-			return NFS4ERR_SYMLINK;
-		if (!S_ISDIR(dat.mode))
-			return NFS4ERR_NOTDIR;
-		if ((st = nfs4_name_check(&oa->claim.file)))
-			return st;
-		ok->cinfo.atomic = true;
-		ok->cinfo.before = ok->cinfo.after = dat.change;
-		if (oa->openhow.opentype == OPEN4_CREATE) {
-			if (!c->cfh.exp.opts->rw)
-				return NFS4ERR_ROFS;
-			st = open_create(&o, &oa->claim.file);
-		} else {
-			err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)oa->claim.file.val,
-					 oa->claim.file.len, &o.ip);
-			st = err ? nfs4_status(err) : NFS4_OK;
-		}
-		if (st)
-			goto out;
-		break;
-	case CLAIM_FH:
-	case CLAIM_PREVIOUS:
-		st = oa->claim.claim == CLAIM_FH ? nfs4_grace_check_new(c->s->state)
-						 : nfs4_grace_check_reclaim(c->s->state, c->clp);
-		if (st)
-			return st;
-		if (oa->openhow.opentype == OPEN4_CREATE)
-			return NFS4ERR_INVAL;
-		if (oa->claim.claim == CLAIM_PREVIOUS &&
-		    oa->claim.delegate_type != OPEN_DELEGATE_NONE)
-			return NFS4ERR_RECLAIM_BAD; /* no delegation was ever given */
-		if (c->cfh.kind == NFS4_FH_PSEUDO)
-			return NFS4ERR_ISDIR;
-		fs_igrab(c->cfh.ip);
-		o.ip = c->cfh.ip;
-		ok->cinfo.atomic = true;
-		break;
-	case CLAIM_DELEGATE_CUR:
-	case CLAIM_DELEG_CUR_FH:
-		return NFS4ERR_BAD_STATEID; /* no delegation stateid was ever issued */
-	case CLAIM_DELEGATE_PREV:
-	case CLAIM_DELEG_PREV_FH:
-		return NFS4ERR_NOTSUPP; /* nor could one be reclaimed */
-	default:
-		return NFS4ERR_INVAL;
-	}
+	if ((st = open_claim(&o, &dat)))
+		goto out;
 
 	struct fs_attr at;
 	if ((err = fs_getattr(o.ip, &at))) {
@@ -602,58 +594,8 @@ uint32_t nfs4_op_open(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_
 	 * it with the owner's override, which the caller, its owner, passes) */
 	if (!o.created && (st = open_permission(c, o.ip, access, deny, o.made_here)))
 		goto out;
-
-	/* the share reservation and the stateid, as one step; with a
-	 * truncation between them (the design note) */
-	struct share_owner owner = {
-		.client = nfs4_client_id(c->clp),
-		.owner = nfs4_owner_key(c->s, nfs4_client_id(c->clp), oa->owner.owner.val,
-					oa->owner.owner.len),
-	};
-	struct nfs4_open *op;
-	bool fresh;
-	if ((st = open_get(c, &owner, o.ip, &op, &fresh)))
-		goto out;
 	struct nfs4_stateid sid;
-	struct share_undo undo;
-	for (int tries = 0;; tries++) {
-		struct share_info conflict;
-		nfs4_stid_lock(op->stid);
-		st = try_share(c, op, access, deny, &conflict, &undo);
-		if (!st && !o.want_trunc)
-			open_sid(op, fresh, &sid);
-		nfs4_stid_unlock(op->stid);
-		/* the courteous server: a courtesy client's open goes when it is
-		 * in the way (expiring it takes state locks: none may be held) */
-		uint64_t seq = 0;
-		if (st != NFS4ERR_SHARE_DENIED || conflict.owner.client == op->owner.client ||
-		    !nfs4_client_expire_if_courtesy(c->s->state, conflict.owner.client, &seq))
-			break;
-		nfs4_note_change(c, seq, false);
-		if (tries == 3) {
-			/* more courtesy clients may be in the way: the client
-			 * comes back (SHARE_DENIED would say a live open is) */
-			st = NFS4ERR_DELAY;
-			break;
-		}
-	}
-	/* the truncation once the share is held (a refused OPEN cut nothing,
-	 * as Linux's nfs4_get_vfs_file); a failed one takes back what this
-	 * OPEN did to the share, so that its run again after a layout
-	 * recall (nfs4_err_on) finds the open as it was */
-	if (!st && o.want_trunc) {
-		st = open_truncate(&o);
-		nfs4_stid_lock(op->stid);
-		if (!st)
-			open_sid(op, fresh, &sid); /* only for an OPEN that did it all */
-		else if (!fresh)
-			share_undo(c->s->shares, op->file, &op->owner, &undo);
-		nfs4_stid_unlock(op->stid);
-	}
-	if (st && fresh)
-		nfs4_stid_unhash(op->stid); /* a new open that was refused goes */
-	nfs4_stid_put(op->stid);
-	if (st)
+	if ((st = open_share(&o, &sid)))
 		goto out;
 	nfs4_sid_to_wire(&sid, &ok->stateid);
 	ok->rflags = OPEN4_RESULT_LOCKTYPE_POSIX;
@@ -676,25 +618,6 @@ out:
 	return st;
 }
 
-/* The open stateid an OPEN_DOWNGRADE or CLOSE names, locked. */
-static uint32_t open_stid(struct nfs4_compound *c, const struct stateid4 *w, struct nfs4_stid **out)
-{
-	struct nfs4_stateid sid;
-	uint32_t st = nfs4_sid_resolve(c, w, &sid);
-	if (st)
-		return st;
-	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
-		return NFS4ERR_BAD_STATEID;
-	if ((st = nfs4_stid_find(c->clp, &sid, NFS4_STID_OPEN, out)))
-		return st;
-	struct nfs4_open *op = nfs4_stid_payload(*out);
-	if (c->cfh.kind != NFS4_FH_FS || op->file != fs_ino(c->cfh.ip)) {
-		nfs4_stid_put(*out);
-		return NFS4ERR_BAD_STATEID;
-	}
-	return NFS4_OK;
-}
-
 uint32_t nfs4_op_open_downgrade(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	struct OPEN_DOWNGRADE4args *da = &a->opopen_downgrade;
@@ -703,12 +626,13 @@ uint32_t nfs4_op_open_downgrade(struct nfs4_compound *c, struct nfs_argop4 *a, s
 	uint32_t st;
 	if (access < 1 || access > 3 || da->share_deny > 3)
 		return NFS4ERR_INVAL;
-	if ((st = open_stid(c, &da->open_stateid, &sp)))
+	if ((st = nfs4_stid_of(c, &da->open_stateid, NFS4_STID_OPEN, &sp)))
 		return st;
 	struct nfs4_open *op = nfs4_stid_payload(sp);
 	struct nfs4_stateid sid;
 	nfs4_stid_lock(sp);
-	int err = share_downgrade(c->s->shares, op->file, &op->owner, access, da->share_deny);
+	int err = share_downgrade(c->s->shares, op->pl.pl_file, &op->pl.pl_share, access,
+				  da->share_deny);
 	if (!err)
 		nfs4_stid_bump(sp, &sid);
 	nfs4_stid_unlock(sp);
@@ -724,7 +648,7 @@ uint32_t nfs4_op_close(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 {
 	struct nfs4_stid *sp;
 	uint32_t st;
-	if ((st = open_stid(c, &a->opclose.open_stateid, &sp)))
+	if ((st = nfs4_stid_of(c, &a->opclose.open_stateid, NFS4_STID_OPEN, &sp)))
 		return st;
 	struct nfs4_open *op = nfs4_stid_payload(sp);
 	struct nfs4_stid **locks = NULL;

@@ -247,12 +247,6 @@ uint32_t nfs4_op_reclaim_complete(struct nfs4_compound *c, struct nfs_argop4 *a,
 	return st;
 }
 
-static void sid_from_wire(const struct stateid4 *w, struct nfs4_stateid *sid)
-{
-	sid->seqid = w->seqid;
-	memcpy(sid->other, w->other, NFS4_OTHER_SIZE);
-}
-
 uint32_t nfs4_op_test_stateid(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r)
 {
 	struct TEST_STATEID4args *ta = &a->optest_stateid;
@@ -263,7 +257,7 @@ uint32_t nfs4_op_test_stateid(struct nfs4_compound *c, struct nfs_argop4 *a, str
 		return NFS4ERR_REP_TOO_BIG;
 	for (uint32_t i = 0; i < n; i++) {
 		struct nfs4_stateid sid;
-		sid_from_wire(&ta->ts_stateids.val[i], &sid);
+		nfs4_sid_from_wire(&ta->ts_stateids.val[i], &sid);
 		codes[i] = nfs4_test_stateid(clp_of(c), &sid);
 	}
 	ok->tsr_status_codes.len = n;

@@ -66,14 +66,9 @@ static uint32_t nfs4_op_notsupp(struct nfs4_compound *c, struct nfs_argop4 *a,
 static uint32_t nfs4_op_delegreturn(struct nfs4_compound *c, struct nfs_argop4 *a,
 				    struct nfs_resop4 *r)
 {
-	struct nfs4_stateid sid;
 	struct nfs4_stid *sp;
-	uint32_t st = nfs4_sid_resolve(c, &a->opdelegreturn.deleg_stateid, &sid);
+	uint32_t st = nfs4_stid_lookup(c, &a->opdelegreturn.deleg_stateid, NFS4_STID_DELEG, &sp);
 	if (st)
-		return st;
-	if (nfs4_stateid_special(&sid) != NFS4_STATEID_NORMAL)
-		return NFS4ERR_BAD_STATEID;
-	if ((st = nfs4_stid_find(c->clp, &sid, NFS4_STID_DELEG, &sp)))
 		return st;
 	nfs4_stid_put(sp);
 	return NFS4ERR_BAD_STATEID;
