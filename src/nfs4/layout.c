@@ -112,7 +112,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "base/hash.h"
+#include "base/compiler.h"
 #include "base/lock.h"
 #include "base/mem.h"
 #include "base/msg.h"
@@ -140,11 +140,9 @@
 static struct lock_class layouts_class = LOCK_CLASS(NFS4_LAYOUTS);
 
 /* A layout stateid's payload, keyed by its client (pl.pl_client; no
- * owner) and file. It is in the layout table, by its own link (one lock
- * for the table and the recall fields), not in an nfs4_pltable. */
+ * owner) and file. */
 struct nfs4_layout {
-	struct nfs4_payload pl;	  /* first (stid.h) */
-	struct nfs4_layout *next; /* [table] in its bucket */
+	struct nfs4_payload pl; /* first (stid.h); in the table's buckets */
 	struct nfs4_server *s;
 	struct fs_inode *ip;
 	nfs_fh4 fh;		      /* for CB_LAYOUTRECALL */
@@ -158,23 +156,26 @@ struct nfs4_layout {
 	struct sockaddr_storage peer; /* where the client was: --fence-cmd's argument */
 };
 
+/* The layouts, an (owner, file) table (stid.h) of one lock, which also
+ * guards the [table] fields of every layout. */
 struct nfs4_layout_table {
 	struct mutex lock;
-	struct nfs4_layout *b[LAYOUT_BUCKETS];
+	struct nfs4_pltable *pl;
 	/* failed recalls logged in this window, and those left unlogged */
 	uint64_t log_window_ns;
 	unsigned log_lines, log_dropped;
 };
 
-static unsigned lbucket(uint64_t clientid, uint64_t file)
+static struct nfs4_layout *lo_of(struct nfs4_payload *pl)
 {
-	return (unsigned)(hash64_pair(clientid, file) % LAYOUT_BUCKETS);
+	return pl ? container_of(pl, struct nfs4_layout, pl) : NULL;
 }
 
 void nfs4_layouts_init(struct nfs4_server *s)
 {
 	s->layouts = xcalloc(1, sizeof(*s->layouts));
 	mutex_init(&s->layouts->lock, &layouts_class);
+	s->layouts->pl = nfs4_pltable_create(LAYOUT_BUCKETS, NULL, &s->layouts->lock);
 	/* one device id for the one device, the same after a restart */
 	static const uint8_t key[16] = "jnfs-pnfs-device";
 	uint64_t h[2];
@@ -185,6 +186,7 @@ void nfs4_layouts_init(struct nfs4_server *s)
 
 void nfs4_layouts_destroy(struct nfs4_server *s)
 {
+	nfs4_pltable_destroy(s->layouts->pl);
 	mutex_destroy(&s->layouts->lock);
 	free(s->layouts);
 	s->layouts = NULL;
@@ -192,77 +194,57 @@ void nfs4_layouts_destroy(struct nfs4_server *s)
 
 /* ---- the table ---- */
 
-static struct nfs4_layout *find_locked(struct nfs4_layout_table *t, uint64_t clientid,
-				       uint64_t file)
+struct layout_make {
+	struct nfs4_compound *c;
+	const struct nfs4_payload *key;
+	struct fs_inode *ip;
+	nfs_fh4 fh;
+};
+
+/* A new layout of the key, with its stateid (under the table's lock:
+ * nfs4_pltable_get). */
+static uint32_t layout_make(void *arg, struct nfs4_payload **out)
 {
-	for (struct nfs4_layout *lo = t->b[lbucket(clientid, file)]; lo; lo = lo->next)
-		if (lo->pl.pl_client == clientid && lo->pl.pl_file == file)
-			return lo;
-	return NULL;
+	struct layout_make *m = arg;
+	struct nfs4_layout *lo = xcalloc(1, sizeof(*lo));
+	lo->pl = *m->key;
+	lo->s = m->c->s;
+	fs_igrab(m->ip);
+	lo->ip = m->ip;
+	lo->peer = *svc_conn_peer(svc_req_conn(m->c->rq));
+	lo->fh = m->fh;
+	uint32_t st = nfs4_stid_alloc(m->c->clp, NFS4_STID_LAYOUT, lo, &lo->pl.pl_stid);
+	if (st) {
+		fs_iput(m->ip);
+		free(lo);
+		return st;
+	}
+	*out = &lo->pl;
+	return NFS4_OK;
 }
 
-/* The layout stateid of (client, file), referenced: found or made. */
+/* The layout stateid of (client, file), referenced: found or made (DELAY
+ * for one going: LAYOUTRETURN, its client leaving). */
 static uint32_t layout_get_stid(struct nfs4_compound *c, struct fs_inode *ip,
 				struct nfs4_stid **out, bool *fresh)
 {
-	struct nfs4_layout_table *t = c->s->layouts;
-	uint64_t clientid = nfs4_client_id(c->clp), file = fs_ino(ip);
-	uint32_t st = NFS4_OK;
+	struct nfs4_payload key = {.pl_client = nfs4_client_id(c->clp), .pl_file = fs_ino(ip)};
+	struct layout_make m = {.c = c, .key = &key, .ip = ip};
 	/* the handle a recall will name, made before the table's lock (a
 	 * leaf: no engine lock under it) */
-	nfs_fh4 fh = {0};
 	struct fs_attr at;
 	if (!fs_getattr(ip, &at))
-		nfs4_fh_wire(c, &c->cfh, &at, &fh);
-	mutex_lock(&t->lock);
-	struct nfs4_layout *lo = find_locked(t, clientid, file);
-	*fresh = !lo;
-	if (lo) {
-		/* one going (LAYOUTRETURN, its client leaving) whose release
-		 * has not unlinked it yet: the client comes back */
-		if (!nfs4_stid_tryget(lo->pl.pl_stid)) {
-			mutex_unlock(&t->lock);
-			*out = NULL;
-			return NFS4ERR_DELAY;
-		}
-	} else {
-		lo = xcalloc(1, sizeof(*lo));
-		lo->s = c->s;
-		lo->pl.pl_client = clientid;
-		lo->pl.pl_file = file;
-		fs_igrab(ip);
-		lo->ip = ip;
-		lo->peer = *svc_conn_peer(svc_req_conn(c->rq));
-		lo->fh = fh;
-		st = nfs4_stid_alloc(c->clp, NFS4_STID_LAYOUT, lo, &lo->pl.pl_stid);
-		if (st) {
-			fs_iput(ip);
-			free(lo);
-			lo = NULL;
-		} else {
-			unsigned b = lbucket(clientid, file);
-			lo->next = t->b[b];
-			t->b[b] = lo;
-		}
-	}
-	mutex_unlock(&t->lock);
-	*out = lo ? lo->pl.pl_stid : NULL;
+		nfs4_fh_wire(c, &c->cfh, &at, &m.fh);
+	struct nfs4_payload *pl;
+	uint32_t st = nfs4_pltable_get(c->s->layouts->pl, &key, layout_make, &m, &pl, fresh);
+	*out = st ? NULL : pl->pl_stid;
 	return st;
 }
 
 /* The payload goes (stid_ops.release, or a revocation): its leases too. */
 void nfs4_layout_release(struct nfs4_server *s, struct nfs4_layout *lo)
 {
-	struct nfs4_layout_table *t = s->layouts;
-	mutex_lock(&t->lock);
-	for (struct nfs4_layout **pp = &t->b[lbucket(lo->pl.pl_client, lo->pl.pl_file)]; *pp;
-	     pp = &(*pp)->next) {
-		if (*pp == lo) {
-			*pp = lo->next;
-			break;
-		}
-	}
-	mutex_unlock(&t->lock);
+	nfs4_pltable_remove(s->layouts->pl, &lo->pl);
 	fs_layout_return(lo->ip, lo->pl.pl_client, 0, UINT64_MAX, FS_LAYOUT_ANY);
 	fs_iput(lo->ip);
 	free(lo);
@@ -738,21 +720,17 @@ static void return_all(struct nfs4_compound *c)
 		struct nfs4_stid *sp = NULL;
 		bool going = false;
 		mutex_lock(&t->lock);
-		for (unsigned b = 0; b < LAYOUT_BUCKETS && !sp && !going; b++)
-			for (struct nfs4_layout *lo = t->b[b]; lo && !sp && !going; lo = lo->next)
-				if (lo->pl.pl_client == clientid) {
-					/* one already going is left to its release */
-					sp = nfs4_stid_tryget(lo->pl.pl_stid) ? lo->pl.pl_stid : NULL;
-					going = !sp;
-					/* out of the table now, so the loop ends */
-					for (struct nfs4_layout **pp = &t->b[b]; *pp;
-					     pp = &(*pp)->next)
-						if (*pp == lo) {
-							*pp = lo->next;
-							break;
-						}
-					lo->next = NULL;
-				}
+		for (struct nfs4_payload *pl = nfs4_pltable_next_locked(t->pl, NULL); pl;
+		     pl = nfs4_pltable_next_locked(t->pl, pl)) {
+			if (pl->pl_client != clientid)
+				continue;
+			/* one already going is left to its release */
+			sp = nfs4_stid_tryget(pl->pl_stid) ? pl->pl_stid : NULL;
+			going = !sp;
+			/* out of the table now, so the loop ends */
+			nfs4_pltable_unlink_locked(t->pl, pl);
+			break;
+		}
 		mutex_unlock(&t->lock);
 		if (going)
 			continue;
@@ -957,8 +935,9 @@ static void engine_recall(void *arg, struct fs_inode *ip, uint64_t holder)
 {
 	struct nfs4_server *s = arg;
 	struct nfs4_layout_table *t = s->layouts;
+	struct nfs4_payload key = {.pl_client = holder, .pl_file = fs_ino(ip)};
 	mutex_lock(&t->lock);
-	struct nfs4_layout *lo = find_locked(t, holder, fs_ino(ip));
+	struct nfs4_layout *lo = lo_of(nfs4_pltable_find_locked(t->pl, &key));
 	struct nfs4_stid *sp = NULL;
 	uint32_t gen = 0;
 	if (lo) {
@@ -1038,24 +1017,22 @@ static struct nfs4_stid *resend_due_locked(struct nfs4_layout_table *t, uint64_t
 {
 	assert_locked(&t->lock);
 	*next = UINT64_MAX;
-	for (unsigned b = 0; b < LAYOUT_BUCKETS; b++) {
-		for (struct nfs4_layout *lo = t->b[b]; lo; lo = lo->next) {
-			if (!lo->resend_ns)
-				continue;
-			if (lo->resend_ns > now) {
-				if (lo->resend_ns < *next)
-					*next = lo->resend_ns;
-				continue;
-			}
-			lo->resend_ns = 0;
-			/* returned, revoked or going meanwhile: no resend
-			 * (invariant 4) */
-			if (!lo->recalled || !nfs4_stid_tryget(lo->pl.pl_stid))
-				continue;
-			lo->resends++;
-			*gen = lo->recall_gen;
-			return lo->pl.pl_stid;
+	for (struct nfs4_layout *lo = lo_of(nfs4_pltable_next_locked(t->pl, NULL)); lo;
+	     lo = lo_of(nfs4_pltable_next_locked(t->pl, &lo->pl))) {
+		if (!lo->resend_ns)
+			continue;
+		if (lo->resend_ns > now) {
+			if (lo->resend_ns < *next)
+				*next = lo->resend_ns;
+			continue;
 		}
+		lo->resend_ns = 0;
+		/* returned, revoked or going meanwhile: no resend (invariant 4) */
+		if (!lo->recalled || !nfs4_stid_tryget(lo->pl.pl_stid))
+			continue;
+		lo->resends++;
+		*gen = lo->recall_gen;
+		return lo->pl.pl_stid;
 	}
 	return NULL;
 }
@@ -1081,17 +1058,15 @@ uint64_t nfs4_layouts_reap(struct nfs4_server *s)
 		struct nfs4_stid *sp = NULL;
 		struct nfs4_layout copy;
 		mutex_lock(&t->lock);
-		for (unsigned b = 0; b < LAYOUT_BUCKETS && !sp; b++) {
-			for (struct nfs4_layout *lo = t->b[b]; lo && !sp; lo = lo->next) {
-				if (lo->recalled && now - lo->recall_ns > lease &&
-				    now >= lo->fence_retry_ns) {
-					lo->recalled = false;
-					lo->resend_ns = 0; /* the round is over */
-					if (!nfs4_stid_tryget(lo->pl.pl_stid))
-						continue; /* going: nothing to fence */
-					sp = lo->pl.pl_stid;
-					copy = *lo;
-				}
+		for (struct nfs4_layout *lo = lo_of(nfs4_pltable_next_locked(t->pl, NULL)); lo && !sp;
+		     lo = lo_of(nfs4_pltable_next_locked(t->pl, &lo->pl))) {
+			if (lo->recalled && now - lo->recall_ns > lease && now >= lo->fence_retry_ns) {
+				lo->recalled = false;
+				lo->resend_ns = 0; /* the round is over */
+				if (!nfs4_stid_tryget(lo->pl.pl_stid))
+					continue; /* going: nothing to fence */
+				sp = lo->pl.pl_stid;
+				copy = *lo;
 			}
 		}
 		mutex_unlock(&t->lock);

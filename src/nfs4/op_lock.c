@@ -76,7 +76,7 @@ struct nfs4_lock_table {
 void nfs4_locks_init(struct nfs4_server *s)
 {
 	s->locks = xcalloc(1, sizeof(*s->locks));
-	s->locks->lockst = nfs4_pltable_create(LOCK_BUCKETS, &locks_class);
+	s->locks->lockst = nfs4_pltable_create(LOCK_BUCKETS, &locks_class, NULL);
 	for (unsigned i = 0; i < LOCK_BUCKETS; i++)
 		mutex_init(&s->locks->b[i].lock, &locks_class);
 }

@@ -67,7 +67,7 @@ static struct lock_class opens_class = LOCK_CLASS(NFS4_OPENS);
 
 void nfs4_opens_init(struct nfs4_server *s)
 {
-	s->opens = nfs4_pltable_create(OPEN_BUCKETS, &opens_class);
+	s->opens = nfs4_pltable_create(OPEN_BUCKETS, &opens_class, NULL);
 	memcpy(s->owner_key, s->srv->verf_key, sizeof(s->owner_key));
 	s->owner_key[0] ^= 0x5a; /* not the readdir verifiers' key */
 }

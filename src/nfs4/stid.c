@@ -82,30 +82,42 @@ uint32_t nfs4_stid_of(struct nfs4_compound *c, const struct stateid4 *w, unsigne
 /* ---- the (owner, file) tables ---- */
 
 struct pl_bucket {
-	struct mutex lock;
+	struct mutex *lock; /* its own (locks[i]) or the table's one */
 	struct nfs4_payload *head;
 };
 
 struct nfs4_pltable {
 	unsigned nbuckets;
 	struct pl_bucket *b;
+	struct mutex *locks; /* a lock a bucket; NULL: one lock of the owner's */
 };
 
-struct nfs4_pltable *nfs4_pltable_create(unsigned buckets, struct lock_class *cls)
+struct nfs4_pltable *nfs4_pltable_create(unsigned buckets, struct lock_class *cls,
+					 struct mutex *one)
 {
-	BUG_ON(!buckets || (buckets & (buckets - 1)));
+	BUG_ON(!buckets || (buckets & (buckets - 1)) || (!cls == !one));
 	struct nfs4_pltable *t = xcalloc(1, sizeof(*t));
 	t->nbuckets = buckets;
 	t->b = xcalloc(buckets, sizeof(*t->b));
-	for (unsigned i = 0; i < buckets; i++)
-		mutex_init(&t->b[i].lock, cls);
+	if (!one)
+		t->locks = xcalloc(buckets, sizeof(*t->locks));
+	for (unsigned i = 0; i < buckets; i++) {
+		if (one) {
+			t->b[i].lock = one;
+		} else {
+			mutex_init(&t->locks[i], cls);
+			t->b[i].lock = &t->locks[i];
+		}
+	}
 	return t;
 }
 
 void nfs4_pltable_destroy(struct nfs4_pltable *t)
 {
-	for (unsigned i = 0; i < t->nbuckets; i++)
-		mutex_destroy(&t->b[i].lock);
+	if (t->locks)
+		for (unsigned i = 0; i < t->nbuckets; i++)
+			mutex_destroy(&t->locks[i]);
+	free(t->locks);
 	free(t->b);
 	free(t);
 }
@@ -122,17 +134,23 @@ static bool same_key(const struct nfs4_payload *a, const struct nfs4_payload *b)
 	       a->pl_client == b->pl_client;
 }
 
+static struct nfs4_payload *find_locked(struct pl_bucket *b, const struct nfs4_payload *key)
+{
+	assert_locked(b->lock);
+	for (struct nfs4_payload *pl = b->head; pl; pl = pl->pl_next)
+		if (same_key(pl, key))
+			return pl;
+	return NULL;
+}
+
 uint32_t nfs4_pltable_get(struct nfs4_pltable *t, const struct nfs4_payload *key,
 			  uint32_t (*make)(void *arg, struct nfs4_payload **pl), void *arg,
 			  struct nfs4_payload **out, bool *fresh)
 {
 	struct pl_bucket *b = bucket_of(t, key);
 	uint32_t st = NFS4_OK;
-	mutex_lock(&b->lock);
-	struct nfs4_payload *pl;
-	for (pl = b->head; pl; pl = pl->pl_next)
-		if (same_key(pl, key))
-			break;
+	mutex_lock(b->lock);
+	struct nfs4_payload *pl = find_locked(b, key);
 	*fresh = !pl;
 	if (pl) {
 		/* one going (CLOSE, FREE_STATEID, LAYOUTRETURN, its client
@@ -150,22 +168,57 @@ uint32_t nfs4_pltable_get(struct nfs4_pltable *t, const struct nfs4_payload *key
 	} else {
 		pl = NULL;
 	}
-	mutex_unlock(&b->lock);
+	mutex_unlock(b->lock);
 	*out = pl;
 	return st;
 }
 
-void nfs4_pltable_remove(struct nfs4_pltable *t, struct nfs4_payload *pl)
+static void unlink_locked(struct pl_bucket *b, struct nfs4_payload *pl)
 {
-	struct pl_bucket *b = bucket_of(t, pl);
-	mutex_lock(&b->lock);
+	assert_locked(b->lock);
 	for (struct nfs4_payload **pp = &b->head; *pp; pp = &(*pp)->pl_next) {
 		if (*pp == pl) {
 			*pp = pl->pl_next;
 			break;
 		}
 	}
-	mutex_unlock(&b->lock);
+	pl->pl_next = NULL;
+}
+
+void nfs4_pltable_remove(struct nfs4_pltable *t, struct nfs4_payload *pl)
+{
+	struct pl_bucket *b = bucket_of(t, pl);
+	mutex_lock(b->lock);
+	unlink_locked(b, pl);
+	mutex_unlock(b->lock);
+}
+
+struct nfs4_payload *nfs4_pltable_find_locked(struct nfs4_pltable *t,
+					      const struct nfs4_payload *key)
+{
+	return find_locked(bucket_of(t, key), key);
+}
+
+void nfs4_pltable_unlink_locked(struct nfs4_pltable *t, struct nfs4_payload *pl)
+{
+	unlink_locked(bucket_of(t, pl), pl);
+}
+
+struct nfs4_payload *nfs4_pltable_next_locked(struct nfs4_pltable *t, struct nfs4_payload *pl)
+{
+	BUG_ON(t->locks); /* one lock: the walker holds every bucket's */
+	unsigned i = 0;
+	if (pl) {
+		if (pl->pl_next)
+			return pl->pl_next;
+		i = (unsigned)(bucket_of(t, pl) - t->b) + 1;
+	}
+	for (; i < t->nbuckets; i++) {
+		assert_locked(t->b[i].lock);
+		if (t->b[i].head)
+			return t->b[i].head;
+	}
+	return NULL;
 }
 
 /* ---- the courteous server ---- */

@@ -27,7 +27,9 @@
  * (layout.c) start with struct nfs4_payload: their stateid, the state's
  * client, owner and file. The payload lives in the (owner, file) table of
  * its kind, found by (client, owner, file); a find-or-make under the
- * bucket's lock never makes two stateids of one key, and a payload found
+ * bucket's lock never makes two stateids of one key (the layouts' table
+ * has one lock for all its buckets: it also guards their recall state,
+ * layout.c), and a payload found
  * there is referenced with nfs4_stid_tryget() only (stateid.h invariant 6):
  * one whose entry is going answers DELAY, and the client comes back once
  * its release has unlinked it.
@@ -99,8 +101,10 @@ uint32_t nfs4_stid_of(struct nfs4_compound *c, const struct stateid4 *w, unsigne
 
 struct nfs4_pltable;
 
-/* buckets a power of two; cls the bucket locks' class (the owner's). */
-struct nfs4_pltable *nfs4_pltable_create(unsigned buckets, struct lock_class *cls);
+/* buckets a power of two; a lock of class cls (the owner's) a bucket, or
+ * (cls NULL) the owner's one lock for all of them. */
+struct nfs4_pltable *nfs4_pltable_create(unsigned buckets, struct lock_class *cls,
+					 struct mutex *one);
 /* Every payload was released before (nfs4_state_destroy). */
 void nfs4_pltable_destroy(struct nfs4_pltable *t);
 
@@ -117,6 +121,17 @@ uint32_t nfs4_pltable_get(struct nfs4_pltable *t, const struct nfs4_payload *key
 			  struct nfs4_payload **out, bool *fresh);
 /* The payload leaves its table (its release: no state lock held). */
 void nfs4_pltable_remove(struct nfs4_pltable *t, struct nfs4_payload *pl);
+
+/* Under the bucket's lock (a table of one lock: that lock): the payload
+ * of key's (client, owner, file) or NULL, no reference taken; a payload
+ * out of its table now (its release finds it gone); and, to walk every
+ * payload, the one after pl (NULL: the first), NULL at the end. The walk
+ * is for a table of one lock only, and a payload unlinked during it ends
+ * the walk's step (start again from NULL). */
+struct nfs4_payload *nfs4_pltable_find_locked(struct nfs4_pltable *t,
+					      const struct nfs4_payload *key);
+void nfs4_pltable_unlink_locked(struct nfs4_pltable *t, struct nfs4_payload *pl);
+struct nfs4_payload *nfs4_pltable_next_locked(struct nfs4_pltable *t, struct nfs4_payload *pl);
 
 /* ---- the courteous server ---- */
 
