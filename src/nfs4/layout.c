@@ -171,11 +171,42 @@ static struct nfs4_layout *lo_of(struct nfs4_payload *pl)
 	return pl ? container_of(pl, struct nfs4_layout, pl) : NULL;
 }
 
+struct layout_make {
+	struct nfs4_compound *c;
+	struct fs_inode *ip;
+	nfs_fh4 fh;
+};
+
+/* A new layout (nfs4_pltable_get, under the table's lock). */
+static void layout_init(struct nfs4_payload *pl, void *arg)
+{
+	struct layout_make *m = arg;
+	struct nfs4_layout *lo = lo_of(pl);
+	lo->s = m->c->s;
+	fs_igrab(m->ip);
+	lo->ip = m->ip;
+	lo->peer = *svc_conn_peer(svc_req_conn(m->c->rq));
+	lo->fh = m->fh;
+}
+
+static void layout_fini(struct nfs4_payload *pl)
+{
+	fs_iput(lo_of(pl)->ip);
+}
+
+_Static_assert(offsetof(struct nfs4_layout, pl) == 0, "the header first");
+static const struct nfs4_payload_ops layout_ops = {
+	.type = NFS4_STID_LAYOUT,
+	.size = sizeof(struct nfs4_layout),
+	.init = layout_init,
+	.fini = layout_fini,
+};
+
 void nfs4_layouts_init(struct nfs4_server *s)
 {
 	s->layouts = xcalloc(1, sizeof(*s->layouts));
 	mutex_init(&s->layouts->lock, &layouts_class);
-	s->layouts->pl = nfs4_pltable_create(LAYOUT_BUCKETS, NULL, &s->layouts->lock);
+	s->layouts->pl = nfs4_pltable_create(LAYOUT_BUCKETS, NULL, &s->layouts->lock, &layout_ops);
 	/* one device id for the one device, the same after a restart */
 	static const uint8_t key[16] = "jnfs-pnfs-device";
 	uint64_t h[2];
@@ -194,49 +225,20 @@ void nfs4_layouts_destroy(struct nfs4_server *s)
 
 /* ---- the table ---- */
 
-struct layout_make {
-	struct nfs4_compound *c;
-	const struct nfs4_payload *key;
-	struct fs_inode *ip;
-	nfs_fh4 fh;
-};
-
-/* A new layout of the key, with its stateid (under the table's lock:
- * nfs4_pltable_get). */
-static uint32_t layout_make(void *arg, struct nfs4_payload **out)
-{
-	struct layout_make *m = arg;
-	struct nfs4_layout *lo = xcalloc(1, sizeof(*lo));
-	lo->pl = *m->key;
-	lo->s = m->c->s;
-	fs_igrab(m->ip);
-	lo->ip = m->ip;
-	lo->peer = *svc_conn_peer(svc_req_conn(m->c->rq));
-	lo->fh = m->fh;
-	uint32_t st = nfs4_stid_alloc(m->c->clp, NFS4_STID_LAYOUT, lo, &lo->pl.pl_stid);
-	if (st) {
-		fs_iput(m->ip);
-		free(lo);
-		return st;
-	}
-	*out = &lo->pl;
-	return NFS4_OK;
-}
-
 /* The layout stateid of (client, file), referenced: found or made (DELAY
  * for one going: LAYOUTRETURN, its client leaving). */
 static uint32_t layout_get_stid(struct nfs4_compound *c, struct fs_inode *ip,
 				struct nfs4_stid **out, bool *fresh)
 {
 	struct nfs4_payload key = {.pl_client = nfs4_client_id(c->clp), .pl_file = fs_ino(ip)};
-	struct layout_make m = {.c = c, .key = &key, .ip = ip};
+	struct layout_make m = {.c = c, .ip = ip};
 	/* the handle a recall will name, made before the table's lock (a
 	 * leaf: no engine lock under it) */
 	struct fs_attr at;
 	if (!fs_getattr(ip, &at))
 		nfs4_fh_wire(c, &c->cfh, &at, &m.fh);
 	struct nfs4_payload *pl;
-	uint32_t st = nfs4_pltable_get(c->s->layouts->pl, &key, layout_make, &m, &pl, fresh);
+	uint32_t st = nfs4_pltable_get(c->s->layouts->pl, c->clp, &key, &m, &pl, fresh);
 	*out = st ? NULL : pl->pl_stid;
 	return st;
 }

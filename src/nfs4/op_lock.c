@@ -73,10 +73,39 @@ struct nfs4_lock_table {
 	} b[LOCK_BUCKETS];
 };
 
+/* A new lock stateid of an open (arg: the open's stateid, referenced),
+ * under the lock table's bucket lock (nfs4_pltable_get). */
+static void lockst_init(struct nfs4_payload *pl, void *arg)
+{
+	container_of(pl, struct nfs4_lockst, pl)->open = nfs4_stid_payload(arg);
+}
+
+/* It has its stateid: it joins its open's list (the open's stateid lock
+ * under the bucket's). */
+static void lockst_made(struct nfs4_payload *pl, void *arg)
+{
+	struct nfs4_lockst *ls = container_of(pl, struct nfs4_lockst, pl);
+	struct nfs4_stid *open_stid = arg;
+	nfs4_stid_get(open_stid);
+	ls->open_stid = open_stid;
+	nfs4_stid_lock(open_stid);
+	ls->onext = ls->open->lockl;
+	ls->open->lockl = ls;
+	nfs4_stid_unlock(open_stid);
+}
+
+_Static_assert(offsetof(struct nfs4_lockst, pl) == 0, "the header first");
+static const struct nfs4_payload_ops lockst_ops = {
+	.type = NFS4_STID_LOCK,
+	.size = sizeof(struct nfs4_lockst),
+	.init = lockst_init,
+	.made = lockst_made,
+};
+
 void nfs4_locks_init(struct nfs4_server *s)
 {
 	s->locks = xcalloc(1, sizeof(*s->locks));
-	s->locks->lockst = nfs4_pltable_create(LOCK_BUCKETS, &locks_class, NULL);
+	s->locks->lockst = nfs4_pltable_create(LOCK_BUCKETS, &locks_class, NULL, &lockst_ops);
 	for (unsigned i = 0; i < LOCK_BUCKETS; i++)
 		mutex_init(&s->locks->b[i].lock, &locks_class);
 }
@@ -236,37 +265,6 @@ static uint32_t range_check(uint64_t off, uint64_t len)
 	return NFS4_OK;
 }
 
-struct lockst_make {
-	struct nfs4_compound *c;
-	const struct nfs4_payload *key;
-	struct nfs4_stid *open_stid;
-};
-
-/* A new lock stateid of the key, in its open's list (under the lock
- * table's bucket lock: nfs4_pltable_get; the open's stateid lock under
- * it). */
-static uint32_t lockst_make(void *arg, struct nfs4_payload **out)
-{
-	struct lockst_make *m = arg;
-	struct nfs4_open *op = nfs4_stid_payload(m->open_stid);
-	struct nfs4_lockst *ls = xcalloc(1, sizeof(*ls));
-	ls->pl = *m->key;
-	ls->open = op;
-	uint32_t st = nfs4_stid_alloc(m->c->clp, NFS4_STID_LOCK, ls, &ls->pl.pl_stid);
-	if (st) {
-		free(ls);
-		return st;
-	}
-	nfs4_stid_get(m->open_stid);
-	ls->open_stid = m->open_stid;
-	nfs4_stid_lock(m->open_stid);
-	ls->onext = op->lockl;
-	op->lockl = ls;
-	nfs4_stid_unlock(m->open_stid);
-	*out = &ls->pl;
-	return NFS4_OK;
-}
-
 /* The lock stateid of (owner, the open's file), found or made. */
 static uint32_t lockst_get(struct nfs4_compound *c, struct nfs4_stid *open_stid,
 			   const lock_owner4 *lo, struct nfs4_stid **out, bool *fresh)
@@ -279,9 +277,8 @@ static uint32_t lockst_get(struct nfs4_compound *c, struct nfs4_stid *open_stid,
 			nfs4_owner_key(c->s, nfs4_client_id(c->clp), lo->owner.val, lo->owner.len) ^
 			1,
 	};
-	struct lockst_make m = {.c = c, .key = &key, .open_stid = open_stid};
 	struct nfs4_payload *pl;
-	uint32_t st = nfs4_pltable_get(c->s->locks->lockst, &key, lockst_make, &m, &pl, fresh);
+	uint32_t st = nfs4_pltable_get(c->s->locks->lockst, c->clp, &key, open_stid, &pl, fresh);
 	if (!st && *fresh)
 		owner_ref(c->s->locks, key.pl_owner, key.pl_client, lo->owner.val, lo->owner.len);
 	*out = st ? NULL : pl->pl_stid;

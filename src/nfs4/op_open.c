@@ -65,9 +65,38 @@
 
 static struct lock_class opens_class = LOCK_CLASS(NFS4_OPENS);
 
+struct open_make {
+	struct nfs4_server *s;
+	struct fs_inode *ip;
+};
+
+/* A new open (nfs4_pltable_get, under the open table's bucket lock). */
+static void open_init(struct nfs4_payload *pl, void *arg)
+{
+	struct open_make *m = arg;
+	struct nfs4_open *op = container_of(pl, struct nfs4_open, pl);
+	op->s = m->s;
+	fs_igrab(m->ip);
+	op->ip = m->ip;
+}
+
+static void open_fini(struct nfs4_payload *pl)
+{
+	fs_iput(container_of(pl, struct nfs4_open, pl)->ip);
+}
+
+/* the stateid's payload is the open: its header comes first */
+_Static_assert(offsetof(struct nfs4_open, pl) == 0, "the header first");
+static const struct nfs4_payload_ops open_ops = {
+	.type = NFS4_STID_OPEN,
+	.size = sizeof(struct nfs4_open),
+	.init = open_init,
+	.fini = open_fini,
+};
+
 void nfs4_opens_init(struct nfs4_server *s)
 {
-	s->opens = nfs4_pltable_create(OPEN_BUCKETS, &opens_class, NULL);
+	s->opens = nfs4_pltable_create(OPEN_BUCKETS, &opens_class, NULL, &open_ops);
 	memcpy(s->owner_key, s->srv->verf_key, sizeof(s->owner_key));
 	s->owner_key[0] ^= 0x5a; /* not the readdir verifiers' key */
 }
@@ -88,32 +117,6 @@ uint64_t nfs4_owner_key(const struct nfs4_server *s, uint64_t clientid, const vo
 	return siphash24(s->owner_key, in, sizeof(in));
 }
 
-struct open_make {
-	struct nfs4_compound *c;
-	const struct nfs4_payload *key;
-	struct fs_inode *ip;
-};
-
-/* A new open of the key, with its stateid (under the open table's bucket
- * lock: nfs4_pltable_get). */
-static uint32_t open_make(void *arg, struct nfs4_payload **out)
-{
-	struct open_make *m = arg;
-	struct nfs4_open *op = xcalloc(1, sizeof(*op));
-	op->pl = *m->key;
-	op->s = m->c->s;
-	fs_igrab(m->ip);
-	op->ip = m->ip;
-	uint32_t st = nfs4_stid_alloc(m->c->clp, NFS4_STID_OPEN, op, &op->pl.pl_stid);
-	if (st) {
-		fs_iput(m->ip);
-		free(op);
-		return st;
-	}
-	*out = &op->pl;
-	return NFS4_OK;
-}
-
 /*
  * The open of (o, file), found or made (with a new stateid): NFS4_OK and a
  * reference to its stateid, or DELAY when the bounds are reached or one
@@ -123,9 +126,9 @@ static uint32_t open_get(struct nfs4_compound *c, const struct share_owner *o, s
 			 struct nfs4_open **out, bool *fresh)
 {
 	struct nfs4_payload key = {.pl_file = fs_ino(ip), .pl_share = *o};
-	struct open_make m = {.c = c, .key = &key, .ip = ip};
+	struct open_make m = {.s = c->s, .ip = ip};
 	struct nfs4_payload *pl;
-	uint32_t st = nfs4_pltable_get(c->s->opens, &key, open_make, &m, &pl, fresh);
+	uint32_t st = nfs4_pltable_get(c->s->opens, c->clp, &key, &m, &pl, fresh);
 	*out = st ? NULL : container_of(pl, struct nfs4_open, pl);
 	return st;
 }

@@ -90,14 +90,17 @@ struct nfs4_pltable {
 	unsigned nbuckets;
 	struct pl_bucket *b;
 	struct mutex *locks; /* a lock a bucket; NULL: one lock of the owner's */
+	const struct nfs4_payload_ops *ops;
 };
 
 struct nfs4_pltable *nfs4_pltable_create(unsigned buckets, struct lock_class *cls,
-					 struct mutex *one)
+					 struct mutex *one, const struct nfs4_payload_ops *ops)
 {
 	BUG_ON(!buckets || (buckets & (buckets - 1)) || (!cls == !one));
+	BUG_ON(ops->size < sizeof(struct nfs4_payload));
 	struct nfs4_pltable *t = xcalloc(1, sizeof(*t));
 	t->nbuckets = buckets;
+	t->ops = ops;
 	t->b = xcalloc(buckets, sizeof(*t->b));
 	if (!one)
 		t->locks = xcalloc(buckets, sizeof(*t->locks));
@@ -143,9 +146,30 @@ static struct nfs4_payload *find_locked(struct pl_bucket *b, const struct nfs4_p
 	return NULL;
 }
 
-uint32_t nfs4_pltable_get(struct nfs4_pltable *t, const struct nfs4_payload *key,
-			  uint32_t (*make)(void *arg, struct nfs4_payload **pl), void *arg,
-			  struct nfs4_payload **out, bool *fresh)
+/* A new payload of key with its stateid, or NULL and *st (bucket locked). */
+static struct nfs4_payload *make_locked(struct nfs4_pltable *t, struct nfs4_client *clp,
+					const struct nfs4_payload *key, void *arg, uint32_t *st)
+{
+	const struct nfs4_payload_ops *ops = t->ops;
+	struct nfs4_payload *pl = xcalloc(1, ops->size);
+	*pl = *key;
+	pl->pl_next = NULL;
+	ops->init(pl, arg);
+	/* the payload pointer is its header's: it comes first */
+	if ((*st = nfs4_stid_alloc(clp, ops->type, pl, &pl->pl_stid))) {
+		if (ops->fini)
+			ops->fini(pl);
+		free(pl);
+		return NULL;
+	}
+	if (ops->made)
+		ops->made(pl, arg);
+	return pl;
+}
+
+uint32_t nfs4_pltable_get(struct nfs4_pltable *t, struct nfs4_client *clp,
+			  const struct nfs4_payload *key, void *arg, struct nfs4_payload **out,
+			  bool *fresh)
 {
 	struct pl_bucket *b = bucket_of(t, key);
 	uint32_t st = NFS4_OK;
@@ -161,12 +185,9 @@ uint32_t nfs4_pltable_get(struct nfs4_pltable *t, const struct nfs4_payload *key
 			pl = NULL;
 			st = NFS4ERR_DELAY;
 		}
-	} else if (!(st = make(arg, &pl))) {
-		BUG_ON(!same_key(pl, key) || !pl->pl_stid);
+	} else if ((pl = make_locked(t, clp, key, arg, &st))) {
 		pl->pl_next = b->head;
 		b->head = pl;
-	} else {
-		pl = NULL;
 	}
 	mutex_unlock(b->lock);
 	*out = pl;

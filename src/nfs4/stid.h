@@ -37,7 +37,7 @@
  * Lock order: a table's bucket lock is the class its owner gives
  * (nfs4.opens 540, nfs4.locks 545, nfs4.layouts 535: base/lock_classes.h);
  * a new stateid is made under it (the state core's 610-630); no stateid's
- * lock (550) is held when it is taken, though make() may take one under
+ * lock (550) is held when it is taken, though made() may take one under
  * it (a lock stateid joins its open's list).
  */
 #ifndef JNFS_NFS4_STID_H
@@ -58,7 +58,7 @@ struct nfs4_compound;
 /* The header every stateid payload starts with (open, lock, layout). */
 struct nfs4_payload {
 	struct nfs4_payload *pl_next; /* [bucket lock] in its table's bucket */
-	struct nfs4_stid *pl_stid;    /* its stateid (set by make()) */
+	struct nfs4_stid *pl_stid;    /* its stateid */
 	uint64_t pl_file;	      /* the inode number */
 	/* the key's owner, as the share and byte-range lock tables know it */
 	union {
@@ -101,24 +101,37 @@ uint32_t nfs4_stid_of(struct nfs4_compound *c, const struct stateid4 *w, unsigne
 
 struct nfs4_pltable;
 
+/* How a table makes a payload of its kind, in the order called, under
+ * the bucket's lock (nfs4_pltable_get). */
+struct nfs4_payload_ops {
+	unsigned type; /* of its stateids: NFS4_STID_* */
+	size_t size;   /* of the payload, which starts with its header */
+	/* fill in a new payload (zeroed, its header the key) */
+	void (*init)(struct nfs4_payload *pl, void *arg);
+	/* no stateid could be had: undo init (NULL: nothing to undo); the
+	 * table frees the payload */
+	void (*fini)(struct nfs4_payload *pl);
+	/* it has its stateid, and enters the table (NULL: nothing to do) */
+	void (*made)(struct nfs4_payload *pl, void *arg);
+};
+
 /* buckets a power of two; a lock of class cls (the owner's) a bucket, or
  * (cls NULL) the owner's one lock for all of them. */
 struct nfs4_pltable *nfs4_pltable_create(unsigned buckets, struct lock_class *cls,
-					 struct mutex *one);
+					 struct mutex *one, const struct nfs4_payload_ops *ops);
 /* Every payload was released before (nfs4_state_destroy). */
 void nfs4_pltable_destroy(struct nfs4_pltable *t);
 
 /*
  * The payload of key's (client, owner, file) with a reference to its
- * stateid in *out: found (*fresh false), or made (*fresh true) by make(),
- * called under the bucket's lock, which returns NFS4_OK and a payload with
- * its header's key and stateid set, or the status of its failure (the
- * payload freed by it). DELAY for one whose stateid is going (invariant 6
- * of stateid.h). Call with no stateid's lock held.
+ * stateid in *out: found (*fresh false), or made (*fresh true) with a new
+ * stateid of clp (the ops, arg theirs). DELAY for one whose stateid is
+ * going (invariant 6 of stateid.h); nfs4_stid_alloc()'s answers. Call
+ * with no stateid's lock held.
  */
-uint32_t nfs4_pltable_get(struct nfs4_pltable *t, const struct nfs4_payload *key,
-			  uint32_t (*make)(void *arg, struct nfs4_payload **pl), void *arg,
-			  struct nfs4_payload **out, bool *fresh);
+uint32_t nfs4_pltable_get(struct nfs4_pltable *t, struct nfs4_client *clp,
+			  const struct nfs4_payload *key, void *arg, struct nfs4_payload **out,
+			  bool *fresh);
 /* The payload leaves its table (its release: no state lock held). */
 void nfs4_pltable_remove(struct nfs4_pltable *t, struct nfs4_payload *pl);
 
