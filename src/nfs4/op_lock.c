@@ -36,7 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/hash.h"
+#include "base/compiler.h"
 #include "base/lock.h"
 #include "base/mem.h"
 #include "nfs4/nfs4_priv.h"

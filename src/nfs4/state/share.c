@@ -13,7 +13,6 @@
 #include <stdlib.h>
 
 #include "base/compiler.h"
-#include "base/hash.h"
 #include "base/hashmap.h"
 #include "base/list.h"
 #include "base/lock.h"
