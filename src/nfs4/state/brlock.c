@@ -464,13 +464,20 @@ void brl_destroy(struct brl_table *t)
 	free(t);
 }
 
+/* The inclusive range of a lock request of type, or -EINVAL. */
+static int request_of(enum brl_type type, uint64_t offset, uint64_t length, uint64_t *s,
+		      uint64_t *e)
+{
+	if (type != BRL_READ && type != BRL_WRITE)
+		return -EINVAL;
+	return range_of(offset, length, s, e);
+}
+
 int brl_lock(struct brl_table *t, uint64_t file, const struct brl_owner *o, enum brl_type type,
 	     uint64_t offset, uint64_t length, struct brl_info *denied)
 {
 	uint64_t s, e;
-	if (type != BRL_READ && type != BRL_WRITE)
-		return -EINVAL;
-	int err = range_of(offset, length, &s, &e);
+	int err = request_of(type, offset, length, &s, &e);
 	if (err)
 		return err;
 	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
@@ -484,14 +491,11 @@ int brl_test(struct brl_table *t, uint64_t file, const struct brl_owner *o, enum
 	     uint64_t offset, uint64_t length, struct brl_info *denied)
 {
 	uint64_t s, e;
-	if (type != BRL_READ && type != BRL_WRITE)
-		return -EINVAL;
-	int err = range_of(offset, length, &s, &e);
+	int err = request_of(type, offset, length, &s, &e);
 	if (err)
 		return err;
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
-	mutex_lock(&b->b_lock);
-	struct brl_file *fp = ftab_file(b, file);
+	struct ftab_bucket *b;
+	struct brl_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	struct brl_lock *c = fp ? find_conflict(fp, o, type, s, e) : NULL;
 	if (c) {
 		if (denied)
@@ -518,10 +522,9 @@ int brl_unlock(struct brl_table *t, uint64_t file, const struct brl_owner *o, ui
 
 size_t brl_release_file_owner(struct brl_table *t, uint64_t file, const struct brl_owner *o)
 {
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
+	struct ftab_bucket *b;
 	size_t n = 0;
-	mutex_lock(&b->b_lock);
-	struct brl_file *fp = ftab_file(b, file);
+	struct brl_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	if (fp && holder_find(fp, o))
 		n = remove_matching(&t->t_ft, b, fp, o->client, o);
 	mutex_unlock(&b->b_lock);
@@ -540,9 +543,8 @@ size_t brl_release_client(struct brl_table *t, uint64_t client)
 
 bool brl_holds_file(struct brl_table *t, uint64_t file, const struct brl_owner *o)
 {
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
-	mutex_lock(&b->b_lock);
-	struct brl_file *fp = ftab_file(b, file);
+	struct ftab_bucket *b;
+	struct brl_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	bool held = fp && holder_find(fp, o);
 	mutex_unlock(&b->b_lock);
 	return held;
@@ -555,10 +557,9 @@ bool brl_holds_any(struct brl_table *t, const struct brl_owner *o)
 
 size_t brl_list(struct brl_table *t, uint64_t file, struct brl_info *out, size_t max)
 {
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
+	struct ftab_bucket *b;
 	size_t n = 0;
-	mutex_lock(&b->b_lock);
-	struct brl_file *fp = ftab_file(b, file);
+	struct brl_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	if (fp) {
 		struct brl_lock *l;
 		list_for_each_entry (l, &fp->f_locks, l_link) {

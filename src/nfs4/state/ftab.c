@@ -61,6 +61,14 @@ void *ftab_file(struct ftab_bucket *b, uint64_t key)
 	return hashmap_get(&b->b_files, key);
 }
 
+void *ftab_lock_file(struct ftab *ft, uint64_t key, struct ftab_bucket **bp)
+{
+	struct ftab_bucket *b = ftab_bucket(ft, key);
+	mutex_lock(&b->b_lock);
+	*bp = b;
+	return ftab_file(b, key);
+}
+
 void ftab_file_add(struct ftab *ft, struct ftab_bucket *b, uint64_t key, void *fp)
 {
 	assert_locked(&b->b_lock);

@@ -79,6 +79,8 @@ void ftab_destroy(struct ftab *ft, const struct ftab_ops *ops);
 struct ftab_bucket *ftab_bucket(struct ftab *ft, uint64_t key);
 /* The file of key, or NULL; b locked. */
 void *ftab_file(struct ftab_bucket *b, uint64_t key);
+/* Lock the bucket of key (*bp; the caller unlocks it): its file, or NULL. */
+void *ftab_lock_file(struct ftab *ft, uint64_t key, struct ftab_bucket **bp);
 /* A new file fp of key into b's map (b locked), and out of it (the
  * caller frees fp). */
 void ftab_file_add(struct ftab *ft, struct ftab_bucket *b, uint64_t key, void *fp);

@@ -234,10 +234,9 @@ int share_open_undoable(struct share_table *t, uint64_t file, const struct share
 {
 	if (!access_ok(access) || !deny_ok(deny))
 		return -EINVAL;
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
+	struct ftab_bucket *b;
 	int err = 0;
-	mutex_lock(&b->b_lock);
-	struct share_file *fp = ftab_file(b, file);
+	struct share_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
 	if (undo)
 		*undo = (struct share_undo){.access = access,
@@ -291,10 +290,9 @@ int share_downgrade(struct share_table *t, uint64_t file, const struct share_own
 {
 	if (!access_ok(access) || !deny_ok(deny))
 		return -EINVAL;
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
+	struct ftab_bucket *b;
 	int err = 0;
-	mutex_lock(&b->b_lock);
-	struct share_file *fp = ftab_file(b, file);
+	struct share_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
 	unsigned ua, ud;
 	if (!op) {
@@ -315,10 +313,9 @@ int share_downgrade(struct share_table *t, uint64_t file, const struct share_own
 int share_undo(struct share_table *t, uint64_t file, const struct share_owner *o,
 	       const struct share_undo *u)
 {
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
+	struct ftab_bucket *b;
 	int err = -ENOENT;
-	mutex_lock(&b->b_lock);
-	struct share_file *fp = ftab_file(b, file);
+	struct share_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
 	if (op && !u->had_pair) {
 		/* the pair was this OPEN's alone: the bits of the others */
@@ -342,10 +339,9 @@ int share_undo(struct share_table *t, uint64_t file, const struct share_owner *o
 
 int share_close(struct share_table *t, uint64_t file, const struct share_owner *o)
 {
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
+	struct ftab_bucket *b;
 	int err = -ENOENT;
-	mutex_lock(&b->b_lock);
-	struct share_file *fp = ftab_file(b, file);
+	struct share_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
 	if (op) {
 		struct tally_shard *ts = tally_lock(&t->t_ft.ft_tally, o->client);
@@ -361,10 +357,9 @@ int share_close(struct share_table *t, uint64_t file, const struct share_owner *
 int share_get(struct share_table *t, uint64_t file, const struct share_owner *o, unsigned *access,
 	      unsigned *deny)
 {
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
+	struct ftab_bucket *b;
 	int err = -ENOENT;
-	mutex_lock(&b->b_lock);
-	struct share_file *fp = ftab_file(b, file);
+	struct share_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	struct share_open *op = fp ? open_find(fp, o) : NULL;
 	if (op) {
 		if (access)
@@ -379,10 +374,9 @@ int share_get(struct share_table *t, uint64_t file, const struct share_owner *o,
 
 unsigned share_client_access(struct share_table *t, uint64_t file, uint64_t client)
 {
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
+	struct ftab_bucket *b;
 	unsigned access = 0;
-	mutex_lock(&b->b_lock);
-	struct share_file *fp = ftab_file(b, file);
+	struct share_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	if (fp) {
 		struct share_open *op;
 		list_for_each_entry (op, &fp->f_opens, o_link)
@@ -398,10 +392,9 @@ int share_check(struct share_table *t, uint64_t file, const struct share_owner *
 {
 	if (!access_ok(access))
 		return -EINVAL;
-	struct ftab_bucket *b = ftab_bucket(&t->t_ft, file);
+	struct ftab_bucket *b;
 	int err = 0;
-	mutex_lock(&b->b_lock);
-	struct share_file *fp = ftab_file(b, file);
+	struct share_file *fp = ftab_lock_file(&t->t_ft, file, &b);
 	struct share_open *c = fp ? find_conflict(fp, o, access, SHARE_DENY_NONE) : NULL;
 	if (c) {
 		if (conflict)
