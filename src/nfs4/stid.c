@@ -180,7 +180,7 @@ uint32_t nfs4_pltable_get(struct nfs4_pltable *t, struct nfs4_client *clp,
 		/* one going (CLOSE, FREE_STATEID, LAYOUTRETURN, its client
 		 * leaving) whose release has not unlinked it yet: a new one
 		 * now would lose its state to that release (same key); the
-		 * client comes back */
+		 * client comes back (stateid.h invariant 6) */
 		if (!nfs4_stid_tryget(pl->pl_stid)) {
 			pl = NULL;
 			st = NFS4ERR_DELAY;
