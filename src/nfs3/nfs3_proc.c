@@ -163,8 +163,12 @@ nfsstat3 nfs3_status(int err)
 /* The inode a wire handle names, for this caller (see the header). */
 static nfsstat3 fh_get(struct call *c, const struct nfs_fh3 *fh, struct fs_inode **ip)
 {
-	return nfs3_status(
-		srv_fh_resolve(c->srv, c->rq, c->rc, fh->data.val, fh->data.len, &c->e, ip));
+	struct fh h;
+	*ip = NULL;
+	int err = srv_fh_decode(c->srv, fh->data.val, fh->data.len, &h);
+	if (!err)
+		err = srv_fh_resolve(c->srv, c->rq, c->rc, &h, &c->e, ip);
+	return nfs3_status(err);
 }
 
 static void fh_make(const struct call *c, const struct fs_attr *a, struct nfs_fh3 *out)

@@ -226,8 +226,8 @@ void nfs4_fh_wire(struct nfs4_compound *c, const struct nfs4_fh *fh, const struc
 		  nfs_fh4 *out)
 {
 	if (fh->kind == NFS4_FH_PSEUDO) {
-		struct fh h = {.fsid = NFS4_PSEUDO_FSID, .ino = c->pseudo->v[fh->pnode].fileid};
-		fh_encode(c->s->srv->fh_key, &h, out->val);
+		srv_fh_make_pseudo(c->s->srv, NFS4_PSEUDO_FSID, c->pseudo->v[fh->pnode].fileid,
+				   out->val);
 	} else {
 		srv_fh_make(c->s->srv, fh->exp.ex, a, out->val);
 	}
@@ -305,10 +305,9 @@ uint32_t nfs4_op_putfh(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 	const nfs_fh4 *w = &a->opputfh.object;
 	struct fh h;
 	nfs4_fh_clear(&c->cfh);
-	if (fh_decode(c->s->srv->fh_key, w->val, w->len, &h)) {
-		counter_inc(&c->s->srv->st.badhandle);
-		return NFS4ERR_BADHANDLE;
-	}
+	int err = srv_fh_decode(c->s->srv, w->val, w->len, &h);
+	if (err)
+		return nfs4_status(err);
 	if (h.fsid == NFS4_PSEUDO_FSID) {
 		const struct nfs4_pseudo *p = c->pseudo;
 		for (unsigned k = 0; k < p->n; k++) {
@@ -322,8 +321,7 @@ uint32_t nfs4_op_putfh(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs
 	}
 	struct srv_exp e = {0};
 	struct fs_inode *ip;
-	int err = srv_fh_resolve(c->s->srv, c->rq, c->rc, w->val, w->len, &e, &ip);
-	if (err)
+	if ((err = srv_fh_resolve(c->s->srv, c->rq, c->rc, &h, &e, &ip)))
 		return nfs4_status(err);
 	c->cfh.kind = NFS4_FH_FS;
 	c->cfh.ip = ip;

@@ -117,20 +117,30 @@ void srv_fh_make(const struct srv *s, const struct export *ex, const struct fs_a
 	fh_encode(s->fh_key, &fh, out);
 }
 
-int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc, const void *wfh,
-		   size_t len, struct srv_exp *e, struct fs_inode **ip)
+void srv_fh_make_pseudo(const struct srv *s, uint32_t fsid, uint64_t ino, uint8_t out[FH_SIZE])
 {
-	struct fh fh;
-	*ip = NULL;
-	if (fh_decode(s->fh_key, wfh, len, &fh)) {
+	struct fh fh = {.fsid = fsid, .ino = ino};
+	fh_encode(s->fh_key, &fh, out);
+}
+
+int srv_fh_decode(struct srv *s, const void *wire, size_t len, struct fh *fh)
+{
+	if (fh_decode(s->fh_key, wire, len, fh)) {
 		counter_inc(&s->st.badhandle);
 		return -SRV_EBADHANDLE;
 	}
+	return 0;
+}
+
+int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc,
+		   const struct fh *fh, struct srv_exp *e, struct fs_inode **ip)
+{
+	*ip = NULL;
 	if (e->ex) {
-		if (fh.fsid != e->ex->fsid)
+		if (fh->fsid != e->ex->fsid)
 			return -EXDEV;
 	} else {
-		const struct export *ex = exports_by_fsid(srv_exports(s), fh.fsid);
+		const struct export *ex = exports_by_fsid(srv_exports(s), fh->fsid);
 		if (!ex) {
 			counter_inc(&s->st.stale);
 			return -ESTALE;
@@ -139,7 +149,7 @@ int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc,
 		if (err)
 			return err;
 	}
-	int err = fs_iget(s->fs, fh.ino, fh.gen, ip);
+	int err = fs_iget(s->fs, fh->ino, fh->gen, ip);
 	if (err == -ESTALE)
 		counter_inc(&s->st.stale);
 	return err;

@@ -5,7 +5,9 @@
  *   - admission: which export a request is for, whether its client may use
  *     it (client match, secure port), and the credential it acts with
  *     (squashing);
- *   - file handles: made and resolved here, with the export they name;
+ *   - file handles: made, decoded and resolved here, with the export they
+ *     name, for every protocol (NFSv4's pseudo filesystem too): no
+ *     protocol holds the key;
  *   - the write verifier (rule 8) and directory cookie verifiers;
  *   - stability as a service: "send this request's reply once sequence S is
  *     durable (and the data device flushed if that force wrote nothing)",
@@ -43,7 +45,7 @@ struct srv {
 	 * srv_exports() and may keep what it got until it returns, never
 	 * longer (the old table is freed after svc_synchronize()). */
 	const struct exports *_Atomic exports;
-	uint8_t fh_key[16];   /* file handle MACs */
+	uint8_t fh_key[16];   /* file handle MACs: srv_fh_* only */
 	uint8_t verf_key[16]; /* readdir cookie verifiers */
 	uint8_t boot_verf[8]; /* new at every start */
 	struct {
@@ -106,21 +108,38 @@ struct srv_exp {
 int srv_admit(struct srv *s, const struct export *ex, struct svc_req *rq, const struct rpc_cred *rc,
 	      struct srv_exp *out);
 
-/* ---- file handles ---- */
+/* ---- file handles ----
+ *
+ * Every handle a client sends is decoded here, under this layer's key, and
+ * counted here: a protocol never sees the key. NFSv3 and NFSv4 decode
+ * (srv_fh_decode), then resolve what they decoded (srv_fh_resolve); NFSv4
+ * first looks whether the handle names a node of its pseudo filesystem,
+ * whose handles it has made with srv_fh_make_pseudo. */
 
 /* The handle of the inode with attributes a in ex (FH_SIZE bytes). */
 void srv_fh_make(const struct srv *s, const struct export *ex, const struct fs_attr *a,
 		 uint8_t out[FH_SIZE]);
 
+/* The handle of a node of a namespace the protocol makes up (NFSv4's
+ * pseudo filesystem): fsid one that no export has (the protocol refuses an
+ * export with it), ino the node's fileid, generation 0. Under the same MAC
+ * as every handle, so a client can no more forge one than another. */
+void srv_fh_make_pseudo(const struct srv *s, uint32_t fsid, uint64_t ino, uint8_t out[FH_SIZE]);
+
+/* Decode and verify a wire handle into *fh: 0, or SRV_EBADHANDLE (negated,
+ * counted in srv.badhandle) for one malformed or not made by this server.
+ * Each wire handle is decoded once, so each bad one is counted once. */
+int srv_fh_decode(struct srv *s, const void *wire, size_t len, struct fh *fh);
+
 /*
- * The inode a wire handle names, for the caller of rq. When e->ex is NULL
- * the handle decides the export, and e is filled by srv_admit; otherwise
- * the handle must be of that export (-EXDEV: a second handle of LINK or
- * RENAME). Returns 0 and a reference in *ip; SRV_EBADHANDLE (negated),
- * -ESTALE (no such export or inode), or srv_admit's refusals.
+ * The inode a decoded handle (srv_fh_decode) names, for the caller of rq.
+ * When e->ex is NULL the handle decides the export, and e is filled by
+ * srv_admit; otherwise the handle must be of that export (-EXDEV: a second
+ * handle of LINK or RENAME). Returns 0 and a reference in *ip; -ESTALE (no
+ * such export or inode: counted in srv.stale), or srv_admit's refusals.
  */
-int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc, const void *fh,
-		   size_t len, struct srv_exp *e, struct fs_inode **ip);
+int srv_fh_resolve(struct srv *s, struct svc_req *rq, const struct rpc_cred *rc,
+		   const struct fh *fh, struct srv_exp *e, struct fs_inode **ip);
 
 /* ---- stability as a service ---- */
 
