@@ -1,6 +1,8 @@
 /*
  * test_srv_perm.c - the permission rules of src/srv/perm.h, called
- * directly on attribute snapshots: one or more checks per numbered rule.
+ * directly on attribute snapshots: one or more checks per numbered rule
+ * (their private header, src/srv/srv_priv.h, which only tests include
+ * from outside src/srv/).
  * test-nfs3-perm compares the same rules, through jnfsd, with the local
  * kernel (as root); this program needs no privilege and no server.
  */
@@ -8,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
-#include "srv/perm.h"
+#include "srv/srv_priv.h"
 
 static const struct export_opts rw = {.rw = true}, ro = {.rw = false};
 

@@ -20,7 +20,13 @@ every quoted #include of the tree against it:
   4. every quoted include names a header that exists: in the tree, in the
      generated codecs, or next to the file; an unknown one is an error in
      a folder whose row does not say "all" (where build-generated headers
-     such as jnfs_version.h live).
+     such as jnfs_version.h live);
+  5. a private header (a name ending in _priv.h) is its folder's own: no
+     file of another folder of src/ includes it, whatever that folder's
+     row lists ("all" too), and outside src/ only tests/ do (unit tests of
+     a layer's internals). So src/srv/srv_priv.h, the permission rules
+     that decide, is reached by NFSv3 and NFSv4 only through the counted
+     operations of src/srv/ops.h.
 
 Before the tree, the check runs on a small tree of its own with a
 deliberately wrong include, and fails if it does not find it: a checker
@@ -100,15 +106,28 @@ def target_of(repo, rules, gen_names, src_dir, inc):
     return None
 
 
+def private_to(target, inc):
+    """The folder whose own a private header is (rule 5), or None."""
+    if target in (None, "fs API", "xdr", "xdr const"):
+        return None
+    return target if os.path.basename(inc).endswith("_priv.h") else None
+
+
 def check_file(repo, rules, gen_names, path, rel, folder, errors):
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
     here = os.path.dirname(path)
+    top = rel.split(os.sep)[0]
     for m in INCLUDE.finditer(text):
         inc = m.group(1)
         line = text.count("\n", 0, m.start()) + 1
         where = f"{rel}:{line}"
         target = target_of(repo, rules, gen_names, here, inc)
+        if private_to(target, inc) not in (None, folder) and (folder or top != "tests"):
+            who = f"src/{folder}/" if folder else f"{top}/"
+            errors.append(f"{where}: {who} includes {inc}: private to src/{target}/ "
+                          "(docs/design.md §2)")
+            continue
         if folder is None:
             # outside src/: rule 3 only (their own headers resolve first)
             local = os.path.isfile(os.path.join(here, inc)) or any(
@@ -179,7 +198,8 @@ def self_test():
     """A tree with a wrong include must fail, the same tree without it pass."""
     table = ("## 2. Layers\n\n| folder | what | may include |\n|---|---|---|\n"
              "| `src/base/` | b | libc |\n| `src/fs/` | f | base |\n"
-             "| `src/nfs3/` | n | base, fs API |\n| `src/server/` | s | all |\n"
+             "| `src/srv/` | v | base, fs API |\n"
+             "| `src/nfs3/` | n | base, fs API, srv |\n| `src/server/` | s | all |\n"
              "| `src/nfs4/` | p | base, generated codecs, fs API, nfs4/state |\n"
              "| `src/nfs4/state/` | t | base, generated constants |\n")
     files = {
@@ -187,18 +207,24 @@ def self_test():
         "src/base/base.h": "",
         "src/fs/fs.h": '#include "base/base.h"\n',
         "src/fs/fs_priv.h": '#include "fs/fs.h"\n',
-        "src/nfs3/nfs3.h": '#include "fs/fs.h"\n#include "base/base.h"\n',
-        "src/server/main.c": '#include "nfs3/nfs3.h"\n#include "fs/fs_priv.h"\n',
+        "src/srv/srv.h": '#include "fs/fs.h"\n',
+        "src/srv/srv_priv.h": '#include "srv/srv.h"\n',
+        "src/srv/ops.c": '#include "srv/srv_priv.h"\n',
+        "src/nfs3/nfs3.h": '#include "fs/fs.h"\n#include "base/base.h"\n#include "srv/srv.h"\n',
+        "src/server/main.c": '#include "nfs3/nfs3.h"\n#include "fs/fs.h"\n',
         "src/nfs4/nfs4.h": '#include "nfs4/state/state.h"\n#include "xdr/p.h"\n',
         "src/nfs4/state/state.h": '#include "base/base.h"\n#include "xdr/p_const.h"\n',
-        "tests/t.c": '#include "fs/fs_priv.h"\n',
+        "tests/t.c": '#include "fs/fs_priv.h"\n#include "srv/srv_priv.h"\n',
     }
     wrong = [("src/base/base.h", '#include "fs/fs.h"\n'),        # up the table
              ("src/nfs3/nfs3.h", '#include "fs/fs_priv.h"\n'),   # the engine past its API
              ("tests/t.c", '#include "nfs3/nfs3.h"\n'),          # NFSv3 outside src/
              ("src/nfs4/state/state.h", '#include "xdr/p.h"\n'),  # a state core's codec
              ("src/nfs4/state/state.h", '#include "fs/fs.h"\n'),  # its engine
-             ("src/nfs4/state/state.h", '#include "nfs4/nfs4.h"\n')]  # its op layer
+             ("src/nfs4/state/state.h", '#include "nfs4/nfs4.h"\n'),  # its op layer
+             ("src/nfs3/nfs3.h", '#include "srv/srv_priv.h"\n'),  # srv's own rules
+             ("src/server/main.c", '#include "srv/srv_priv.h"\n'),  # "all" too
+             ("src/server/main.c", '#include "fs/fs_priv.h"\n')]  # any folder's
     with tempfile.TemporaryDirectory() as d:
         for rel, text in files.items():
             os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)

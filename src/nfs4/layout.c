@@ -119,7 +119,7 @@
 #include "base/siphash.h"
 #include "base/time.h"
 #include "nfs4/nfs4_priv.h"
-#include "srv/perm.h"
+#include "srv/ops.h"
 #include "xdr/pnfs_block.h"
 
 #define LAYOUT_BUCKETS 256
@@ -409,9 +409,7 @@ static uint32_t layoutget(struct nfs4_compound *c, struct nfs_argop4 *a, struct 
 	bool rw = la->loga_iomode == LAYOUTIOMODE4_RW;
 	/* the permission of the I/O through the server, before anything is
 	 * allocated: ROFS on a read-only export, ACCESS by the mode bits */
-	err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &at,
-		      (rw ? SRV_MAY_READ | SRV_MAY_WRITE : SRV_MAY_READ) | SRV_MAY_OWNER_OVERRIDE);
-	if (err)
+	if ((err = srv_may_layout(&c->cfh.exp, c->cfh.ip, rw)))
 		return nfs4_status(err);
 	if (la->loga_length == 0 ||
 	    (la->loga_length != UINT64_MAX && la->loga_offset > UINT64_MAX - la->loga_length) ||
@@ -653,8 +651,7 @@ uint32_t nfs4_op_layoutcommit(struct nfs4_compound *c, struct nfs_argop4 *a, str
 		mt = &mtime;
 	}
 	/* the permission of a write, as through the server */
-	int err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &at,
-			  SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE);
+	int err = srv_may_commit(&c->cfh.exp, c->cfh.ip);
 	if (!err)
 		err = fs_commit_blocks(c->cfh.ip, ranges, n, new_size, mt, NULL);
 	if (err) {

@@ -33,7 +33,7 @@
 #include "base/mem.h"
 #include "base/siphash.h"
 #include "nfs4/nfs4_priv.h"
-#include "srv/perm.h"
+#include "srv/ops.h"
 
 /* ---- the pseudo filesystem ---- */
 
@@ -416,11 +416,8 @@ uint32_t nfs4_op_lookup(struct nfs4_compound *c, struct nfs_argop4 *a, struct nf
 		c->cfh = nfh;
 		return NFS4_OK;
 	}
-	if ((err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &dat, SRV_MAY_EXEC)))
-		return nfs4_status(err);
 	struct fs_inode *ip;
-	if ((err = export_lookup(c->cfh.exp.ex, c->cfh.ip, (const char *)name->val, name->len,
-				 &ip)))
+	if ((err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)name->val, name->len, &ip)))
 		return nfs4_status(err);
 	fs_iput(c->cfh.ip);
 	c->cfh.ip = ip;
@@ -452,10 +449,8 @@ static uint32_t lookup_parent(struct nfs4_compound *c)
 			return NFS4ERR_NOENT;
 		up = c->pseudo->v[k].parent;
 	} else {
-		if ((err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &dat, SRV_MAY_EXEC)))
-			return nfs4_status(err);
 		struct fs_inode *ip;
-		if ((err = export_lookup(c->cfh.exp.ex, c->cfh.ip, "..", 2, &ip)))
+		if ((err = srv_lookup(&c->cfh.exp, c->cfh.ip, "..", 2, &ip)))
 			return nfs4_status(err);
 		fs_iput(c->cfh.ip);
 		c->cfh.ip = ip;
@@ -509,9 +504,8 @@ uint32_t nfs4_op_secinfo(struct nfs4_compound *c, struct nfs_argop4 *a, struct n
 			return st;
 	} else {
 		struct fs_inode *ip;
-		if ((err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &dat, SRV_MAY_EXEC)) ||
-		    (err = export_lookup(c->cfh.exp.ex, c->cfh.ip, (const char *)name->val,
-					 name->len, &ip)))
+		if ((err = srv_lookup(&c->cfh.exp, c->cfh.ip, (const char *)name->val, name->len,
+				      &ip)))
 			return nfs4_status(err);
 		fs_iput(ip);
 	}

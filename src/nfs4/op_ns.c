@@ -414,7 +414,9 @@ uint32_t nfs4_op_readdir(struct nfs4_compound *c, struct nfs_argop4 *a, struct n
 	if (c->cfh.kind == NFS4_FH_PSEUDO) {
 		st = readdir_pseudo(&d);
 	} else {
-		if ((err = srv_may(&c->cfh.exp.cred, c->cfh.exp.opts, &dat, SRV_MAY_READ)))
+		/* entries go with their attributes whether or not the caller
+		 * may search the directory (NULL: not asked) */
+		if ((err = srv_may_readdir(&c->cfh.exp, c->cfh.ip, NULL)))
 			return nfs4_status(err);
 		err = fs_readdir(c->cfh.ip, ra->cookie, rd_gather, &d);
 		st = err ? nfs4_status(err) : rd_attrs(&d);

@@ -3,6 +3,7 @@
  * VFS and knfsd apply them (docs/permissions.md), then the engine.
  */
 #include "srv/ops.h"
+#include "srv/srv_priv.h"
 
 #include <errno.h>
 #include <string.h>
@@ -251,13 +252,20 @@ int srv_may_readdir(const struct srv_exp *e, struct fs_inode *dir, bool *lookups
 	if (err || (err = may_attr(e, &a, SRV_MAY_READ)))
 		return err;
 	/* not a refusal: the listing goes without attributes */
-	*lookups = !srv_may(&e->cred, e->opts, &a, SRV_MAY_EXEC);
+	if (lookups)
+		*lookups = !srv_may(&e->cred, e->opts, &a, SRV_MAY_EXEC);
 	return 0;
 }
 
 int srv_may_commit(const struct srv_exp *e, struct fs_inode *ip)
 {
 	return may(e, ip, SRV_MAY_WRITE | SRV_MAY_OWNER_OVERRIDE);
+}
+
+int srv_may_layout(const struct srv_exp *e, struct fs_inode *ip, bool rw)
+{
+	unsigned acc = rw ? SRV_MAY_READ | SRV_MAY_WRITE : SRV_MAY_READ;
+	return may(e, ip, acc | SRV_MAY_OWNER_OVERRIDE);
 }
 
 int srv_may_open(const struct srv_exp *e, struct fs_inode *ip, unsigned acc)

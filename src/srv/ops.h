@@ -12,7 +12,10 @@
  * with the change). A change that conflicts with another client's pNFS
  * layout answers -EINPROGRESS or -EWOULDBLOCK (fs_break_layouts: rule 9),
  * having changed nothing. Refusals by a permission rule and layout
- * conflicts are counted (srv.perm_denied, srv.jukebox).
+ * conflicts are counted (srv.perm_denied, srv.jukebox), whichever
+ * protocol asked: these are the only way a protocol reaches the rules
+ * that refuse (src/srv/srv_priv.h), so the rule and its count live in
+ * one place for every protocol.
  */
 #ifndef JNFS_SRV_OPS_H
 #define JNFS_SRV_OPS_H
@@ -83,14 +86,20 @@ int srv_copy(const struct srv_exp *e, struct fs_inode *src, uint64_t soff, struc
  * execute for a regular file: a client runs a program it may not read;
  * rule 3)? */
 int srv_may_read(const struct srv_exp *e, struct fs_inode *ip);
-/* May the caller list the directory dir (read permission)? If so,
- * *lookups says whether it may also look its entries up for their handles
- * and attributes (search permission), as a listing with attributes does
- * (knfsd gives READDIRPLUS entries neither without it). */
+/* May the caller list the directory dir (read permission)? If so, and
+ * lookups is not NULL, *lookups says whether it may also look its entries
+ * up for their handles and attributes (search permission), as NFSv3's
+ * listing with attributes asks (knfsd gives READDIRPLUS entries neither
+ * without it). */
 int srv_may_readdir(const struct srv_exp *e, struct fs_inode *dir, bool *lookups);
-/* May the caller COMMIT ip (write permission with the owner override; not
- * on a read-only export)? */
+/* May the caller COMMIT ip, or commit what it wrote to ip's blocks through
+ * a pNFS layout (LAYOUTCOMMIT): write permission with the owner override;
+ * not on a read-only export. */
 int srv_may_commit(const struct srv_exp *e, struct fs_inode *ip);
+/* May the caller get a pNFS layout of ip for reading (rw: and writing)?
+ * The permission of the same I/O through the server (READ's, and with rw
+ * WRITE's): the owner override, no write on a read-only export. */
+int srv_may_layout(const struct srv_exp *e, struct fs_inode *ip, bool rw);
 /* May the caller open ip for acc (SRV_MAY_* of src/srv/perm.h: read,
  * write, and the hints of rule 3 the protocol's open asks for)? */
 int srv_may_open(const struct srv_exp *e, struct fs_inode *ip, unsigned acc);

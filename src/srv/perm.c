@@ -3,7 +3,7 @@
  * where each comes from). Everything here is a function of its arguments:
  * no engine call, no lock, so a test can drive every rule directly.
  */
-#include "srv/perm.h"
+#include "srv/srv_priv.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -13,6 +13,15 @@
  * new-object fields, for the caller to apply through the engine in the same
  * request.
  *
+ * Where the rules live: once, in this layer, for every protocol. The
+ * functions that decide whether a caller may (srv_may and the rest of
+ * rules 1-10) are declared in src/srv/srv_priv.h, which no protocol
+ * includes (tools/check_includes.py); NFSv3 and NFSv4 reach them only
+ * through the operations of ops.h, which count each refusal
+ * (srv.perm_denied). What stays here is what a protocol uses itself and
+ * what refuses nothing: the access bits it asks with, ACCESS's answer,
+ * and which of a create's attributes apply.
+ *
  * The rules, and the Linux VFS and knfsd functions they come from
  * (docs/permissions.md has them as a table per operation and caller,
  * checked against the local kernel):
@@ -105,18 +114,6 @@
 #define SRV_MAY_CREATE         (SRV_MAY_WRITE | SRV_MAY_EXEC)
 #define SRV_MAY_REMOVE         (SRV_MAY_WRITE | SRV_MAY_EXEC)
 
-/* Is gid the caller's group or one of its supplementary groups? */
-bool srv_in_group(const struct export_cred *cr, uint32_t gid);
-
-/* Rule 1: mask of SRV_MAY_READ/WRITE/EXEC on an object with attributes a.
- * 0 or -EACCES. */
-int srv_permission(const struct export_cred *cr, const struct fs_attr *a, unsigned mask);
-
-/* Rules 1-3: an access of kind acc (SRV_MAY_*) to a, on an export with
- * options o. 0, -EROFS or -EACCES. */
-int srv_may(const struct export_cred *cr, const struct export_opts *o, const struct fs_attr *a,
-	    unsigned acc);
-
 /* The ACCESS procedure's bits (the same numbers in NFSv3 and NFSv4). */
 #define SRV_ACCESS_READ    0x01u
 #define SRV_ACCESS_LOOKUP  0x02u
@@ -132,31 +129,6 @@ int srv_may(const struct export_cred *cr, const struct export_opts *o, const str
 uint32_t srv_access(const struct export_cred *cr, const struct export_opts *o,
 		    const struct fs_attr *a, uint32_t want);
 
-/* Rule 4: may the caller remove victim from dir? Directory permission
- * (-EROFS, -EACCES), then the sticky bit (-EPERM). */
-int srv_may_delete(const struct export_cred *cr, const struct export_opts *o,
-		   const struct fs_attr *dir, const struct fs_attr *victim);
-
-/* Rules 4 and 5, in vfs_rename's order: may the caller move src from sdir
- * into ddir, replacing tgt (NULL: the target name is free)? -EROFS,
- * -EACCES, -EPERM, and -ENOTDIR/-EISDIR for a directory over a
- * non-directory and the reverse. Two names of one inode: 0 (nothing is
- * done). */
-int srv_may_rename(const struct export_cred *cr, const struct export_opts *o,
-		   const struct fs_attr *sdir, const struct fs_attr *src, const struct fs_attr *ddir,
-		   const struct fs_attr *tgt);
-
-/*
- * Rule 10: the mode, owner and group of a new object made by cr in dir.
- * *mode holds the file type and the permission bits asked for; on return
- * it holds what the object gets. req (may be NULL) is what the client sent
- * along: its owner and group apply for root only, as a chown of the new
- * object (so with rule 8's clearing); the caller removes FS_SET_MODE,
- * FS_SET_UID and FS_SET_GID from req after this (srv_create_sattr).
- * -EPERM for a device node made by anyone but root.
- */
-int srv_new_object(const struct export_cred *cr, const struct fs_attr *dir,
-		   const struct fs_setattr *req, uint32_t *mode, uint32_t *uid, uint32_t *gid);
 /* Rule 10: which of a create's attributes (FS_SET_* in mask) the new
  * object takes from what the client sent: all but the owner and group,
  * which are root's only. */
@@ -167,20 +139,5 @@ unsigned srv_create_taken(const struct export_cred *cr, unsigned mask);
 void srv_create_sattr(struct fs_setattr *sa);
 /* Rule 11: of a create's attributes, what applies to an existing file. */
 void srv_existing_sattr(struct fs_setattr *sa);
-
-/*
- * Rules 2, 3 and 6-9 for a change of the attributes of a (the current
- * snapshot) to sa, in knfsd's order: -EROFS, -EISDIR/-EINVAL for a size on
- * a directory or special file, -EACCES, -EPERM. On success sa is what to
- * apply: the mode sanitized (S_ISGID stripped by rule 7; set-id bits
- * cleared from it by rule 8 when the mode is set too; no mode change for a
- * symbolic link), or FS_KILL_SUID/FS_KILL_SGID added (rules 8 and 9).
- */
-int srv_setattr_prepare(const struct export_cred *cr, const struct export_opts *o,
-			const struct fs_attr *a, struct fs_setattr *sa);
-
-/* Rule 9 for a write to a: the FS_KILL_* flags to apply before the data
- * (0: none). */
-unsigned srv_write_kill(const struct export_cred *cr, const struct fs_attr *a);
 
 #endif

@@ -12,7 +12,11 @@
  *   - stability as a service: "send this request's reply once sequence S is
  *     durable (and the data device flushed if that force wrote nothing)",
  *     without a thread waiting (rules 5, 7, 8);
- *   - the permission rules (perm.h).
+ *   - the permission rules (perm.h), applied and counted by the
+ *     operations of ops.h, the one way every protocol reaches them: the
+ *     rules that decide (srv_may and its kin, srv_priv.h) are this
+ *     layer's own, so an NFSv3 and an NFSv4 refusal are decided and
+ *     counted (srv.perm_denied) in the same place.
  * The protocols keep only the translation between their wire types and
  * these calls. Nothing here includes a protocol's header.
  *

@@ -27,7 +27,10 @@
  *     create with size 0 of such a file truncates nothing, nor does one
  *     for reading only (INVAL); a file the OPEN created (or whose
  *     exclusive create it retransmits) is the owner's whatever its mode;
- *     WRITE and SETATTR of the size keep their owner override;
+ *     WRITE and SETATTR of the size keep their owner override; LOOKUP,
+ *     LOOKUPP and READDIR in a directory the caller may not search or
+ *     read are ACCESS, each refusal counted in srv.perm_denied (the
+ *     counter NFSv3's refusals bump: both go through src/srv/ops.h);
  *   - truncation and share reservations: an UNCHECKED4 create with size 0
  *     that another client's deny of writes refuses (SHARE_DENIED) has cut
  *     nothing, as a refused upgrade of the owner's own open has not (its
@@ -432,6 +435,35 @@ static void test_owner_mode(void)
 	o.attrs = (struct nfs4c_sattr){.set = NFS4C_SA_MODE, .mode = 0644};
 	CHECK_EQ(open_as(root_cl, &owner, &dir, &o).st, NFS4ERR_ACCESS);
 	printf("owner: mode bits checked for an existing file, not for one just made\n");
+
+	/* the rules are src/srv's for every protocol, and so is their count:
+	 * LOOKUP, LOOKUPP and READDIR in root's 0700 directory are ACCESS for
+	 * another caller, each counted in srv.perm_denied as NFSv3's are */
+	struct nfs4c_fh d700;
+	struct nfs4c_compound c2;
+	nfs4c_compound_init(&c2, root_cl);
+	nfs4c_op_putfh(&c2, &dir);
+	struct nfs4c_sattr m700 = {.set = NFS4C_SA_MODE, .mode = 0700};
+	nfs4c_op_create(&c2, NF4DIR, "d0700", NULL, NULL, &m700);
+	CHECK_EQ(nfs4t_send(&c2), NFS4_OK);
+	nfs4c_compound_destroy(&c2);
+	nfs4t_lookup(root_cl, &dir, "d0700", &d700);
+	uint64_t denied0 = tc_jnfsd_stat(&srv.j, "srv.perm_denied");
+	for (int op = 0; op < 3; op++) {
+		nfs4c_compound_init(&c2, root_cl);
+		c2.cred = &owner;
+		nfs4c_op_putfh(&c2, &d700);
+		if (op == 0)
+			nfs4c_op_lookup(&c2, "x");
+		else if (op == 1)
+			nfs4c_op_lookupp(&c2);
+		else
+			nfs4c_op_readdir(&c2, 0, NULL, 4096, 4096, NULL);
+		CHECK_EQ(nfs4t_send(&c2), NFS4ERR_ACCESS);
+		nfs4c_compound_destroy(&c2);
+	}
+	CHECK_EQ(tc_jnfsd_stat(&srv.j, "srv.perm_denied"), denied0 + 3);
+	printf("owner: NFSv4's refusals outside OPEN are counted as NFSv3's\n");
 }
 
 /* ---- truncation and share reservations ---- */

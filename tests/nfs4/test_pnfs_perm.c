@@ -23,7 +23,8 @@
  *     unchanged: nothing is allocated through a read-only export.
  *  3. A root-owned 0644 file opened for writing by root: an RW LAYOUTGET
  *     sent as uid 1000 (AUTH_SYS) with that open stateid is ACCESS and
- *     allocates nothing; a READ layout as uid 1000 is OK.
+ *     allocates nothing, and is counted in srv.perm_denied as an NFSv3
+ *     refusal is; a READ layout as uid 1000 is OK.
  *  4. An RW layout over a hole returned without LAYOUTCOMMIT: the free
  *     space is back where it was; a return of part of it frees that part
  *     only. One of which the client committed the
@@ -308,8 +309,11 @@ int main(int argc, char **argv)
 	struct stateid4 rsid;
 	free0 = free_space(c1, &pn);
 	CHECK_EQ(pu_open(c1, &pn, "root644", false, OPEN4_SHARE_ACCESS_BOTH, &rfh, &rsid), NFS4_OK);
+	uint64_t denied0 = tc_jnfsd_stat(&srv.j, "srv.perm_denied");
 	expect("root's 0644 file, opened for writing: LAYOUTGET RW as uid 1000",
 	       layoutget_as_user(c1, &rfh, LAYOUTIOMODE4_RW, 0, 8 * MIB, &rsid), NFS4ERR_ACCESS);
+	/* counted where every protocol's refusals are (src/srv/ops.h) */
+	CHECK_EQ(tc_jnfsd_stat(&srv.j, "srv.perm_denied"), denied0 + 1);
 	expect_free("nothing was allocated", free_space(c1, &pn), free0);
 	CHECK_EQ(space(c1, &rfh, FATTR4_SPACE_USED), 0);
 	expect("root's 0644 file: LAYOUTGET READ as uid 1000",
