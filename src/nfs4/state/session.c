@@ -431,6 +431,55 @@ uint32_t nfs4_destroy_session(struct nfs4_state *st, const uint8_t *sessionid,
 
 /* ---- SEQUENCE ---------------------------------------------------------- */
 
+/* What the request a names its slot sl to be: a new request, a retry of
+ * the one the slot answered (with or without its reply cached), or an
+ * error (DELAY for a retry of a request still running, false retry,
+ * misordered). */
+static uint32_t slot_kind_locked(struct nfs4_state *st, struct nfs4_session *s,
+				 const struct nfs4_slot *sl, const struct nfs4_seq_args *a,
+				 enum nfs4_seq_kind *kind)
+{
+	assert_locked(&s->se_lock);
+	if (sl->sl_inuse) {
+		/* the original is still running: its retry waits, others are wrong */
+		return a->sequenceid == sl->sl_seqid ? NFS4ERR_DELAY : NFS4ERR_SEQ_MISORDERED;
+	}
+	if (a->sequenceid == sl->sl_seqid + 1 || (sl->sl_reused && a->sequenceid == 1)) {
+		*kind = NFS4_SEQ_NEW;
+		return NFS4_OK;
+	}
+	if (a->sequenceid != sl->sl_seqid || !sl->sl_init) {
+		counter_inc(&st->c_misordered);
+		return NFS4ERR_SEQ_MISORDERED;
+	}
+	/* not the request the slot answered: a false retry */
+	if ((a->digest && sl->sl_digest && a->digest != sl->sl_digest) || a->solo != sl->sl_solo ||
+	    a->cachethis != sl->sl_cachethis)
+		return NFS4ERR_SEQ_FALSE_RETRY;
+	*kind = sl->sl_cached ? NFS4_SEQ_REPLAY : NFS4_SEQ_REPLAY_UNCACHED;
+	if (*kind == NFS4_SEQ_REPLAY && a->replay_buf && a->replay_cap < sl->sl_len)
+		return NFS4ERR_SERVERFAULT;
+	return NFS4_OK;
+}
+
+/* The client now stays at or below a lowered target (highest: the highest
+ * slot it says it uses): once no slot above the target is in use, the
+ * session shrinks to it. */
+static void shrink_to_target_locked(struct nfs4_state *st, struct nfs4_session *s, uint32_t highest)
+{
+	assert_locked(&s->se_lock);
+	if (s->se_target >= s->se_highest || highest > s->se_target)
+		return;
+	for (uint32_t i = s->se_target + 1; i <= s->se_highest; i++)
+		if (s->se_slots[i].sl_inuse)
+			return;
+	for (uint32_t i = s->se_target + 1; i <= s->se_highest; i++) {
+		slot_free_cache(st, &s->se_slots[i]);
+		s->se_slots[i].sl_reused = s->se_slots[i].sl_init;
+	}
+	s->se_highest = s->se_target;
+}
+
 uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, struct nfs4_seq_res *r,
 		       struct nfs4_session **sess)
 {
@@ -478,30 +527,8 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 	}
 	struct nfs4_slot *sl = &s->se_slots[a->slotid];
 	enum nfs4_seq_kind kind;
-	if (sl->sl_inuse) {
-		/* the original is still running: its retry waits, others are wrong */
-		status = a->sequenceid == sl->sl_seqid ? NFS4ERR_DELAY : NFS4ERR_SEQ_MISORDERED;
+	if ((status = slot_kind_locked(st, s, sl, a, &kind)))
 		goto out_unlock;
-	}
-	if (a->sequenceid == sl->sl_seqid + 1 || (sl->sl_reused && a->sequenceid == 1)) {
-		kind = NFS4_SEQ_NEW;
-	} else if (a->sequenceid == sl->sl_seqid && sl->sl_init) {
-		/* not the request the slot answered: a false retry */
-		if ((a->digest && sl->sl_digest && a->digest != sl->sl_digest) ||
-		    a->solo != sl->sl_solo || a->cachethis != sl->sl_cachethis) {
-			status = NFS4ERR_SEQ_FALSE_RETRY;
-			goto out_unlock;
-		}
-		kind = sl->sl_cached ? NFS4_SEQ_REPLAY : NFS4_SEQ_REPLAY_UNCACHED;
-		if (kind == NFS4_SEQ_REPLAY && a->replay_buf && a->replay_cap < sl->sl_len) {
-			status = NFS4ERR_SERVERFAULT;
-			goto out_unlock;
-		}
-	} else {
-		counter_inc(&st->c_misordered);
-		status = NFS4ERR_SEQ_MISORDERED;
-		goto out_unlock;
-	}
 
 	/* the client: alive? renew, and what to tell it */
 	uint32_t flags = 0;
@@ -559,19 +586,7 @@ uint32_t nfs4_sequence(struct nfs4_state *st, const struct nfs4_seq_args *a, str
 	if (a->conn_id && !conn_bound_locked(s, a->conn_id))
 		bind_locked(s, a->conn, a->conn_id, NFS4_CDFS_FORE); /* SP4_NONE binds implicitly */
 
-	/* the client may now stay below a lowered target: shrink to it */
-	if (s->se_target < s->se_highest && a->highest_slotid <= s->se_target) {
-		bool busy = false;
-		for (uint32_t i = s->se_target + 1; i <= s->se_highest; i++)
-			busy |= s->se_slots[i].sl_inuse;
-		if (!busy) {
-			for (uint32_t i = s->se_target + 1; i <= s->se_highest; i++) {
-				slot_free_cache(st, &s->se_slots[i]);
-				s->se_slots[i].sl_reused = s->se_slots[i].sl_init;
-			}
-			s->se_highest = s->se_target;
-		}
-	}
+	shrink_to_target_locked(st, s, a->highest_slotid);
 	r->kind = kind;
 	r->sequenceid = a->sequenceid;
 	r->slotid = a->slotid;
