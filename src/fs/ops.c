@@ -371,6 +371,23 @@ out_unlock:
 	return err;
 }
 
+/* ip loses the link an entry of dp gave it, in tx (which holds both): a
+ * directory all its links, and dp the one its ".." gave; with no link
+ * left ip becomes an orphan, freed when its last reference goes. */
+static int drop_link(struct fstx *tx, struct fs_inode *dp, struct fs_inode *ip, bool isdir)
+{
+	if (isdir) {
+		ip->i_d.nlink = 0;
+		dp->i_d.nlink--;
+	} else {
+		ip->i_d.nlink--;
+	}
+	int err = ip->i_d.nlink == 0 ? orphan_add(tx, ip->i_ino) : 0;
+	ino_touch(ip, false);
+	ino_log(tx, ip, FS_ILOG_CORE);
+	return err;
+}
+
 static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool rmdir,
 			 struct fs_result *res)
 {
@@ -429,16 +446,7 @@ static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool
 		if (err) {
 			fstx_cancel(tx);
 		} else {
-			if (isdir) {
-				ip->i_d.nlink = 0;
-				dp->i_d.nlink--;
-			} else {
-				ip->i_d.nlink--;
-			}
-			if (ip->i_d.nlink == 0)
-				err = orphan_add(tx, ip->i_ino);
-			ino_touch(ip, false);
-			ino_log(tx, ip, FS_ILOG_CORE);
+			err = drop_link(tx, dp, ip, isdir);
 			ino_touch(dp, true);
 			ino_log(tx, dp, FS_ILOG_CORE | FS_ILOG_DATA);
 			res_post(res, 0, dp);
@@ -504,6 +512,19 @@ static void join_sorted(struct fstx *tx, struct fs_inode **v, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		if (v[i] && (i == 0 || v[i] != v[i - 1]))
 			ino_join(tx, v[i]);
+}
+
+/* A rename's new name in ddp, in tx (which holds ddp, src and tgt): an
+ * entry added for src, or tgt's entry (tgt: NULL when the name is free)
+ * pointed at src instead and tgt's link dropped (drop_link). */
+static int rename_entry(struct fstx *tx, struct fs_inode *ddp, const char *dname, size_t dlen,
+			struct fs_inode *src, struct fs_inode *tgt)
+{
+	unsigned stype = ino_ftype(src->i_d.mode);
+	if (!tgt)
+		return dir_add(tx, ddp, dname, dlen, src->i_ino, stype);
+	int err = dir_replace(tx, ddp, dname, dlen, src->i_ino, stype);
+	return err ? err : drop_link(tx, ddp, tgt, S_ISDIR(tgt->i_d.mode));
 }
 
 int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_inode *ddp,
@@ -611,24 +632,7 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 	res_pre(res, 0, sdp);
 	res_pre(res, 1, ddp);
 	fstx_lock(tx, FSTX_IALLOC);
-	unsigned stype = ino_ftype(src->i_d.mode);
-	if (tgt) {
-		err = dir_replace(tx, ddp, dname, dlen, src->i_ino, stype);
-		if (!err) {
-			if (S_ISDIR(tgt->i_d.mode)) {
-				tgt->i_d.nlink = 0;
-				ddp->i_d.nlink--;
-			} else {
-				tgt->i_d.nlink--;
-			}
-			if (tgt->i_d.nlink == 0)
-				err = orphan_add(tx, tgt->i_ino);
-			ino_touch(tgt, false);
-			ino_log(tx, tgt, FS_ILOG_CORE);
-		}
-	} else {
-		err = dir_add(tx, ddp, dname, dlen, src->i_ino, stype);
-	}
+	err = rename_entry(tx, ddp, dname, dlen, src, tgt);
 	if (!err)
 		err = dir_remove(tx, sdp, sname, slen);
 	if (!err && sdir && cross) {
