@@ -107,6 +107,19 @@ static void note_verf(const uint8_t verf[8])
 	pthread_mutex_unlock(&acks.lock);
 }
 
+/* Until a reply of this life brought its write verifier (20 s at most). */
+static void wait_first_verf(void)
+{
+	for (int i = 0; i < 20000; i++) {
+		pthread_mutex_lock(&acks.lock);
+		bool have = acks.have_verf;
+		pthread_mutex_unlock(&acks.lock);
+		if (have)
+			return;
+		usleep(1000);
+	}
+}
+
 /* One client: operations until the server is gone. */
 struct worker {
 	pthread_t thread;
@@ -374,6 +387,10 @@ int main(int argc, char **argv)
 		size_t before = last_from = acks.n;
 		for (int i = 0; i < NWORKERS; i++)
 			CHECK_OK(pthread_create(&w[i].thread, NULL, worker_run, &w[i]));
+		/* the cut comes at a random moment after the life's first
+		 * verifier (a busy machine may take longer than the shortest
+		 * moment to bring one) */
+		wait_first_verf();
 		usleep((useconds_t)(50000 + rng_below(&rng, 600000)));
 		fb_flushes += tc_jnfsd_stat(&jnfsd, "dev.flush_behind_flushes");
 		CHECK_OK(kill(jnfsd.pid, SIGKILL)); /* power cut */
