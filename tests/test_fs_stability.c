@@ -22,6 +22,11 @@
  *   (b) a new 4 MiB file written through the layout and committed: size,
  *       extent and data are all there.
  *
+ * Flush-behind (src/dev/dev.h, B2): with a flush-behind flush held and the
+ * unflushed bytes at the limit, an unstable write waits for the flush,
+ * and a synchronous write (fs_write_sync, not logged) does not: its own
+ * flush follows at once.
+ *
  * Everything runs twice: with the log inside the data device, and on a log
  * device of its own (mkfs and mount with .ldev), where the crash cases cut
  * the power of both devices (each keeps its own random part of its
@@ -31,12 +36,14 @@
  * that the log device sees no I/O where no checkpoint is written.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include "base/msg.h"
 #include "base/time.h"
 #include "check.h"
+#include "flush_gate.h"
 #include "fs_pattern.h"
 #include "dev/crash.h"
 #include "fs/fs.h"
@@ -438,9 +445,88 @@ static void test_unstable_commit(void)
 	TEST_PASS("unstable data, another client's sync create, then COMMIT");
 }
 
+struct fb_writer {
+	struct fs_inode *ip;
+	uint64_t off;
+	bool sync;
+	int err;
+	_Atomic bool done;
+};
+
+static void *fb_writer_fn(void *arg)
+{
+	struct fb_writer *w = arg;
+	uint8_t *buf = calloc(1, 65536);
+	struct fs_result res;
+	bool logged;
+	w->err = w->sync ? fs_write_sync(w->ip, w->off, buf, 65536, &res, &logged)
+			 : fs_write(w->ip, w->off, buf, 65536, &res);
+	CHECK(!w->sync || !logged);
+	free(buf);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+static void test_sync_no_throttle(void)
+{
+	struct dev *inner, *cd;
+	CHECK_OK(dev_mem_create(64 * MIB, NULL, &inner));
+	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = inner}));
+	CHECK_OK(crashdev_create(inner, 0, &cd));
+	struct fs *fs;
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = cd,
+						  .logged_data_max = FS_LOGGED_DATA_OFF},
+			  &fs));
+	struct fs_inode *root, *f;
+	CHECK_OK(fs_root(fs, &root));
+	struct fs_create_args ca = {.mode = S_IFREG | 0644};
+	CHECK_OK(fs_create(root, "f", 1, &ca, &f, NULL));
+	write_pattern(f, 0, 4 * MIB, 0x11);
+	CHECK_OK(fs_fsync(f, false, NULL));
+	CHECK_OK(fs_fsync(root, false, NULL));
+	/* bound 64 KiB, limit 256 KiB; flushes held from now on */
+	struct gate g = GATE_INIT;
+	crashdev_set_flush_hook(cd, gate_hook, &g);
+	dev_set_flush_behind(cd, 64u << 10, 256u << 10);
+	/* unstable overwrites: the first flush-behind flush is asked for and
+	 * held; then up to the limit nobody waits */
+	struct fs_result res;
+	uint8_t *buf = calloc(1, 65536);
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(fs_write(f, (uint64_t)i * 65536, buf, 65536, &res));
+	WAIT_FOR(gate_entered(&g) == 1);
+	/* past the limit: an unstable write waits for the held flush... */
+	struct fb_writer u = {.ip = f, .off = 8 * 65536};
+	pthread_t ut, st;
+	CHECK_OK(pthread_create(&ut, NULL, fb_writer_fn, &u));
+	usleep(20000);
+	CHECK(!atomic_load(&u.done));
+	/* ...and a synchronous one does not */
+	struct fb_writer sw = {.ip = f, .off = 16 * 65536, .sync = true};
+	CHECK_OK(pthread_create(&st, NULL, fb_writer_fn, &sw));
+	WAIT_FOR(atomic_load(&sw.done)); /* times out if it waits */
+	CHECK_OK(pthread_join(st, NULL));
+	CHECK_OK(sw.err);
+	CHECK(!atomic_load(&u.done));
+	gate_release(&g, 1000);
+	CHECK_OK(pthread_join(ut, NULL));
+	CHECK_OK(u.err);
+	printf("flush-behind held at its limit: the unstable write waited, the sync write "
+	       "did not\n");
+	crashdev_set_flush_hook(cd, NULL, NULL);
+	free(buf);
+	fs_iput(f);
+	fs_iput(root);
+	CHECK_OK(fs_unmount(fs));
+	dev_close(cd);
+	dev_close(inner);
+	TEST_PASS("a synchronous write's data does not wait for flush-behind (dev.h B2)");
+}
+
 int main(void)
 {
 	msg_set_level(MSG_ERR);
+	test_sync_no_throttle();
 	for (int ext = 0; ext < 2; ext++) {
 		test_counting(ext);
 		if (!ext) {

@@ -93,11 +93,14 @@
  *      normally the writer of unstable data, and the cache passes H only
  *      by writes that run at once with the one that waited (or by a single
  *      write larger than H). FUA writes never wait, nor do writes with
- *      DEV_NOTHROTTLE: the journal's log records and item write-backs. A
- *      sync operation waits for the one, and the other holds item locks
- *      (log_priv.h I5) that a sync operation may need: either waiting
- *      would make it wait behind other clients' unstable data, which is
- *      what the bound is for. They count in the unflushed bytes and ask
+ *      DEV_NOTHROTTLE: the journal's log records and item write-backs, and
+ *      the data of synchronous writes (fs_write_sync). A sync operation
+ *      waits for the first, the second holds item locks (log_priv.h I5)
+ *      that a sync operation may need: either waiting would make it wait
+ *      behind other clients' unstable data, which is what the bound is
+ *      for. The third is followed at once by a flush of its own: waiting
+ *      for one before made a FILE_SYNC stream wait for two flushes per
+ *      write (883 of 1,024 1 MiB writes waited, 4 streams). They count in the unflushed bytes and ask
  *      for flushes (B1) like any write, so the cache may also pass H by
  *      what the journal writes at once (an AIL push), which the journal
  *      flushes before its tail moves anyway (log_priv.h I1).

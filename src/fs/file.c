@@ -232,6 +232,10 @@ static int all_written(struct fs_inode *ip, uint64_t first, uint64_t last, bool 
 struct wlog {
 	struct fstx *tx;
 	bool log;
+	/* DEV_NOTHROTTLE for a synchronous write's data: a flush follows it
+	 * at once, so waiting for flush-behind's limit first (dev.h, B2)
+	 * would only make it wait for two */
+	unsigned dflags;
 };
 
 /* Cancel the live images in [addr, addr+len) in a transaction of their
@@ -271,7 +275,7 @@ static int put_data(struct fs_inode *ip, const struct wlog *wl, const uint8_t *b
 			err = cancel_live(ip, addr, len);
 		}
 	}
-	return err ? err : dev_write(fs->f_ddev, buf, len, addr, 0);
+	return err ? err : dev_write(fs->f_ddev, buf, len, addr, wl ? wl->dflags : 0);
 }
 
 /*
@@ -578,13 +582,13 @@ static int convert_commit(struct fstx *tx, struct fs_inode *ip, uint64_t off, si
  * nothing was converted.
  */
 static int write_unwritten(struct fs_inode *ip, uint64_t off, const void *buf, size_t len,
-			   struct fs_result *res, bool *done)
+			   const struct wlog *wl, struct fs_result *res, bool *done)
 {
 	struct fs *fs = ip->i_fs;
 	assert_rdlocked(&ip->i_iolock);
 	*done = false;
 	uint64_t gen = ip->i_unmap_gen;
-	int err = write_mapped(ip, off, buf, len, NULL);
+	int err = write_mapped(ip, off, buf, len, wl);
 	rwlock_unlock(&ip->i_iolock);
 	rwlock_wrlock(&ip->i_iolock);
 	if (err)
@@ -608,13 +612,18 @@ static int write_unwritten(struct fs_inode *ip, uint64_t off, const void *buf, s
 }
 
 /* fs_write and fs_write_sync, without clearing res (fs_copy_range writes in
- * pieces): with log, the data goes into the journal too (and the I/O lock
- * is taken exclusively: D1 needs no other writer of the file between the
- * images and their blocks). */
-static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, bool log,
-			struct fs_result *res)
+ * pieces): with WC_LOG, the data goes into the journal too (and the I/O
+ * lock is taken exclusively: D1 needs no other writer of the file between
+ * the images and their blocks); with WC_SYNC, its device writes never wait
+ * for flush-behind (struct wlog). */
+#define WC_SYNC 1u
+#define WC_LOG	2u
+static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size_t len,
+			unsigned how, struct fs_result *res)
 {
 	struct fs *fs = ip->i_fs;
+	bool log = how & WC_LOG;
+	const struct wlog plain = {.dflags = (how & WC_SYNC) ? DEV_NOTHROTTLE : 0};
 	if (fs_is_shutdown(fs))
 		return -EIO;
 	if (!len)
@@ -638,7 +647,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		if (!err && inside)
 			err = range_state(ip, first, last, &written, &mapped);
 		if (!err && inside && written) {
-			err = write_mapped(ip, off, buf, len, NULL);
+			err = write_mapped(ip, off, buf, len, &plain);
 			if (!err)
 				err = touch_write(ip, res);
 			rwlock_unlock(&ip->i_iolock);
@@ -646,7 +655,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		}
 		if (!err && inside && mapped && !(off % FS_BLOCK_SIZE) && !(len % FS_BLOCK_SIZE)) {
 			bool done;
-			err = write_unwritten(ip, off, buf, len, res, &done);
+			err = write_unwritten(ip, off, buf, len, &plain, res, &done);
 			excl = true;
 			if (err || done)
 				goto out_unlock;
@@ -680,7 +689,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		err = fstx_begin(fs, 0, ldata_res(fs, len), &tx);
 		if (err)
 			goto out_unlock;
-		err = write_mapped(ip, off, buf, len, &(struct wlog){.tx = tx, .log = true});
+		err = write_mapped(ip, off, buf, len, &(struct wlog){.tx = tx, .log = true, .dflags = plain.dflags});
 		touch_in(tx, ip, res);
 		ino_log(tx, ip, FS_ILOG_LDATA);
 		fstx_unordered(tx);
@@ -692,7 +701,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 	}
 	if (written) {
 		/* unaligned overwrite: exclusive so that sector updates do not race */
-		err = write_mapped(ip, off, buf, len, NULL);
+		err = write_mapped(ip, off, buf, len, &plain);
 		if (!err)
 			err = touch_write(ip, res);
 		goto out_unlock;
@@ -703,7 +712,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 	bool zero_eof = off > size && size % FS_BLOCK_SIZE;
 	uint64_t zero_end = MIN(off, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE));
 	if (zero_eof && !log) {
-		err = zero_written(ip, size, zero_end, NULL);
+		err = zero_written(ip, size, zero_end, &plain);
 		if (err)
 			goto out_unlock;
 	}
@@ -724,7 +733,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		err = fstx_begin(fs, 4 * bmap_res(ip), ldata_res(fs, len), &tx);
 		if (err)
 			goto out_unlock;
-		struct wlog wl = {.tx = tx, .log = true};
+		struct wlog wl = {.tx = tx, .log = true, .dflags = plain.dflags};
 		if (zero_eof)
 			err = zero_written(ip, size, zero_end, &wl);
 		if (!err)
@@ -732,7 +741,7 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		/* what it points at is in the journal itself (G7) */
 		fstx_unordered(tx);
 	} else {
-		err = write_mapped(ip, off, buf, len, NULL);
+		err = write_mapped(ip, off, buf, len, &plain);
 		if (err)
 			goto out_unlock;
 		err = fstx_begin(fs, 4 * bmap_res(ip), 0, &tx);
@@ -754,7 +763,7 @@ int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, str
 {
 	res_init(res);
 	atomic_fetch_add(&ip->i_writes, 1);
-	int err = write_common(ip, off, buf, len, false, res);
+	int err = write_common(ip, off, buf, len, 0, res);
 	atomic_fetch_sub(&ip->i_writes, 1);
 	return err;
 }
@@ -765,7 +774,7 @@ int fs_write_sync(struct fs_inode *ip, uint64_t off, const void *buf, size_t len
 	res_init(res);
 	atomic_fetch_add(&ip->i_writes, 1);
 	bool log = ldata_ok(ip, len);
-	int err = write_common(ip, off, buf, len, log, res);
+	int err = write_common(ip, off, buf, len, WC_SYNC | (log ? WC_LOG : 0), res);
 	atomic_fetch_sub(&ip->i_writes, 1);
 	*data_logged = log && !err;
 	if (*data_logged)
@@ -1047,7 +1056,7 @@ int fs_copy_range(struct fs_inode *src, uint64_t soff, struct fs_inode *dst, uin
 		err = fs_read(src, soff, buf, n, &got, &eof);
 		if (err || !got)
 			break;
-		err = write_common(dst, doff, buf, got, false, res);
+		err = write_common(dst, doff, buf, got, 0, res);
 		if (err)
 			break;
 		*copied += got;
