@@ -123,7 +123,8 @@ static void test_counting(bool ext)
 	struct snap b = snap(fs);
 	CHECK_EQ(logdev_io(fs) - lio, 0);
 	printf("overwrite + fdatasync x5: %llu checkpoints, %llu log buffer writes, %llu flushes\n",
-	       (unsigned long long)(b.ckpts - a.ckpts), (unsigned long long)(b.bufwrites - a.bufwrites),
+	       (unsigned long long)(b.ckpts - a.ckpts),
+	       (unsigned long long)(b.bufwrites - a.bufwrites),
 	       (unsigned long long)(b.flushes - a.flushes));
 	CHECK_EQ(b.ckpts - a.ckpts, 0);
 	CHECK_EQ(b.bufwrites - a.bufwrites, 0);
@@ -141,7 +142,8 @@ static void test_counting(bool ext)
 	CHECK_OK(fs_force(fs, res.csn, NULL));
 	b = snap(fs);
 	printf("overwrite (unsynced) + create forced: %llu checkpoints, %llu flushes\n",
-	       (unsigned long long)(b.ckpts - a.ckpts), (unsigned long long)(b.flushes - a.flushes));
+	       (unsigned long long)(b.ckpts - a.ckpts),
+	       (unsigned long long)(b.flushes - a.flushes));
 	CHECK_EQ(b.ckpts - a.ckpts, 1);
 	CHECK_EQ(b.flushes - a.flushes, 0);
 	fs_iput(g);
@@ -178,7 +180,8 @@ static void test_counting(bool ext)
 	b = snap(fs);
 	CHECK_EQ(logdev_io(fs) - lio, 0);
 	printf("write_direct + commit_blocks (same size) x5: %llu checkpoints, %llu flushes\n",
-	       (unsigned long long)(b.ckpts - a.ckpts), (unsigned long long)(b.flushes - a.flushes));
+	       (unsigned long long)(b.ckpts - a.ckpts),
+	       (unsigned long long)(b.flushes - a.flushes));
 	CHECK_EQ(b.ckpts - a.ckpts, 0);
 	CHECK_EQ(b.flushes - a.flushes, 5);
 	check_pattern(f, 0, 5 * 65536, 0x55);
@@ -215,7 +218,8 @@ static void test_bench_sync(void)
 	CHECK_OK(dev_mem_create(64 * MIB, NULL, &d));
 	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = d}));
 	struct fs *fs;
-	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .bench_sync_layoutcommit = true}, &fs));
+	CHECK_OK(
+		fs_mount(&(struct fs_mount_opts){.ddev = d, .bench_sync_layoutcommit = true}, &fs));
 	struct fs_inode *root, *f;
 	CHECK_OK(fs_root(fs, &root));
 	struct fs_create_args ca = {.mode = S_IFREG | 0644};
@@ -231,7 +235,8 @@ static void test_bench_sync(void)
 	struct snap b = snap(fs);
 	printf("bench_sync_layoutcommit: write_direct + commit_blocks (same size) x5: %llu "
 	       "checkpoints, %llu flushes\n",
-	       (unsigned long long)(b.ckpts - a.ckpts), (unsigned long long)(b.flushes - a.flushes));
+	       (unsigned long long)(b.ckpts - a.ckpts),
+	       (unsigned long long)(b.flushes - a.flushes));
 	CHECK_EQ(b.ckpts - a.ckpts, 5);
 	check_pattern(f, 0, 5 * 65536, 0x77);
 	fs_iput(f);
@@ -271,7 +276,8 @@ static void test_timestamp_tick(void)
 		write_pattern(f, (uint64_t)(i % 16) * 4096, 4096, (uint8_t)i);
 		CHECK_OK(fs_getattr(f, &a1));
 		CHECK_EQ(a1.change, a0.change + 1);
-		bool moved = a1.mtime.tv_sec != a0.mtime.tv_sec || a1.mtime.tv_nsec != a0.mtime.tv_nsec;
+		bool moved =
+			a1.mtime.tv_sec != a0.mtime.tv_sec || a1.mtime.tv_nsec != a0.mtime.tv_nsec;
 		if (i % 10 == 0)
 			CHECK(moved);
 		bool logged;
@@ -474,9 +480,8 @@ static void test_sync_no_throttle(void)
 	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = inner}));
 	CHECK_OK(crashdev_create(inner, 0, &cd));
 	struct fs *fs;
-	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = cd,
-						  .logged_data_max = FS_LOGGED_DATA_OFF},
-			  &fs));
+	CHECK_OK(fs_mount(
+		&(struct fs_mount_opts){.ddev = cd, .logged_data_max = FS_LOGGED_DATA_OFF}, &fs));
 	struct fs_inode *root, *f;
 	CHECK_OK(fs_root(fs, &root));
 	struct fs_create_args ca = {.mode = S_IFREG | 0644};

@@ -134,7 +134,8 @@ static void test_counting(void)
 		struct snap a = snap(r.fs);
 		bool logged = sync_write(r.fs, r.f, 8192, 4096, 0x22);
 		struct snap b = snap(r.fs);
-		printf("logged data %s: overwrite of 4 KiB, FILE_SYNC: logged %d, %llu checkpoints, "
+		printf("logged data %s: overwrite of 4 KiB, FILE_SYNC: logged %d, %llu "
+		       "checkpoints, "
 		       "%llu flushes\n",
 		       off ? "off" : "on", logged, (unsigned long long)(b.ckpts - a.ckpts),
 		       (unsigned long long)(b.flushes - a.flushes));
@@ -163,10 +164,9 @@ static void test_counting(void)
 
 /* 2 and 3: the later write must win after a power cut. */
 enum later { LATER_OVERWRITE, LATER_TRUNCATE, LATER_REUSE, LATER_LAYOUT, LATER_N };
-static const char *const later_name[LATER_N] = {"unlogged overwrite + fdatasync",
-						 "truncate into the block + fsync",
-						 "block freed, reused by another file's write",
-						 "pNFS client writes the block directly"};
+static const char *const later_name[LATER_N] = {
+	"unlogged overwrite + fdatasync", "truncate into the block + fsync",
+	"block freed, reused by another file's write", "pNFS client writes the block directly"};
 
 static void test_later_write(enum later k)
 {
@@ -207,9 +207,10 @@ static void test_later_write(enum later k)
 			write_pattern(r.f, 65536, 4096, 0x55);
 			CHECK_OK(fs_fsync(r.f, true, NULL));
 		} else if (k == LATER_TRUNCATE) {
-			CHECK_OK(fs_setattr(r.f, &(struct fs_setattr){.mask = FS_SET_SIZE,
-								     .size = 65536 + 1024},
-					    NULL));
+			CHECK_OK(fs_setattr(
+				r.f,
+				&(struct fs_setattr){.mask = FS_SET_SIZE, .size = 65536 + 1024},
+				NULL));
 			CHECK_OK(fs_fsync(r.f, false, NULL));
 		} else if (k == LATER_LAYOUT) {
 			struct fs_map m;
@@ -242,9 +243,10 @@ static void test_later_write(enum later k)
 			bad = got != 1024 || buf[0] != 0x44;
 			/* the block's tail, zeroed in place, must not come back from
 			 * the log when the file grows again */
-			CHECK_OK(fs_setattr(r.f, &(struct fs_setattr){.mask = FS_SET_SIZE,
-								     .size = 65536 + 4096},
-					    NULL));
+			CHECK_OK(fs_setattr(
+				r.f,
+				&(struct fs_setattr){.mask = FS_SET_SIZE, .size = 65536 + 4096},
+				NULL));
 			CHECK_OK(fs_read(r.f, 65536 + 1024, buf, 3072, &got, &eof));
 			bad = bad || got != 3072 || buf[0] != 0 || buf[3071] != 0;
 		} else {
@@ -296,7 +298,8 @@ static void test_after_recovery(void)
 		bool eof;
 		CHECK_OK(fs_read(r.f, 65536, buf, 4096, &got, &eof));
 		if (buf[0] != 0x55)
-			fprintf(stderr, "seed %llu: the replayed write came back over the later one\n",
+			fprintf(stderr,
+				"seed %llu: the replayed write came back over the later one\n",
 				(unsigned long long)seed);
 		CHECK_EQ(buf[0], 0x55);
 		CHECK_EQ(buf[4095], 0x55);
@@ -314,8 +317,8 @@ static void test_space(void)
 	CHECK_OK(dev_mem_create(64 * MIB, NULL, &d));
 	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = d, .log_size = MIB}));
 	struct fs *fs;
-	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = d, .push_interval_ns = 3600ull * 1000000000},
-			  &fs));
+	CHECK_OK(fs_mount(
+		&(struct fs_mount_opts){.ddev = d, .push_interval_ns = 3600ull * 1000000000}, &fs));
 	struct fs_inode *root, *f;
 	CHECK_OK(fs_root(fs, &root));
 	struct fs_create_args ca = {.mode = S_IFREG | 0644};

@@ -93,8 +93,8 @@ static int cmd_mkfs(int argc, char **argv)
 	if (size && dev_size(d) < size)
 		fprintf(stderr, "jnfs mkfs: %s is smaller than --size; using %llu bytes\n",
 			argv[optind], (unsigned long long)dev_size(d));
-	int err = fs_mkfs(&(struct fs_mkfs_opts){.ddev = d, .ldev = l, .log_size = log_size,
-						   .label = label});
+	int err = fs_mkfs(
+		&(struct fs_mkfs_opts){.ddev = d, .ldev = l, .log_size = log_size, .label = label});
 	if (!err)
 		printf("jnfs mkfs: %s: %llu blocks of %u bytes\n", argv[optind],
 		       (unsigned long long)(dev_size(d) / 4096), 4096);
@@ -147,7 +147,7 @@ static int cmd_check(int argc, char **argv)
 	int err = fs_check(fs, stdout, &problems);
 	/* nothing was changed: a clean unmount only writes the unmount record;
 	 * a damaged filesystem is left exactly as it is */
-		if (err || problems)
+	if (err || problems)
 		fs_shutdown(fs, "check found damage");
 	fs_unmount(fs);
 	dev_close(l);
@@ -189,8 +189,8 @@ int cli_server_stats(const char *addr, char **text, size_t *len)
 		return fd;
 	struct stats_text t = {0};
 	struct rpc_reply_hdr rh;
-	int err = rpc_clnt_call(fd, 1, JNFS_ADMIN_PROG, JNFS_ADMIN_VERS, JNFS_ADMIN_PROC_STATS, NULL,
-				svc_enc_void, NULL, dec_stats, &t, &rh);
+	int err = rpc_clnt_call(fd, 1, JNFS_ADMIN_PROG, JNFS_ADMIN_VERS, JNFS_ADMIN_PROC_STATS,
+				NULL, svc_enc_void, NULL, dec_stats, &t, &rh);
 	close(fd);
 	if (err)
 		return err;

@@ -100,8 +100,9 @@
  *      behind other clients' unstable data, which is what the bound is
  *      for. The third is followed at once by a flush of its own: waiting
  *      for one before made a FILE_SYNC stream wait for two flushes per
- *      write (883 of 1,024 1 MiB writes waited, 4 streams). They count in the unflushed bytes and ask
- *      for flushes (B1) like any write, so the cache may also pass H by
+ *      write (883 of 1,024 1 MiB writes waited, 4 streams). They count in
+ *      the unflushed bytes and ask for flushes (B1) like any write, so the
+ *      cache may also pass H by
  *      what the journal writes at once (an AIL push), which the journal
  *      flushes before its tail moves anyway (log_priv.h I1).
  *   B3 A flush-behind flush that fails is counted in dev_write_errors like

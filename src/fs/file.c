@@ -121,8 +121,8 @@ out:
 static int touch_txn(struct fs_inode *ip, bool mtime, struct fs_result *res)
 {
 	struct fstx *tx;
-	int err = fstx_begin(ip->i_fs, 0, log_calc_res(ip->i_fs->f_log, 1, FS_INODE_SIZE + 32),
-			     &tx);
+	int err =
+		fstx_begin(ip->i_fs, 0, log_calc_res(ip->i_fs->f_log, 1, FS_INODE_SIZE + 32), &tx);
 	if (err)
 		return err;
 	fstx_unordered(tx); /* times */
@@ -356,7 +356,8 @@ static int zero_written(struct fs_inode *ip, uint64_t from, uint64_t to, const s
 			return err;
 		uint64_t eb = hole ? MIN(last + 1, b + e.len) : MIN(last + 1, e.off + e.len);
 		if (!hole && !e.unwritten) {
-			uint64_t lo = MAX(b * FS_BLOCK_SIZE, from), hi = MIN(eb * FS_BLOCK_SIZE, to);
+			uint64_t lo = MAX(b * FS_BLOCK_SIZE, from),
+				 hi = MIN(eb * FS_BLOCK_SIZE, to);
 			uint8_t *z = xcalloc(1, hi - lo);
 			err = write_mapped(ip, lo, z, hi - lo, wl);
 			free(z);
@@ -407,7 +408,8 @@ static int alloc_holes_tx(struct fstx *tx, struct fs_inode *ip, uint64_t *bp, ui
 			hint = pe.start + (b - 1 - pe.off) + 1;
 		while (n && !err && exts < ALLOC_EXTS_PER_TX) {
 			uint64_t start, got;
-			err = alloc_extent(tx, hint, MIN(n, (uint64_t)FS_EXT_MAXLEN), 1, &start, &got);
+			err = alloc_extent(tx, hint, MIN(n, (uint64_t)FS_EXT_MAXLEN), 1, &start,
+					   &got);
 			if (err)
 				break;
 			err = bmap_add(tx, ip, b, start, got, true);
@@ -689,7 +691,8 @@ static int write_common(struct fs_inode *ip, uint64_t off, const void *buf, size
 		err = fstx_begin(fs, 0, ldata_res(fs, len), &tx);
 		if (err)
 			goto out_unlock;
-		err = write_mapped(ip, off, buf, len, &(struct wlog){.tx = tx, .log = true, .dflags = plain.dflags});
+		err = write_mapped(ip, off, buf, len,
+				   &(struct wlog){.tx = tx, .log = true, .dflags = plain.dflags});
 		touch_in(tx, ip, res);
 		ino_log(tx, ip, FS_ILOG_LDATA);
 		fstx_unordered(tx);
@@ -837,7 +840,8 @@ int file_truncate(struct fs_inode *ip, uint64_t size, struct fstx *tx_in, struct
 	 * locked (its size change keeps it ordered and forced by fdatasync) */
 	struct wlog wl = {.tx = tx_in};
 	if (size < old && size % FS_BLOCK_SIZE)
-		err = zero_written(ip, size, MIN(old, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)), &wl);
+		err = zero_written(ip, size, MIN(old, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)),
+				   &wl);
 	else if (size > old && old % FS_BLOCK_SIZE)
 		err = zero_written(ip, old, MIN(size, ALIGN_UP(old, (uint64_t)FS_BLOCK_SIZE)), &wl);
 	if (err) {
@@ -906,8 +910,8 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, stru
 
 	if (mode == FS_FALLOC_ALLOC) {
 		if (off > size && size % FS_BLOCK_SIZE)
-			err = zero_written(ip, size, MIN(off, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)),
-					   NULL);
+			err = zero_written(ip, size,
+					   MIN(off, ALIGN_UP(size, (uint64_t)FS_BLOCK_SIZE)), NULL);
 		if (!err)
 			err = alloc_holes(ip, off / FS_BLOCK_SIZE, (end - 1) / FS_BLOCK_SIZE, 0,
 					  res);
@@ -943,7 +947,8 @@ int fs_fallocate(struct fs_inode *ip, int mode, uint64_t off, uint64_t len, stru
 				if (!err) {
 					ino_join(tx, ip);
 					res_pre(res, 0, ip);
-					err = bmap_set_written(tx, ip, bfirst, blast - bfirst, false);
+					err = bmap_set_written(tx, ip, bfirst, blast - bfirst,
+							       false);
 					ino_touch(ip, true);
 					touched = true;
 					ino_log(tx, ip, FS_ILOG_EXTENTS);

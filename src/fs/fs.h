@@ -254,9 +254,10 @@ int fs_write(struct fs_inode *ip, uint64_t off, const void *buf, size_t len, str
 /*
  * A write the caller makes stable at once (NFS FILE_SYNC and DATA_SYNC):
  * fs_write, except that a small one with no other write of the file in
- * flight may go through the journal (docs/logged-data.md): its data is logged with its metadata, *data_logged is
- * set, and forcing the log to the inode's sync sequence then makes the data
- * durable too, with no flush of the data device (rule 5 does not apply).
+ * flight may go through the journal (docs/logged-data.md): its data is
+ * logged with its metadata, *data_logged is set, and forcing the log to
+ * the inode's sync sequence then makes the data durable too, with no flush
+ * of the data device (rule 5 does not apply).
  * When *data_logged is clear, the caller flushes as after fs_write; since
  * it does so at once, the write's data never waits for flush-behind's
  * limit (dev.h, B2).

@@ -9,9 +9,9 @@
  * random moment the server is killed. Then `jnfs check` must find the
  * image clean (after recovery), a new jnfsd must come up, and every
  * recorded operation must be there (those of the life just ended and a
- * sample of older ones after each cut, all of them at the end): files and directories exist, renamed
- * and removed names are gone, and every byte written stably reads back.
- * The write verifier must differ from the previous life's.
+ * sample of older ones after each cut, all of them at the end): files and directories exist,
+ * renamed and removed names are gone, and every byte written stably reads back. The write verifier
+ * must differ from the previous life's.
  *
  * The server bounds its unflushed data (--flush-behind 8 KiB, so writers
  * wait past 32 KiB: src/dev/dev.h, B1-B3), and every fourth round a
@@ -38,9 +38,9 @@
 #include "jnfsd_proc.h"
 #include "nfs3/nfs3_client.h"
 
-#define NWORKERS 4
-#define CHUNK    4096
-#define UNCOMMITTED (96u << 10) /* past the bound (FLUSH_BEHIND) */
+#define NWORKERS     4
+#define CHUNK	     4096
+#define UNCOMMITTED  (96u << 10) /* past the bound (FLUSH_BEHIND) */
 #define FLUSH_BEHIND "8192"
 
 /* ACK_MAYBE: UNSTABLE data never COMMITted: each sector is the data or zeros */
@@ -191,8 +191,8 @@ static void *worker_run(void *arg)
 			}
 			r.inspect = inspect_commit;
 			if (RAW_TRY(w->rpc, &r,
-				    rpc_nfs3_commit_async(w->rpc, raw_cb,
-							  &(COMMIT3args){fh, 0, 0}, &r)))
+				    rpc_nfs3_commit_async(w->rpc, raw_cb, &(COMMIT3args){fh, 0, 0},
+							  &r)))
 				return NULL;
 			CHECK_EQ(r.nfs_status, NFS3_OK);
 			CHECK(memcmp(verf, r.verf, 8) == 0);
@@ -236,7 +236,8 @@ static void *worker_run(void *arg)
 		r.inspect = NULL;
 		if (RAW_TRY(w->rpc, &r,
 			    rpc_nfs3_rename_async(w->rpc, raw_cb,
-						  &(RENAME3args){{w->dir, name}, {w->dir, name2}}, &r)))
+						  &(RENAME3args){{w->dir, name}, {w->dir, name2}},
+						  &r)))
 			return NULL;
 		CHECK_EQ(r.nfs_status, NFS3_OK);
 		snprintf(path, sizeof(path), "/w%d/%s", w->id, name);
@@ -248,7 +249,8 @@ static void *worker_run(void *arg)
 		if (create(w, name, &f))
 			return NULL;
 		if (RAW_TRY(w->rpc, &r,
-			    rpc_nfs3_remove_async(w->rpc, raw_cb, &(REMOVE3args){{w->dir, name}}, &r)))
+			    rpc_nfs3_remove_async(w->rpc, raw_cb, &(REMOVE3args){{w->dir, name}},
+						  &r)))
 			return NULL;
 		CHECK_EQ(r.nfs_status, NFS3_OK);
 		snprintf(path, sizeof(path), "/w%d/%s", w->id, name);
@@ -298,8 +300,9 @@ static void verify(size_t from, bool all, struct rng *rng)
 			nfs_close(n, f);
 			pattern(want, a->len, a->seed);
 			if (memcmp(want, got, a->len))
-				fprintf(stderr, "cycle %u: %s [%llu, +%u) was written stably, but "
-						"reads back different\n",
+				fprintf(stderr,
+					"cycle %u: %s [%llu, +%u) was written stably, but "
+					"reads back different\n",
 					cycle, a->path, (unsigned long long)a->off, a->len);
 			CHECK(memcmp(want, got, a->len) == 0);
 			data++;
@@ -362,9 +365,14 @@ int main(int argc, char **argv)
 	CHECK(f != NULL);
 	fprintf(f, "/ 127.0.0.1(rw,sync,insecure,no_root_squash)\n");
 	fclose(f);
-	const char *args[] = {"--image", image, "--exports", exports, "--listen", "127.0.0.1:0",
-			      "--rpcbind", "off", "--threads", "4", "--crash",
-			      "--flush-latency-us", "200", "--flush-behind", FLUSH_BEHIND, NULL};
+	const char *args[] = {"--image",    image,
+			      "--exports",  exports,
+			      "--listen",   "127.0.0.1:0",
+			      "--rpcbind",  "off",
+			      "--threads",  "4",
+			      "--crash",    "--flush-latency-us",
+			      "200",	    "--flush-behind",
+			      FLUSH_BEHIND, NULL};
 	uint64_t fb_flushes = 0;
 
 	uint8_t last_verf[8] = {0};
