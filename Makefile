@@ -88,7 +88,7 @@ test-fuzz: build-fuzz
 # tests/CMakeLists.txt.
 TSAN_TESTS := test-iobuf test-dev test-log test-fs test-fs-sync-race test-fs-unwritten-race test-flush-share test-fs-stress test-fs-lookup-race \
               test-nfs4-brlock test-nfs4-share test-nfs4-state-mt test-nfs4c test-nfs4c-pnfs \
-              test-fs-dirlock
+              test-fs-dirlock test-fs-readahead
 .PHONY: build-tsan test-tsan
 build-tsan:
 	cmake -S . -B build-tsan -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJNFS_TSAN=ON >/dev/null

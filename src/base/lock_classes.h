@@ -33,7 +33,7 @@
 	  "client registry, held while the engine stores client records")                          \
 	X(200, 299,                                                                                \
 	  "metadata buffers and the engine's caches: buffer locks, busy extents, block "            \
-	  "reservations, the buffer and inode caches")                                             \
+	  "reservations, the buffer and inode caches, the readahead windows")                                             \
 	X(300, 399,                                                                                \
 	  "the journal: CIL context, CIL, push, space, AIL, log buffers; and the engine locks "     \
 	  "taken under them (inode item, layouts)")                                                \
@@ -82,6 +82,8 @@
 	X(FS_BCACHE, "fs.bcache", 280, MUTEX, ONE, "src/fs/fs_priv.h",                             \
 	  "the metadata buffer cache")                                                             \
 	X(FS_ICACHE, "fs.icache", 285, MUTEX, ONE, "src/fs/fs_priv.h", "the inode cache")          \
+	X(FS_READAHEAD, "fs.readahead", 287, MUTEX, ONE, "src/fs/fs_priv.h",                       \
+	  "the readahead windows: their files, ranges, states and readers")                       \
 	X(LOG_CTX, "log.ctx_lock", 300, RWLOCK, ONE, "src/log/log_priv.h",                         \
 	  "the current CIL context: commits share it, a push swaps it")                            \
 	X(LOG_CIL, "log.cil_lock", 310, MUTEX, ONE, "src/log/log_priv.h",                          \

@@ -1,8 +1,10 @@
 /*
  * file.c - file data: read, write, fsync, truncate, fallocate, seek, copy.
  *
- * Data is written in place, straight to the device; there is no engine
- * page cache. What a write must log:
+ * Data is written in place, straight to the device. The engine caches no
+ * file data but a few readahead windows for sequential readers, which every
+ * change of the data or the block map makes stale (readahead.c, R1-R6);
+ * fs_read otherwise reads from the device. What a write must log:
  *   - an overwrite of written blocks inside the file: only timestamps and
  *     the change attribute (TIMESTAMP|CHANGE: fdatasync does not force them,
  *     rule 4), the timestamps at most once per FS_TIME_GRAN_NS, the change
@@ -62,6 +64,34 @@ static int check_reg(struct fs_inode *ip)
 	return 0;
 }
 
+int file_read_range(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len)
+{
+	assert_rdlocked(&ip->i_iolock);
+	uint64_t cur = off, end = off + len;
+	while (cur < end) {
+		uint64_t blk = cur / FS_BLOCK_SIZE;
+		struct bmap_ext e;
+		bool hole;
+		int err = bmap_lookup(ip, blk, &e, &hole);
+		if (err)
+			return err;
+		uint64_t ext_end = (e.len > (UINT64_MAX / FS_BLOCK_SIZE) - e.off)
+					   ? UINT64_MAX
+					   : (e.off + e.len) * FS_BLOCK_SIZE;
+		uint64_t n = MIN(end, ext_end) - cur;
+		if (hole || e.unwritten) {
+			memset(out + (cur - off), 0, n);
+		} else {
+			uint64_t addr = fs_daddr(e.start) + (cur - e.off * FS_BLOCK_SIZE);
+			err = dev_read_any(ip->i_fs->f_ddev, out + (cur - off), n, addr);
+			if (err)
+				return err;
+		}
+		cur += n;
+	}
+	return 0;
+}
+
 int fs_read(struct fs_inode *ip, uint64_t off, void *buf, size_t len, size_t *nread, bool *eof)
 {
 	struct fs *fs = ip->i_fs;
@@ -84,29 +114,10 @@ int fs_read(struct fs_inode *ip, uint64_t off, void *buf, size_t len, size_t *nr
 	}
 	if (len > size - off)
 		len = (size_t)(size - off);
-	uint8_t *out = buf;
-	uint64_t cur = off, end = off + len;
-	while (cur < end) {
-		uint64_t blk = cur / FS_BLOCK_SIZE;
-		struct bmap_ext e;
-		bool hole;
-		err = bmap_lookup(ip, blk, &e, &hole);
-		if (err)
-			goto out;
-		uint64_t ext_end = (e.len > (UINT64_MAX / FS_BLOCK_SIZE) - e.off)
-					   ? UINT64_MAX
-					   : (e.off + e.len) * FS_BLOCK_SIZE;
-		uint64_t n = MIN(end, ext_end) - cur;
-		if (hole || e.unwritten) {
-			memset(out + (cur - off), 0, n);
-		} else {
-			uint64_t addr = fs_daddr(e.start) + (cur - e.off * FS_BLOCK_SIZE);
-			err = dev_read_any(fs->f_ddev, out + (cur - off), n, addr);
-			if (err)
-				goto out;
-		}
-		cur += n;
-	}
+	if (!ra_read(ip, off, buf, len, size, &err))
+		err = file_read_range(ip, off, buf, len);
+	if (err)
+		goto out;
 	*nread = len;
 	if (eof)
 		*eof = off + len >= size;
@@ -275,7 +286,12 @@ static int put_data(struct fs_inode *ip, const struct wlog *wl, const uint8_t *b
 			err = cancel_live(ip, addr, len);
 		}
 	}
-	return err ? err : dev_write(fs->f_ddev, buf, len, addr, wl ? wl->dflags : 0);
+	if (!err)
+		err = dev_write(fs->f_ddev, buf, len, addr, wl ? wl->dflags : 0);
+	/* after the device has the data, before the write returns: a read
+	 * that starts after it does not use a window filled before (R2) */
+	ino_data_changed(ip);
+	return err;
 }
 
 /*

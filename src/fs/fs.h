@@ -70,6 +70,9 @@ struct fs_mount_opts {
 	 * LAYOUTCOMMIT cost before docs/design.md rule 6), so that the two
 	 * can be measured side by side; never for serving */
 	bool bench_sync_layoutcommit;
+	/* no readahead windows: every read goes to the device (to compare;
+	 * fs/readahead.c) */
+	bool readahead_off;
 };
 #define FS_LOGGED_DATA_DEFAULT (64u << 10)
 #define FS_LOGGED_DATA_OFF     UINT32_MAX

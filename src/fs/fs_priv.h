@@ -25,6 +25,9 @@
  *   275 fs.resv        block reservations
  *   280 fs.bcache      buffer cache
  *   285 fs.icache      inode cache
+ *   287 fs.readahead   the readahead windows (f_ra_lock, readahead.c; taken
+ *                      under a file's shared I/O lock, nothing taken under
+ *                      it, never held across device I/O)
  *   300+ the journal (log/log_priv.h)
  *   390 fs.ino_item    inode item lock (ii_lock: pin count, commit_seq,
  *                      datasync_seq; taken under the journal's context lock
@@ -395,12 +398,21 @@ struct fs_inode {
 	 * synchronous write logs its data only when it is the only one
 	 * (file.c, ldata_ok) */
 	_Atomic unsigned i_writes;
+	/* readahead (readahead.c): the data generation, a value of
+	 * f_data_gen set when the inode is set up in memory and replaced by a
+	 * fresh one after every change of the file's data or block map
+	 * (ino_data_changed); and where the last read ended */
+	_Atomic uint64_t i_data_gen;
+	_Atomic uint64_t i_ra_next;
 	struct list i_eof_link; /* on f_eof: preallocated past EOF (eofblocks.c) */
 	uint64_t i_eof_ns;       /* its last appending write (f_eof_lock) */
 	/* layouts (guarded by the fs layout lock) */
 	struct fs_layout *i_layouts;
 	struct fs_layout_waiter *i_layout_waiters;
 	struct fs_layout_alloc *i_layout_allocs;
+	/* i_layouts != NULL, for readers without the layout lock (pnfs.c,
+	 * layouts_changed) */
+	_Atomic bool i_has_layouts;
 };
 
 int ino_cache_init(struct fs *fs);
@@ -409,8 +421,12 @@ void ino_cache_destroy(struct fs *fs);
  * release at commit unlocks it. Two inodes: ino_join2 orders them. */
 void ino_join(struct fstx *tx, struct fs_inode *ip);
 void ino_join2(struct fstx *tx, struct fs_inode *a, struct fs_inode *b);
-/* Mark fields changed (the inode must be joined). */
+/* Mark fields changed (the inode must be joined). The extent map or the
+ * core (size) changes the file's data generation (ino_data_changed). */
 void ino_log(struct fstx *tx, struct fs_inode *ip, unsigned fields);
+/* The file's data or block map changed, and the change is visible to a read
+ * from now on: readahead windows filled before are stale (readahead.c, R2). */
+void ino_data_changed(struct fs_inode *ip);
 /* What the whole transaction changed in ip is fields, whatever the code it
  * called marked (a trim past EOF marks extents, yet no read depends on it). */
 void ino_log_only(struct fstx *tx, struct fs_inode *ip, unsigned fields);
@@ -600,6 +616,14 @@ struct fs {
 	bool f_eof_stop, f_eof_running;
 	pthread_t f_eof_thread;
 
+	/* readahead windows (readahead.c) */
+	struct mutex f_ra_lock;
+	struct cond f_ra_cond; /* a window stopped filling */
+	struct fs_ra_window *f_ra; /* FS_RA_WINDOWS of them */
+	uint64_t f_ra_tick;        /* the last use stamp given (f_ra_lock) */
+	bool f_ra_off;             /* fs_mount_opts.readahead_off */
+	_Atomic uint64_t f_data_gen; /* the last data generation handed out */
+
 	/* layouts */
 	struct mutex f_layout_lock;
 	struct cond f_layout_cond;
@@ -620,6 +644,7 @@ struct fs {
 		counter_t eof_trims, eof_trim_blocks;
 		counter_t rec_puts, rec_deletes;
 		counter_t logged_writes, logged_bytes, logged_overwrites, logged_concurrent;
+		counter_t ra_fills, ra_hits, ra_stale;
 	} f_stats;
 	uint32_t f_ldata_max; /* largest write whose data is logged (file.c) */
 	bool f_bench_sync_lc; /* fs_mount_opts.bench_sync_layoutcommit (pnfs.c) */
@@ -637,6 +662,20 @@ static inline uint64_t fs_daddr(uint64_t blkno)
 {
 	return blkno << FS_BLOCK_SHIFT;
 }
+
+/* Readahead (readahead.c). */
+#define FS_RA_WINDOWS 16u
+#define FS_RA_BYTES   (1u << 20)
+void ra_init(struct fs *fs, bool off);
+void ra_destroy(struct fs *fs);
+/* Serve a read of [off, off+len), inside the file's size, from the windows
+ * (shared I/O lock held): true when it did (*err its result, the bytes in
+ * out), false when the caller reads from the device. */
+bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64_t size,
+	     int *err);
+/* Read [off, off+len) of the file from its blocks (holes and unwritten
+ * blocks as zeros; shared I/O lock held; file.c). */
+int file_read_range(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len);
 
 /* The smallest log mkfs makes (see fs_mkfs). */
 #define FS_LOG_MIN (512u << 10)

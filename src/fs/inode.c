@@ -145,6 +145,9 @@ struct fs_inode *ino_alloc_incore(struct fs *fs, uint64_t ino)
 	ip->i_fs = fs;
 	ip->i_ino = ino;
 	atomic_store(&ip->i_ref, 1);
+	/* unique over the mount, so that a window of an earlier instance of
+	 * this number never matches (readahead.c, R1) */
+	atomic_store(&ip->i_data_gen, atomic_fetch_add(&fs->f_data_gen, 1) + 1);
 	rwlock_init(&ip->i_iolock, &iolock_class);
 	mutex_init(&ip->i_ilock, &ilock_class);
 	list_init(&ip->i_lru);
@@ -597,11 +600,21 @@ void ino_join2(struct fstx *tx, struct fs_inode *a, struct fs_inode *b)
 	ino_join(tx, b);
 }
 
+void ino_data_changed(struct fs_inode *ip)
+{
+	atomic_store(&ip->i_data_gen, atomic_fetch_add(&ip->i_fs->f_data_gen, 1) + 1);
+}
+
 void ino_log(struct fstx *tx, struct fs_inode *ip, unsigned fields)
 {
 	assert_locked(&ip->i_ilock);
 	ip->i_item.ii_fields |= fields;
 	trans_dirty(tx->tp, &ip->i_item.ii_item);
+	/* the caller changes the map or the size with the I/O lock held
+	 * exclusively, which no read holds meanwhile: the bump is seen by
+	 * every read after that lock goes (readahead.c, R2) */
+	if (fields & (FS_ILOG_EXTENTS | FS_ILOG_CORE))
+		ino_data_changed(ip);
 }
 
 void ino_log_only(struct fstx *tx, struct fs_inode *ip, unsigned fields)

@@ -225,6 +225,7 @@ int fs_mount(const struct fs_mount_opts *o, struct fs **out)
 	mutex_init(&fs->f_rename_lock, &rename_lock_class);
 	mutex_init(&fs->f_layout_lock, &layout_lock_class);
 	cond_init(&fs->f_layout_cond);
+	ra_init(fs, o->readahead_off);
 
 	uint8_t *blk = xmalloc_aligned(4096, FS_BLOCK_SIZE);
 	int err = 0;
@@ -317,6 +318,7 @@ out_log:
 	ino_cache_destroy(fs);
 	fsbuf_cache_destroy(fs);
 out_free:
+	ra_destroy(fs);
 	free(fs);
 	return err;
 }
@@ -331,6 +333,7 @@ int fs_unmount(struct fs *fs)
 	fsbuf_cache_destroy(fs);
 	mutex_lock(&fs->f_layout_lock);
 	mutex_unlock(&fs->f_layout_lock);
+	ra_destroy(fs);
 	free(fs);
 	return err;
 }
@@ -480,6 +483,9 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(logged_concurrent);
 	C(shared_conversions);
 	C(shared_conversion_redos);
+	C(ra_fills);
+	C(ra_hits);
+	C(ra_stale);
 #undef C
 	stat_gauge(s, "fs.records", le32toh(fs->f_sb->sb_rec_count));
 	stat_gauge(s, "fs.free_blocks_now", (uint64_t)MAX(alloc_free_blocks(fs), 0));

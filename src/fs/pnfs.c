@@ -309,6 +309,20 @@ static unsigned mark_recall(struct fs_inode *ip, uint64_t holder)
 	return n;
 }
 
+/*
+ * The layouts of ip changed (layout lock held): say whether it has any to
+ * readers that do not take the lock, then move the data generation. So a
+ * read that samples the generation and then finds no layout either started
+ * before a grant, or finds the layouts gone, and a window filled while the
+ * file had one is never used after (readahead.c, R4).
+ */
+static void layouts_changed(struct fs_inode *ip)
+{
+	assert_locked(&ip->i_fs->f_layout_lock);
+	atomic_store(&ip->i_has_layouts, ip->i_layouts != NULL);
+	ino_data_changed(ip);
+}
+
 int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t len, bool rw,
 		  uint64_t *id)
 {
@@ -340,6 +354,7 @@ int fs_layout_get(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64_t l
 		l->rw = rw;
 		l->next = ip->i_layouts;
 		ip->i_layouts = l;
+		layouts_changed(ip);
 	}
 	struct fs_layout_ops ops = fs->f_layout_ops;
 	mutex_unlock(&fs->f_layout_lock);
@@ -641,6 +656,7 @@ bool fs_layout_return(struct fs_inode *ip, uint64_t holder, uint64_t off, uint64
 		}
 	}
 	wake = take_waiters(ip);
+	layouts_changed(ip);
 	mutex_unlock(&fs->f_layout_lock);
 	/* before the waiters go on: they find the blocks given back */
 	giveback(ip, allocs);
@@ -666,6 +682,7 @@ void fs_layout_trim(struct fs_inode *ip, uint64_t id, uint64_t len)
 		break;
 	}
 	struct fs_layout_waiter *wake = take_waiters(ip);
+	layouts_changed(ip);
 	mutex_unlock(&fs->f_layout_lock);
 	giveback(ip, allocs);
 	call_waiters(wake);

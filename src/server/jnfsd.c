@@ -103,7 +103,7 @@ struct options {
 	bool metrics_remote;
 	const char *image, *logdev, *exports_file;
 	uint64_t size, flush_us, flush_behind;
-	bool crash, buffered, max_conns_given, flush_fault, hold_ends, bench_sync_lc;
+	bool crash, buffered, max_conns_given, flush_fault, hold_ends, bench_sync_lc, no_ra;
 	uint32_t ldata_max; /* 0: the engine's default */
 	struct svc_config svc;
 	struct nfs4_server_config nfs4;
@@ -266,6 +266,8 @@ static void usage(FILE *f)
 		"                         (default: O_DIRECT, where the filesystem allows it)\n"
 		"  --logged-data-max N    FILE_SYNC/DATA_SYNC writes of at most N bytes are made\n"
 		"                         durable by logging their data (default 65536; 0: never)\n"
+		"  --no-readahead         read every READ from the device, with no readahead\n"
+		"                         windows (to compare)\n"
 		"  --crash                keep unflushed writes in memory: SIGKILL is a power\n"
 		"                         failure (for tests)\n"
 		"  --rpcbind ADDR:PORT    rpcbind to register with (default 127.0.0.1:111),\n"
@@ -535,6 +537,7 @@ static const struct option long_opts[] = {
 	{"grace-seconds", required_argument, NULL, 'G'},
 	{"fence-cmd", required_argument, NULL, 'X'},
 	{"bench-sync-layoutcommit", no_argument, NULL, 'Y'},
+	{"no-readahead", no_argument, NULL, 'A'},
 	{NULL, 0, NULL, 0},
 };
 
@@ -557,6 +560,7 @@ static int option_set(struct options *o, int opt, const char *arg)
 	case 'R': o->metrics_remote = true; return 0;
 	case 'F': o->flush_fault = true; return 0;
 	case 'H': o->hold_ends = true; return 0;
+	case 'A': o->no_ra = true; return 0;
 	case 'Y':
 		o->bench_sync_lc = true;
 		msg_warn("--bench-sync-layoutcommit: every LAYOUTCOMMIT forces the journal "
@@ -756,7 +760,8 @@ static int server_open_engine(struct server *srv, const struct options *o)
 		dev_set_latency(srv->ldev, o->flush_us * 1000, o->flush_us * 1000);
 	if ((err = fs_mount(&(struct fs_mount_opts){.ddev = srv->ddev, .ldev = srv->ldev,
 						     .logged_data_max = o->ldata_max,
-						     .bench_sync_layoutcommit = o->bench_sync_lc},
+						     .bench_sync_layoutcommit = o->bench_sync_lc,
+						     .readahead_off = o->no_ra},
 			    &srv->fs))) {
 		msg_err("cannot mount %s: %s", o->image, strerror(-err));
 		return -1;

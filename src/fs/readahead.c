@@ -1,0 +1,209 @@
+/*
+ * readahead.c - a few windows of file data for sequential readers.
+ *
+ * Without them every READ reads the device: a client streaming a file in
+ * 64 KiB READs costs one device I/O (and one doorbell) per 64 KiB. So a
+ * small read that follows the previous one reads FS_RA_BYTES of the file
+ * into a window, and the reads after it copy from there. The engine keeps
+ * no other file data; the windows are made stale, never updated.
+ *
+ *   R1 A window holds [rw_off, rw_off + rw_len) of the inode numbered
+ *      rw_ino as it was under data generation rw_gen. It serves a read
+ *      only when it is ready, covers the whole read, and (rw_ino, rw_gen)
+ *      is the file's (i_ino, i_data_gen) as the read sampled it.
+ *      Generations come from one counter per mount (f_data_gen), so a
+ *      window of an earlier instance of the number (freed and reused,
+ *      evicted and read back) never matches.
+ *   R2 Every change of the file's data or block map gives the inode a
+ *      fresh generation (ino_data_changed) after the change is visible to
+ *      a read and before the call that made it returns: put_data after its
+ *      device write (every in-place write, file.c), ino_log of the extent
+ *      map or the core (truncate, punch, zero range, allocation,
+ *      conversions, LAYOUTCOMMIT, copies; those change the map with the
+ *      I/O lock held exclusively, so no read is in between), and the
+ *      layouts (R4). A read that starts after a change returned samples a
+ *      newer generation than every window filled before it: a READ after
+ *      a WRITE reply sees the write.
+ *   R3 A fill samples the generation before its first device read. A write
+ *      that lands during the fill moves the generation after the sample,
+ *      so the window is stale from that write's return on, whatever part
+ *      of it the fill read: a window's data is never older than its
+ *      generation says.
+ *   R4 No window serves or is filled for a file with a layout: a pNFS
+ *      client writes the device directly, and an overwrite it commits logs
+ *      only timestamps. A read samples the generation, then looks at
+ *      i_has_layouts; a grant or a return sets that, then moves the
+ *      generation (pnfs.c, layouts_changed). So a window filled by a read
+ *      that found no layout either started before the grant, or after the
+ *      layouts went (and the generation moves once more then).
+ *   R5 Only sequential reads of less than FS_RA_BYTES use the windows: one
+ *      that starts within [i_ra_next - FS_RA_BYTES, i_ra_next + 2 * len],
+ *      i_ra_next being where the file's last read ended (reads a client
+ *      keeps in flight arrive a little out of order). Others, and reads
+ *      of FS_RA_BYTES or more, go to the device as before.
+ *   R6 Memory: FS_RA_WINDOWS windows of FS_RA_BYTES per mount, their
+ *      buffers allocated at their first fill and freed at unmount.
+ *   R7 Locks: the pool lock (fs.readahead, rank 287) is taken under the
+ *      file's shared I/O lock, nothing is taken under it, and it is never
+ *      held across device I/O or a copy. A reader copies out holding a
+ *      user count (rw_users), which keeps the window from being refilled;
+ *      a filler owns its window (RA_FILLING) and its buffer until it marks
+ *      it ready. A read that finds a window of its (ino, gen) filling that
+ *      will cover it waits on f_ra_cond: the filler holds only the shared
+ *      I/O lock of the same file, which it already has, so the wait ends
+ *      whatever writers queue for that lock.
+ *
+ * Counters: fs.ra_fills (windows filled), fs.ra_hits (reads served from a
+ * window filled by another read), fs.ra_stale (a window of the file
+ * covering the read found with an older generation).
+ */
+#include <stdlib.h>
+
+#include "base/iobuf.h"
+#include "base/mem.h"
+#include "fs/fs_priv.h"
+
+enum ra_state { RA_EMPTY, RA_FILLING, RA_READY };
+
+struct fs_ra_window {
+	uint64_t rw_ino, rw_gen;
+	uint64_t rw_off, rw_len;
+	enum ra_state rw_state;
+	unsigned rw_users; /* readers copying out */
+	uint64_t rw_used;  /* f_ra_tick at its last use */
+	uint8_t *rw_buf;   /* FS_RA_BYTES, or NULL before the first fill */
+};
+
+static struct lock_class ra_lock_class = LOCK_CLASS(FS_READAHEAD);
+
+void ra_init(struct fs *fs, bool off)
+{
+	mutex_init(&fs->f_ra_lock, &ra_lock_class);
+	cond_init(&fs->f_ra_cond);
+	fs->f_ra = xcalloc(FS_RA_WINDOWS, sizeof(*fs->f_ra));
+	fs->f_ra_off = off;
+}
+
+void ra_destroy(struct fs *fs)
+{
+	for (unsigned i = 0; i < FS_RA_WINDOWS; i++) {
+		BUG_ON(fs->f_ra[i].rw_users || fs->f_ra[i].rw_state == RA_FILLING);
+		iobuf_free(fs->f_ra[i].rw_buf);
+	}
+	free(fs->f_ra);
+	fs->f_ra = NULL;
+	cond_destroy(&fs->f_ra_cond);
+	mutex_destroy(&fs->f_ra_lock);
+}
+
+/* Does [off, off+len) follow the file's last read (R5)? Records its end. */
+static bool sequential(struct fs_inode *ip, uint64_t off, size_t len)
+{
+	uint64_t next = atomic_exchange_explicit(&ip->i_ra_next, off + len, memory_order_relaxed);
+	uint64_t lo = next > FS_RA_BYTES ? next - FS_RA_BYTES : 0;
+	return off >= lo && off <= next + 2 * (uint64_t)len;
+}
+
+static bool covers(const struct fs_ra_window *w, uint64_t off, size_t len)
+{
+	return w->rw_off <= off && off + len <= w->rw_off + w->rw_len;
+}
+
+/* What a fill for [off, off+len) reads: the aligned FS_RA_BYTES around it
+ * when the read lies inside them (reads that arrive out of order find the
+ * same window), else FS_RA_BYTES from off; never past size. */
+static void fill_range(uint64_t off, size_t len, uint64_t size, uint64_t *woff, uint64_t *wlen)
+{
+	uint64_t a = ALIGN_DOWN(off, (uint64_t)FS_RA_BYTES);
+	*woff = off + len <= a + FS_RA_BYTES ? a : off;
+	*wlen = MIN((uint64_t)FS_RA_BYTES, size - *woff);
+}
+
+bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64_t size,
+	     int *err)
+{
+	struct fs *fs = ip->i_fs;
+	assert_rdlocked(&ip->i_iolock);
+	if (fs->f_ra_off || len >= FS_RA_BYTES || !sequential(ip, off, len))
+		return false;
+	/* the generation first, then the layouts (R3, R4) */
+	uint64_t gen = atomic_load(&ip->i_data_gen);
+	if (atomic_load(&ip->i_has_layouts))
+		return false;
+
+	mutex_lock(&fs->f_ra_lock);
+	struct fs_ra_window *victim;
+	for (;;) {
+		struct fs_ra_window *hit = NULL, *filling = NULL;
+		victim = NULL;
+		for (unsigned i = 0; i < FS_RA_WINDOWS; i++) {
+			struct fs_ra_window *w = &fs->f_ra[i];
+			bool mine = w->rw_state != RA_EMPTY && w->rw_ino == ip->i_ino;
+			if (mine && w->rw_gen == gen && covers(w, off, len)) {
+				if (w->rw_state == RA_READY)
+					hit = w;
+				else
+					filling = w;
+				break;
+			}
+			if (mine && w->rw_gen < gen && w->rw_state == RA_READY && !w->rw_users) {
+				/* the file changed since (R2): never again */
+				if (covers(w, off, len))
+					counter_inc(&fs->f_stats.ra_stale);
+				w->rw_state = RA_EMPTY;
+			}
+			if (w->rw_state == RA_FILLING || w->rw_users)
+				continue;
+			if (!victim || (victim->rw_state != RA_EMPTY &&
+					(w->rw_state == RA_EMPTY || w->rw_used < victim->rw_used)))
+				victim = w;
+		}
+		if (hit) {
+			hit->rw_users++;
+			hit->rw_used = ++fs->f_ra_tick;
+			mutex_unlock(&fs->f_ra_lock);
+			memcpy(out, hit->rw_buf + (off - hit->rw_off), len);
+			mutex_lock(&fs->f_ra_lock);
+			hit->rw_users--;
+			mutex_unlock(&fs->f_ra_lock);
+			counter_inc(&fs->f_stats.ra_hits);
+			*err = 0;
+			return true;
+		}
+		if (!filling)
+			break;
+		/* another read of this file fills it (R7) */
+		cond_wait(&fs->f_ra_cond, &fs->f_ra_lock);
+	}
+	if (!victim) {
+		/* every window in use: the device, as without readahead */
+		mutex_unlock(&fs->f_ra_lock);
+		return false;
+	}
+	uint64_t woff, wlen;
+	fill_range(off, len, size, &woff, &wlen);
+	victim->rw_ino = ip->i_ino;
+	victim->rw_gen = gen; /* sampled before the device read (R3) */
+	victim->rw_off = woff;
+	victim->rw_len = wlen;
+	victim->rw_state = RA_FILLING;
+	victim->rw_used = ++fs->f_ra_tick;
+	uint8_t *buf = victim->rw_buf;
+	mutex_unlock(&fs->f_ra_lock);
+
+	/* the window is this thread's until it is marked ready (R7) */
+	if (!buf)
+		buf = iobuf_alloc(FS_RA_BYTES);
+	int e = file_read_range(ip, woff, buf, (size_t)wlen);
+	if (!e)
+		memcpy(out, buf + (off - woff), len);
+	mutex_lock(&fs->f_ra_lock);
+	victim->rw_buf = buf;
+	victim->rw_state = e ? RA_EMPTY : RA_READY;
+	cond_broadcast(&fs->f_ra_cond);
+	mutex_unlock(&fs->f_ra_lock);
+	if (!e)
+		counter_inc(&fs->f_stats.ra_fills);
+	*err = e;
+	return true;
+}

@@ -1,0 +1,389 @@
+/*
+ * test_fs_readahead.c - the engine's readahead windows (src/fs/readahead.c,
+ * R1-R7).
+ *
+ *   1. Sequential 64 KiB reads of a 4 MiB file: the data, one fill per
+ *      MiB and hits for the rest (R5); with readahead off, no fill.
+ *   2. Coherency (R2, R3): a window filled, then the file changed inside
+ *      it (fs_write, fs_write_sync, a punched hole, truncate and regrow):
+ *      the next reads return the new data and count the window stale.
+ *   3. Four readers read their files sequentially while two writers
+ *      overwrite random blocks with (file, block, version) patterns: every
+ *      word a read returns is of a version at least as new as the newest
+ *      whose fs_write had returned before the read started (what NFS
+ *      promises: a READ after a WRITE reply sees it), and no newer than
+ *      any issued.
+ *   4. Layouts (R4): with one held, reads bypass the windows; a device
+ *      write by the holder is seen by the reads after the layout's return,
+ *      though a window held the old data before the grant.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/compiler.h"
+#include "base/msg.h"
+#include "base/rand.h"
+#include "check.h"
+#include "dev/dev.h"
+#include "fs/fs.h"
+
+#define MIB   (1u << 20)
+#define KIB64 (64u << 10)
+#define BLK   4096u
+
+struct rig {
+	struct dev *dev;
+	struct fs *fs;
+	struct fs_inode *root;
+};
+
+static uint64_t counter(struct fs *fs, const char *name)
+{
+	struct stat_table t;
+	struct stat_sink s = stat_sink_table(&t);
+	fs_stats(fs, &s);
+	return stat_table_get(&t, name);
+}
+
+static void rig_up(struct rig *r, bool ra_off)
+{
+	CHECK_OK(dev_mem_create(64 * MIB, NULL, &r->dev));
+	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = r->dev}));
+	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = r->dev, .readahead_off = ra_off},
+			  &r->fs));
+	CHECK_OK(fs_root(r->fs, &r->root));
+}
+
+static void rig_down(struct rig *r)
+{
+	fs_iput(r->root);
+	CHECK_OK(fs_unmount(r->fs));
+	dev_close(r->dev);
+}
+
+static struct fs_inode *create(struct rig *r, const char *name)
+{
+	struct fs_create_args ca = {.mode = S_IFREG | 0644};
+	struct fs_inode *ip;
+	CHECK_OK(fs_create(r->root, name, strlen(name), &ca, &ip, NULL));
+	return ip;
+}
+
+/* Block b of file f at version v: every word (f << 48 | b << 24 | v). */
+static void pattern(uint8_t *p, unsigned f, uint64_t b, uint32_t v)
+{
+	uint64_t w = (uint64_t)f << 48 | b << 24 | v;
+	for (unsigned i = 0; i < BLK; i += 8)
+		memcpy(p + i, &w, 8);
+}
+
+/* Write blocks [0, nblk) of f at version 1; model (if not NULL) gets them. */
+static void fill_file(struct fs_inode *ip, unsigned f, uint64_t nblk, uint8_t *model)
+{
+	uint8_t *buf = malloc(MIB);
+	for (uint64_t b = 0; b < nblk; b += MIB / BLK) {
+		uint64_t n = MIN(nblk - b, (uint64_t)MIB / BLK);
+		for (uint64_t i = 0; i < n; i++)
+			pattern(buf + i * BLK, f, b + i, 1);
+		CHECK_OK(fs_write(ip, b * BLK, buf, n * BLK, NULL));
+		if (model)
+			memcpy(model + b * BLK, buf, n * BLK);
+	}
+	free(buf);
+}
+
+/* Read [off, off+len) and compare it with model. */
+static void read_check(struct fs_inode *ip, uint64_t off, size_t len, const uint8_t *model)
+{
+	uint8_t *buf = malloc(len);
+	size_t got;
+	bool eof;
+	CHECK_OK(fs_read(ip, off, buf, len, &got, &eof));
+	CHECK_EQ(got, len);
+	CHECK(memcmp(buf, model + off, len) == 0);
+	free(buf);
+}
+
+static void test_sequential(bool ra_off)
+{
+	struct rig r;
+	rig_up(&r, ra_off);
+	struct fs_inode *ip = create(&r, "f");
+	uint8_t *model = malloc(4 * MIB);
+	fill_file(ip, 1, 4 * MIB / BLK, model);
+	uint64_t fills = counter(r.fs, "fs.ra_fills"), hits = counter(r.fs, "fs.ra_hits");
+	for (uint64_t off = 0; off < 4 * MIB; off += KIB64)
+		read_check(ip, off, KIB64, model);
+	CHECK_EQ(counter(r.fs, "fs.ra_fills") - fills, ra_off ? 0 : 4);
+	CHECK_EQ(counter(r.fs, "fs.ra_hits") - hits, ra_off ? 0 : 60);
+	/* 1 MiB reads never use the windows */
+	fills = counter(r.fs, "fs.ra_fills");
+	for (uint64_t off = 0; off < 4 * MIB; off += MIB)
+		read_check(ip, off, MIB, model);
+	CHECK_EQ(counter(r.fs, "fs.ra_fills"), fills);
+	free(model);
+	fs_iput(ip);
+	rig_down(&r);
+	TEST_PASS(ra_off ? "sequential reads, readahead off: no windows"
+			 : "sequential 64 KiB reads: 4 fills, 60 hits, the data");
+}
+
+static void test_sequential_both(void)
+{
+	test_sequential(false);
+	test_sequential(true);
+}
+
+enum change { CH_WRITE, CH_WRITE_SYNC, CH_PUNCH, CH_TRUNCATE, CH_N };
+static const char *const change_name[CH_N] = {"fs_write", "fs_write_sync", "punched hole",
+					      "truncate and regrow"};
+
+static void test_coherency(void)
+{
+	struct rig r;
+	rig_up(&r, false);
+	struct fs_inode *ip = create(&r, "f");
+	uint8_t *model = malloc(4 * MIB);
+	fill_file(ip, 1, 4 * MIB / BLK, model);
+	uint8_t *buf = malloc(KIB64);
+	for (int k = 0; k < CH_N; k++) {
+		/* a window over [0, 1 MiB): filled or found, then a hit */
+		read_check(ip, 0, KIB64, model);
+		uint64_t hits = counter(r.fs, "fs.ra_hits");
+		read_check(ip, KIB64, KIB64, model);
+		CHECK_EQ(counter(r.fs, "fs.ra_hits"), hits + 1);
+		uint64_t stale = counter(r.fs, "fs.ra_stale");
+		/* the change, inside the window */
+		uint64_t at = 2 * KIB64 + (uint64_t)k * BLK;
+		switch ((enum change)k) {
+		case CH_WRITE:
+		case CH_WRITE_SYNC:
+			for (unsigned i = 0; i < KIB64 / BLK; i++)
+				pattern(buf + i * BLK, 1, at / BLK + i, 2 + (uint32_t)k);
+			if (k == CH_WRITE) {
+				CHECK_OK(fs_write(ip, at, buf, KIB64, NULL));
+			} else {
+				bool logged;
+				CHECK_OK(fs_write_sync(ip, at, buf, KIB64, NULL, &logged));
+			}
+			memcpy(model + at, buf, KIB64);
+			break;
+		case CH_PUNCH:
+			CHECK_OK(fs_fallocate(ip, FS_FALLOC_PUNCH, at, KIB64, NULL));
+			memset(model + at, 0, KIB64);
+			break;
+		case CH_TRUNCATE:
+			CHECK_OK(fs_setattr(ip, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = at},
+					    NULL));
+			CHECK_OK(fs_setattr(ip, &(struct fs_setattr){.mask = FS_SET_SIZE,
+								     .size = 4 * MIB},
+					    NULL));
+			memset(model + at, 0, 4 * MIB - at);
+			break;
+		case CH_N:
+			break;
+		}
+		/* from the start again: sequential, and the window is stale */
+		for (uint64_t off = 0; off < MIB; off += KIB64)
+			read_check(ip, off, KIB64, model);
+		if (counter(r.fs, "fs.ra_stale") <= stale) {
+			fprintf(stderr, "after %s: no stale window\n", change_name[k]);
+			exit(1);
+		}
+	}
+	free(buf);
+	free(model);
+	fs_iput(ip);
+	rig_down(&r);
+	TEST_PASS("a window goes stale on a write, a sync write, a punch, a truncate");
+}
+
+/* ---- 3: readers and writers ---- */
+
+#define FILES   4 /* one per reader */
+#define WRITERS 2
+#define SBLKS   512u /* 2 MiB files */
+#define PASSES  6
+#define WOPS    1500
+
+struct stress {
+	struct fs *fs;
+	struct fs_inode *ip[FILES];
+	/* per file and block: the last version whose fs_write returned, and
+	 * the last version handed out (writer w owns blocks b % WRITERS == w,
+	 * so a block's versions reach the file in order) */
+	_Atomic uint32_t done[FILES][SBLKS], issued[FILES][SBLKS];
+	_Atomic unsigned readers_left;
+	_Atomic uint64_t words_checked;
+};
+
+struct targ {
+	struct stress *s;
+	unsigned id;
+};
+
+static void *stress_writer(void *arg)
+{
+	struct targ *a = arg;
+	struct stress *s = a->s;
+	struct rng r;
+	rng_seed(&r, 100 + a->id);
+	uint8_t *buf = malloc(BLK);
+	for (unsigned op = 0; op < WOPS && atomic_load(&s->readers_left); op++) {
+		unsigned f = (unsigned)(rng_next(&r) % FILES);
+		uint64_t b = rng_next(&r) % (SBLKS / WRITERS) * WRITERS + a->id;
+		uint32_t v = atomic_fetch_add(&s->issued[f][b], 1) + 1;
+		pattern(buf, f, b, v);
+		CHECK_OK(fs_write(s->ip[f], b * BLK, buf, BLK, NULL));
+		atomic_store(&s->done[f][b], v);
+		/* give the readers windows to hit between changes */
+		usleep(100);
+	}
+	free(buf);
+	return NULL;
+}
+
+static void *stress_reader(void *arg)
+{
+	struct targ *a = arg;
+	struct stress *s = a->s;
+	unsigned f = a->id;
+	uint8_t *buf = malloc(KIB64);
+	uint32_t floor[KIB64 / BLK];
+	for (unsigned pass = 0; pass < PASSES; pass++) {
+		for (uint64_t off = 0; off < SBLKS * BLK; off += KIB64) {
+			uint64_t b0 = off / BLK;
+			for (unsigned i = 0; i < KIB64 / BLK; i++)
+				floor[i] = atomic_load(&s->done[f][b0 + i]);
+			size_t got;
+			bool eof;
+			CHECK_OK(fs_read(s->ip[f], off, buf, KIB64, &got, &eof));
+			CHECK_EQ(got, KIB64);
+			for (unsigned i = 0; i < KIB64 / BLK; i++) {
+				uint32_t top = atomic_load(&s->issued[f][b0 + i]);
+				for (unsigned w = 0; w < BLK; w += 8) {
+					uint64_t word;
+					memcpy(&word, buf + i * BLK + w, 8);
+					uint32_t v = (uint32_t)(word & 0xffffff);
+					if (word >> 48 != f || (word >> 24 & 0xffffff) != b0 + i ||
+					    v < floor[i] || v > top) {
+						fprintf(stderr,
+							"file %u block %llu: read version %u (word "
+							"%llx), written before the read: %u, "
+							"issued: %u\n",
+							f, (unsigned long long)(b0 + i), v,
+							(unsigned long long)word, floor[i], top);
+						exit(1);
+					}
+				}
+			}
+			atomic_fetch_add(&s->words_checked, KIB64 / 8);
+		}
+	}
+	free(buf);
+	atomic_fetch_sub(&s->readers_left, 1);
+	return NULL;
+}
+
+static void test_stress(void)
+{
+	struct rig r;
+	rig_up(&r, false);
+	struct stress *s = calloc(1, sizeof(*s));
+	s->fs = r.fs;
+	for (unsigned f = 0; f < FILES; f++) {
+		char name[8];
+		snprintf(name, sizeof(name), "s%u", f);
+		s->ip[f] = create(&r, name);
+		fill_file(s->ip[f], f, SBLKS, NULL);
+		for (unsigned b = 0; b < SBLKS; b++)
+			atomic_store(&s->done[f][b], 1), atomic_store(&s->issued[f][b], 1);
+	}
+	atomic_store(&s->readers_left, FILES);
+	uint64_t hits = counter(r.fs, "fs.ra_hits"), stale = counter(r.fs, "fs.ra_stale");
+	pthread_t th[FILES + WRITERS];
+	struct targ args[FILES + WRITERS];
+	for (unsigned i = 0; i < FILES + WRITERS; i++) {
+		args[i] = (struct targ){s, i < FILES ? i : i - FILES};
+		CHECK_OK(pthread_create(&th[i], NULL, i < FILES ? stress_reader : stress_writer,
+					&args[i]));
+	}
+	for (unsigned i = 0; i < FILES + WRITERS; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(atomic_load(&s->words_checked), (uint64_t)FILES * PASSES * SBLKS * BLK / 8);
+	/* both paths ran: windows served reads and writes made some stale */
+	CHECK(counter(r.fs, "fs.ra_hits") > hits);
+	CHECK(counter(r.fs, "fs.ra_stale") > stale);
+	for (unsigned f = 0; f < FILES; f++)
+		fs_iput(s->ip[f]);
+	free(s);
+	rig_down(&r);
+	TEST_PASS("readers and writers: every read sees each write returned before it");
+}
+
+/* ---- 4: layouts ---- */
+
+static void test_layout(void)
+{
+	struct rig r;
+	rig_up(&r, false);
+	struct fs_inode *ip = create(&r, "f");
+	uint8_t *model = malloc(2 * MIB);
+	fill_file(ip, 1, 2 * MIB / BLK, model);
+	/* a window over [0, 1 MiB) before the grant */
+	read_check(ip, 0, KIB64, model);
+	CHECK_EQ(counter(r.fs, "fs.ra_fills"), 1);
+
+	uint64_t id;
+	CHECK_OK(fs_layout_get(ip, 7, 0, UINT64_MAX, true, &id));
+	uint64_t fills = counter(r.fs, "fs.ra_fills"), hits = counter(r.fs, "fs.ra_hits");
+	/* the holder writes the device directly, as a pNFS client does */
+	struct fs_map m;
+	unsigned n;
+	CHECK_OK(fs_map_blocks(ip, KIB64, BLK, false, &m, 1, &n));
+	CHECK_EQ(n, 1);
+	uint8_t *blk = malloc(BLK);
+	pattern(blk, 1, KIB64 / BLK, 9);
+	CHECK_OK(dev_write(fs_data_dev(r.fs), blk, BLK, m.addr, 0));
+	memcpy(model + KIB64, blk, BLK);
+	for (uint64_t off = KIB64; off < 2 * MIB; off += KIB64)
+		read_check(ip, off, KIB64, model);
+	CHECK_EQ(counter(r.fs, "fs.ra_fills"), fills);
+	CHECK_EQ(counter(r.fs, "fs.ra_hits"), hits);
+
+	fs_layout_return(ip, 7, 0, UINT64_MAX, FS_LAYOUT_ANY);
+	/* the window of before the grant is stale: the holder's write is read */
+	for (uint64_t off = 0; off < 2 * MIB; off += KIB64)
+		read_check(ip, off, KIB64, model);
+	CHECK(counter(r.fs, "fs.ra_fills") > fills);
+	CHECK(counter(r.fs, "fs.ra_hits") > hits);
+	free(blk);
+	free(model);
+	fs_iput(ip);
+	rig_down(&r);
+	TEST_PASS("a layout: reads bypass the windows, and see the holder's writes after");
+}
+
+/* With arguments, only the parts named: sequential, coherency, stress,
+ * layout. */
+int main(int argc, char **argv)
+{
+	msg_set_level(MSG_ERR);
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} parts[] = {{"sequential", test_sequential_both},
+		     {"coherency", test_coherency},
+		     {"stress", test_stress},
+		     {"layout", test_layout}};
+	for (unsigned i = 0; i < ARRAY_SIZE(parts); i++) {
+		bool run = argc == 1;
+		for (int a = 1; a < argc; a++)
+			run |= strcmp(argv[a], parts[i].name) == 0;
+		if (run)
+			parts[i].fn();
+	}
+	return 0;
+}
