@@ -3,7 +3,8 @@
  * R1-R7).
  *
  *   1. Sequential 64 KiB reads of a 4 MiB file: the data, one fill per
- *      MiB and hits for the rest (R5); with readahead off, no fill.
+ *      MiB and hits for the rest (R5); with readahead off, no fill; random
+ *      4 KiB reads of a 1 MiB file between writes fill none.
  *   2. Coherency (R2, R3): a window filled, then the file changed inside
  *      it (fs_write, fs_write_sync, a punched hole, truncate and regrow):
  *      the next reads return the new data and count the window stale.
@@ -130,10 +131,36 @@ static void test_sequential(bool ra_off)
 			 : "sequential 64 KiB reads: 4 fills, 60 hits, the data");
 }
 
+/* 4 KiB reads of a 1 MiB file, each 37 blocks on from the last (mod 256),
+ * with a write between them: none fills a window (R5). */
+static void test_random(void)
+{
+	struct rig r;
+	rig_up(&r, false);
+	struct fs_inode *ip = create(&r, "f");
+	uint8_t *model = malloc(MIB);
+	fill_file(ip, 1, MIB / BLK, model);
+	uint8_t *blk = malloc(BLK);
+	for (unsigned i = 1; i < 256; i++) {
+		uint64_t b = i * 37 % 256;
+		read_check(ip, b * BLK, BLK, model);
+		pattern(blk, 1, b, 2);
+		CHECK_OK(fs_write(ip, b * BLK, blk, BLK, NULL));
+		memcpy(model + b * BLK, blk, BLK);
+	}
+	CHECK_EQ(counter(r.fs, "fs.ra_fills"), 0);
+	free(blk);
+	free(model);
+	fs_iput(ip);
+	rig_down(&r);
+	TEST_PASS("random 4 KiB reads of a small file fill no window");
+}
+
 static void test_sequential_both(void)
 {
 	test_sequential(false);
 	test_sequential(true);
+	test_random();
 }
 
 enum change { CH_WRITE, CH_WRITE_SYNC, CH_PUNCH, CH_TRUNCATE, CH_N };

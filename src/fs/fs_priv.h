@@ -401,9 +401,11 @@ struct fs_inode {
 	/* readahead (readahead.c): the data generation, a value of
 	 * f_data_gen set when the inode is set up in memory and replaced by a
 	 * fresh one after every change of the file's data or block map
-	 * (ino_data_changed); and where the last read ended */
+	 * (ino_data_changed); where the last read ended, and whether it
+	 * followed the one before (readahead.c, R5) */
 	_Atomic uint64_t i_data_gen;
 	_Atomic uint64_t i_ra_next;
+	_Atomic bool i_ra_seq; /* the last read was sequential */
 	struct list i_eof_link; /* on f_eof: preallocated past EOF (eofblocks.c) */
 	uint64_t i_eof_ns;       /* its last appending write (f_eof_lock) */
 	/* layouts (guarded by the fs layout lock) */

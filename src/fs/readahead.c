@@ -37,10 +37,13 @@
  *      that found no layout either started before the grant, or after the
  *      layouts went (and the generation moves once more then).
  *   R5 Only sequential reads of less than FS_RA_BYTES use the windows: one
- *      that starts within [i_ra_next - FS_RA_BYTES, i_ra_next + 2 * len],
- *      i_ra_next being where the file's last read ended (reads a client
- *      keeps in flight arrive a little out of order). Others, and reads
- *      of FS_RA_BYTES or more, go to the device as before.
+ *      that starts within RA_INFLIGHT * len of i_ra_next, where the file's
+ *      last read ended (the reads a client keeps in flight arrive in any
+ *      order). Others, and reads of FS_RA_BYTES or more, go to the device
+ *      as before. Only a read at offset 0 or the second sequential read in
+ *      a row fills a window. Both bounds keep a random reader of a small
+ *      file, whose reads fall near the last one more often, from reading
+ *      a whole window for its reads after each write.
  *   R6 Memory: FS_RA_WINDOWS windows of FS_RA_BYTES per mount, their
  *      buffers allocated at their first fill and freed at unmount.
  *   R7 Locks: the pool lock (fs.readahead, rank 287) is taken under the
@@ -62,6 +65,10 @@
 #include "base/iobuf.h"
 #include "base/mem.h"
 #include "fs/fs_priv.h"
+
+/* Reads of one stream a client keeps in flight, which arrive in any
+ * order (R5). */
+#define RA_INFLIGHT 8u
 
 enum ra_state { RA_EMPTY, RA_FILLING, RA_READY };
 
@@ -96,12 +103,17 @@ void ra_destroy(struct fs *fs)
 	mutex_destroy(&fs->f_ra_lock);
 }
 
-/* Does [off, off+len) follow the file's last read (R5)? Records its end. */
-static bool sequential(struct fs_inode *ip, uint64_t off, size_t len)
+/* Does [off, off+len) follow the file's last read (R5)? *fill: may it
+ * fill a window, being the second sequential read in a row or at 0.
+ * Records where it ends. */
+static bool sequential(struct fs_inode *ip, uint64_t off, size_t len, bool *fill)
 {
 	uint64_t next = atomic_exchange_explicit(&ip->i_ra_next, off + len, memory_order_relaxed);
-	uint64_t lo = next > FS_RA_BYTES ? next - FS_RA_BYTES : 0;
-	return off >= lo && off <= next + 2 * (uint64_t)len;
+	uint64_t slack = (uint64_t)RA_INFLIGHT * len;
+	bool seq = off + slack >= next && off <= next + slack;
+	bool prev = atomic_exchange_explicit(&ip->i_ra_seq, seq, memory_order_relaxed);
+	*fill = seq && (prev || off == 0);
+	return seq;
 }
 
 static bool covers(const struct fs_ra_window *w, uint64_t off, size_t len)
@@ -124,7 +136,8 @@ bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64
 {
 	struct fs *fs = ip->i_fs;
 	assert_rdlocked(&ip->i_iolock);
-	if (fs->f_ra_off || len >= FS_RA_BYTES || !sequential(ip, off, len))
+	bool may_fill;
+	if (fs->f_ra_off || len >= FS_RA_BYTES || !sequential(ip, off, len, &may_fill))
 		return false;
 	/* the generation first, then the layouts (R3, R4) */
 	uint64_t gen = atomic_load(&ip->i_data_gen);
@@ -175,8 +188,9 @@ bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64
 		/* another read of this file fills it (R7) */
 		cond_wait(&fs->f_ra_cond, &fs->f_ra_lock);
 	}
-	if (!victim) {
-		/* every window in use: the device, as without readahead */
+	if (!victim || !may_fill) {
+		/* every window in use, or one sequential read alone: the
+		 * device, as without readahead */
 		mutex_unlock(&fs->f_ra_lock);
 		return false;
 	}
