@@ -107,13 +107,28 @@ static void read_check(struct fs_inode *ip, uint64_t off, size_t len, const uint
 	free(buf);
 }
 
+/* A rig with one file "f" of size bytes at version 1, its model in *model. */
+static struct fs_inode *rig_file(struct rig *r, bool ra_off, uint64_t size, uint8_t **model)
+{
+	rig_up(r, ra_off);
+	struct fs_inode *ip = create(r, "f");
+	*model = malloc(size);
+	fill_file(ip, 1, size / BLK, *model);
+	return ip;
+}
+
+static void rig_file_down(struct rig *r, struct fs_inode *ip, uint8_t *model)
+{
+	free(model);
+	fs_iput(ip);
+	rig_down(r);
+}
+
 static void test_sequential(bool ra_off)
 {
 	struct rig r;
-	rig_up(&r, ra_off);
-	struct fs_inode *ip = create(&r, "f");
-	uint8_t *model = malloc(4 * MIB);
-	fill_file(ip, 1, 4 * MIB / BLK, model);
+	uint8_t *model;
+	struct fs_inode *ip = rig_file(&r, ra_off, 4 * MIB, &model);
 	uint64_t fills = counter(r.fs, "fs.ra_fills"), hits = counter(r.fs, "fs.ra_hits");
 	for (uint64_t off = 0; off < 4 * MIB; off += KIB64)
 		read_check(ip, off, KIB64, model);
@@ -124,9 +139,7 @@ static void test_sequential(bool ra_off)
 	for (uint64_t off = 0; off < 4 * MIB; off += MIB)
 		read_check(ip, off, MIB, model);
 	CHECK_EQ(counter(r.fs, "fs.ra_fills"), fills);
-	free(model);
-	fs_iput(ip);
-	rig_down(&r);
+	rig_file_down(&r, ip, model);
 	TEST_PASS(ra_off ? "sequential reads, readahead off: no windows"
 			 : "sequential 64 KiB reads: 4 fills, 60 hits, the data");
 }
@@ -136,10 +149,8 @@ static void test_sequential(bool ra_off)
 static void test_random(void)
 {
 	struct rig r;
-	rig_up(&r, false);
-	struct fs_inode *ip = create(&r, "f");
-	uint8_t *model = malloc(MIB);
-	fill_file(ip, 1, MIB / BLK, model);
+	uint8_t *model;
+	struct fs_inode *ip = rig_file(&r, false, MIB, &model);
 	uint8_t *blk = malloc(BLK);
 	for (unsigned i = 1; i < 256; i++) {
 		uint64_t b = i * 37 % 256;
@@ -150,9 +161,7 @@ static void test_random(void)
 	}
 	CHECK_EQ(counter(r.fs, "fs.ra_fills"), 0);
 	free(blk);
-	free(model);
-	fs_iput(ip);
-	rig_down(&r);
+	rig_file_down(&r, ip, model);
 	TEST_PASS("random 4 KiB reads of a small file fill no window");
 }
 
@@ -170,10 +179,8 @@ static const char *const change_name[CH_N] = {"fs_write", "fs_write_sync", "punc
 static void test_coherency(void)
 {
 	struct rig r;
-	rig_up(&r, false);
-	struct fs_inode *ip = create(&r, "f");
-	uint8_t *model = malloc(4 * MIB);
-	fill_file(ip, 1, 4 * MIB / BLK, model);
+	uint8_t *model;
+	struct fs_inode *ip = rig_file(&r, false, 4 * MIB, &model);
 	uint8_t *buf = malloc(KIB64);
 	for (int k = 0; k < CH_N; k++) {
 		/* a window over [0, 1 MiB): filled or found, then a hit */
@@ -221,9 +228,7 @@ static void test_coherency(void)
 		}
 	}
 	free(buf);
-	free(model);
-	fs_iput(ip);
-	rig_down(&r);
+	rig_file_down(&r, ip, model);
 	TEST_PASS("a window goes stale on a write, a sync write, a punch, a truncate");
 }
 
@@ -355,10 +360,8 @@ static void test_stress(void)
 static void test_layout(void)
 {
 	struct rig r;
-	rig_up(&r, false);
-	struct fs_inode *ip = create(&r, "f");
-	uint8_t *model = malloc(2 * MIB);
-	fill_file(ip, 1, 2 * MIB / BLK, model);
+	uint8_t *model;
+	struct fs_inode *ip = rig_file(&r, false, 2 * MIB, &model);
 	/* a window over [0, 1 MiB) before the grant */
 	read_check(ip, 0, KIB64, model);
 	CHECK_EQ(counter(r.fs, "fs.ra_fills"), 1);
@@ -387,9 +390,7 @@ static void test_layout(void)
 	CHECK(counter(r.fs, "fs.ra_fills") > fills);
 	CHECK(counter(r.fs, "fs.ra_hits") > hits);
 	free(blk);
-	free(model);
-	fs_iput(ip);
-	rig_down(&r);
+	rig_file_down(&r, ip, model);
 	TEST_PASS("a layout: reads bypass the windows, and see the holder's writes after");
 }
 
