@@ -52,8 +52,8 @@ static void rig_up(struct rig *r, bool ra_off)
 {
 	CHECK_OK(dev_mem_create(64 * MIB, NULL, &r->dev));
 	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = r->dev}));
-	CHECK_OK(fs_mount(&(struct fs_mount_opts){.ddev = r->dev, .readahead_off = ra_off},
-			  &r->fs));
+	CHECK_OK(
+		fs_mount(&(struct fs_mount_opts){.ddev = r->dev, .readahead_off = ra_off}, &r->fs));
 	CHECK_OK(fs_root(r->fs, &r->root));
 }
 
@@ -209,11 +209,11 @@ static void test_coherency(void)
 			memset(model + at, 0, KIB64);
 			break;
 		case CH_TRUNCATE:
-			CHECK_OK(fs_setattr(ip, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = at},
-					    NULL));
-			CHECK_OK(fs_setattr(ip, &(struct fs_setattr){.mask = FS_SET_SIZE,
-								     .size = 4 * MIB},
-					    NULL));
+			CHECK_OK(fs_setattr(
+				ip, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = at}, NULL));
+			CHECK_OK(fs_setattr(
+				ip, &(struct fs_setattr){.mask = FS_SET_SIZE, .size = 4 * MIB},
+				NULL));
 			memset(model + at, 0, 4 * MIB - at);
 			break;
 		case CH_N:
@@ -234,11 +234,11 @@ static void test_coherency(void)
 
 /* ---- 3: readers and writers ---- */
 
-#define FILES   4 /* one per reader */
+#define FILES	4 /* one per reader */
 #define WRITERS 2
-#define SBLKS   512u /* 2 MiB files */
-#define PASSES  6
-#define WOPS    1500
+#define SBLKS	512u /* 2 MiB files */
+#define PASSES	6
+#define WOPS	1500
 
 struct stress {
 	struct fs *fs;

@@ -33,7 +33,7 @@
 	  "client registry, held while the engine stores client records")                          \
 	X(200, 299,                                                                                \
 	  "metadata buffers and the engine's caches: buffer locks, busy extents, block "            \
-	  "reservations, the buffer and inode caches, the readahead windows")                                             \
+	  "reservations, the buffer and inode caches, the readahead windows")                      \
 	X(300, 399,                                                                                \
 	  "the journal: CIL context, CIL, push, space, AIL, log buffers; and the engine locks "     \
 	  "taken under them (inode item, layouts)")                                                \

@@ -405,7 +405,7 @@ struct fs_inode {
 	 * followed the one before (readahead.c, R5) */
 	_Atomic uint64_t i_data_gen;
 	_Atomic uint64_t i_ra_next;
-	_Atomic bool i_ra_seq; /* the last read was sequential */
+	_Atomic bool i_ra_seq;	/* the last read was sequential */
 	struct list i_eof_link; /* on f_eof: preallocated past EOF (eofblocks.c) */
 	uint64_t i_eof_ns;       /* its last appending write (f_eof_lock) */
 	/* layouts (guarded by the fs layout lock) */
@@ -620,10 +620,10 @@ struct fs {
 
 	/* readahead windows (readahead.c) */
 	struct mutex f_ra_lock;
-	struct cond f_ra_cond; /* a window stopped filling */
-	struct fs_ra_window *f_ra; /* FS_RA_WINDOWS of them */
-	uint64_t f_ra_tick;        /* the last use stamp given (f_ra_lock) */
-	bool f_ra_off;             /* fs_mount_opts.readahead_off */
+	struct cond f_ra_cond;	     /* a window stopped filling */
+	struct fs_ra_window *f_ra;   /* FS_RA_WINDOWS of them */
+	uint64_t f_ra_tick;	     /* the last use stamp given (f_ra_lock) */
+	bool f_ra_off;		     /* fs_mount_opts.readahead_off */
 	_Atomic uint64_t f_data_gen; /* the last data generation handed out */
 
 	/* layouts */
@@ -673,8 +673,7 @@ void ra_destroy(struct fs *fs);
 /* Serve a read of [off, off+len), inside the file's size, from the windows
  * (shared I/O lock held): true when it did (*err its result, the bytes in
  * out), false when the caller reads from the device. */
-bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64_t size,
-	     int *err);
+bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64_t size, int *err);
 /* Read [off, off+len) of the file from its blocks (holes and unwritten
  * blocks as zeros; shared I/O lock held; file.c). */
 int file_read_range(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len);

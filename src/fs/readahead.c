@@ -131,8 +131,7 @@ static void fill_range(uint64_t off, size_t len, uint64_t size, uint64_t *woff, 
 	*wlen = MIN((uint64_t)FS_RA_BYTES, size - *woff);
 }
 
-bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64_t size,
-	     int *err)
+bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64_t size, int *err)
 {
 	struct fs *fs = ip->i_fs;
 	assert_rdlocked(&ip->i_iolock);
