@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "rpc/clnt.h"
-#include "server/admin.h"
+#include "daemon/admin.h"
 #include "untar_counters.h"
 
 struct stats_text {

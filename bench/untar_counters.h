@@ -6,7 +6,7 @@
  * headers must not meet libnfs's.
  *
  * Two sources:
- *   jnfsd   the administration program (server/admin.h) on the server's
+ *   jnfsd   the administration program (daemon/admin.h) on the server's
  *           own port: log.buffer_writes, log.checkpoints, and dev.flushes +
  *           dev.fua_writes (each is one fdatasync or RWF_DSYNC write on
  *           the image: what a cache flush costs the disk under it);

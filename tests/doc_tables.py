@@ -4,7 +4,7 @@
 usage: doc_tables.py SRCDIR JNFSD JNFS
 
   (a) README.md's option table ("| `--name ...` | ...") names every long
-      option jnfsd parses (the long_options table of src/server/jnfsd.c),
+      option jnfsd parses (the long_options table of src/daemon/jnfsd.c),
       and nothing else;
   (b) docs/counters.md's table names every counter a running jnfsd prints
       (`jnfs stat --server`), and every row names one that it prints. A
@@ -44,7 +44,7 @@ def first_cell(line):
 # ---- (a) options ----
 
 code_opts = set(re.findall(r'\{"([a-z][a-z0-9-]*)",\s*(?:no|required|optional)_argument',
-                           read("src/server/jnfsd.c")))
+                           read("src/daemon/jnfsd.c")))
 readme = read("README.md")
 doc_opts = set()
 for line in readme.splitlines():
@@ -52,7 +52,7 @@ for line in readme.splitlines():
     if m:
         doc_opts.add(m.group(1))
 if len(code_opts) < 10:
-    problems.append(f"found only {len(code_opts)} options in src/server/jnfsd.c")
+    problems.append(f"found only {len(code_opts)} options in src/daemon/jnfsd.c")
 for o in sorted(code_opts - doc_opts):
     problems.append(f"option --{o}: jnfsd parses it, README.md's option table does not list it")
 for o in sorted(doc_opts - code_opts):

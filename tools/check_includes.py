@@ -199,7 +199,7 @@ def self_test():
     table = ("## 2. Layers\n\n| folder | what | may include |\n|---|---|---|\n"
              "| `src/base/` | b | libc |\n| `src/fs/` | f | base |\n"
              "| `src/srv/` | v | base, fs API |\n"
-             "| `src/nfs3/` | n | base, fs API, srv |\n| `src/server/` | s | all |\n"
+             "| `src/nfs3/` | n | base, fs API, srv |\n| `src/daemon/` | s | all |\n"
              "| `src/nfs4/` | p | base, generated codecs, fs API, nfs4/state |\n"
              "| `src/nfs4/state/` | t | base, generated constants |\n")
     files = {
@@ -211,7 +211,7 @@ def self_test():
         "src/srv/srv_priv.h": '#include "srv/srv.h"\n',
         "src/srv/ops.c": '#include "srv/srv_priv.h"\n',
         "src/nfs3/nfs3.h": '#include "fs/fs.h"\n#include "base/base.h"\n#include "srv/srv.h"\n',
-        "src/server/main.c": '#include "nfs3/nfs3.h"\n#include "fs/fs.h"\n',
+        "src/daemon/main.c": '#include "nfs3/nfs3.h"\n#include "fs/fs.h"\n',
         "src/nfs4/nfs4.h": '#include "nfs4/state/state.h"\n#include "xdr/p.h"\n',
         "src/nfs4/state/state.h": '#include "base/base.h"\n#include "xdr/p_const.h"\n',
         "tests/t.c": '#include "fs/fs_priv.h"\n#include "srv/srv_priv.h"\n',
@@ -223,8 +223,8 @@ def self_test():
              ("src/nfs4/state/state.h", '#include "fs/fs.h"\n'),  # its engine
              ("src/nfs4/state/state.h", '#include "nfs4/nfs4.h"\n'),  # its op layer
              ("src/nfs3/nfs3.h", '#include "srv/srv_priv.h"\n'),  # srv's own rules
-             ("src/server/main.c", '#include "srv/srv_priv.h"\n'),  # "all" too
-             ("src/server/main.c", '#include "fs/fs_priv.h"\n')]  # any folder's
+             ("src/daemon/main.c", '#include "srv/srv_priv.h"\n'),  # "all" too
+             ("src/daemon/main.c", '#include "fs/fs_priv.h"\n')]  # any folder's
     with tempfile.TemporaryDirectory() as d:
         for rel, text in files.items():
             os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)

@@ -7,7 +7,7 @@
  * stat_emit() once per counter.
  *
  * Three kinds of value leave a subsystem, and a sink may tell them apart
- * (the Prometheus endpoint does: src/server/metrics.c) or not (the
+ * (the Prometheus endpoint does: src/daemon/metrics.c) or not (the
  * "name value" text of `jnfs stat`, which is the same for all three):
  *   - a count since start, which only grows: stat_emit();
  *   - a gauge, a level that goes up and down (connections open, bytes in

@@ -26,7 +26,7 @@
 #include "fs/fs.h"
 #include "rpc/clnt.h"
 #include "rpc/svc.h"
-#include "server/admin.h"
+#include "daemon/admin.h"
 #include "jnfs_version.h"
 
 const char *cli_errname(int err)

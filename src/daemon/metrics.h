@@ -9,8 +9,8 @@
  * formats and sends it with no lock held. metrics.c says how the dotted
  * counter names become metric names.
  */
-#ifndef JNFS_SERVER_METRICS_H
-#define JNFS_SERVER_METRICS_H
+#ifndef JNFS_DAEMON_METRICS_H
+#define JNFS_DAEMON_METRICS_H
 
 #include <stdint.h>
 #include <sys/socket.h>

@@ -69,8 +69,8 @@
 #include "srv/srv.h"
 #include "rpc/rpcb.h"
 #include "rpc/svc.h"
-#include "server/admin.h"
-#include "server/metrics.h"
+#include "daemon/admin.h"
+#include "daemon/metrics.h"
 #include "xdr/mount3.h" /* MOUNT_PROGRAM */
 #include "xdr/nfs3.h"   /* NFS_PROGRAM */
 #include "jnfs_version.h"

@@ -22,7 +22,7 @@
  * server emits more than they hold), and everything else happens after it
  * returned, on the metrics thread.
  */
-#include "server/metrics.h"
+#include "daemon/metrics.h"
 
 #include <errno.h>
 #include <microhttpd.h>

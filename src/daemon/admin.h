@@ -10,8 +10,8 @@
  * list): the counters say nothing secret, but they are not the business
  * of remote machines either.
  */
-#ifndef JNFS_SERVER_ADMIN_H
-#define JNFS_SERVER_ADMIN_H
+#ifndef JNFS_DAEMON_ADMIN_H
+#define JNFS_DAEMON_ADMIN_H
 
 #define JNFS_ADMIN_PROG       0x20004a4e /* user-defined range (RFC 5531) */
 #define JNFS_ADMIN_VERS       1
