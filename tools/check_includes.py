@@ -26,7 +26,7 @@ every quoted #include of the tree against it:
      row lists ("all" too), and outside src/ only tests/ do (unit tests of
      a layer's internals). So src/srv/srv_priv.h, the permission rules
      that decide, is reached by NFSv3 and NFSv4 only through the counted
-     operations of src/srv/ops.h.
+     operations of src/srv/vfs.h.
 
 Before the tree, the check runs on a small tree of its own with a
 deliberately wrong include, and fails if it does not find it: a checker
@@ -209,7 +209,7 @@ def self_test():
         "src/fs/fs_priv.h": '#include "fs/fs.h"\n',
         "src/srv/srv.h": '#include "fs/fs.h"\n',
         "src/srv/srv_priv.h": '#include "srv/srv.h"\n',
-        "src/srv/ops.c": '#include "srv/srv_priv.h"\n',
+        "src/srv/vfs.c": '#include "srv/srv_priv.h"\n',
         "src/nfs3/nfs3.h": '#include "fs/fs.h"\n#include "base/base.h"\n#include "srv/srv.h"\n',
         "src/daemon/main.c": '#include "nfs3/nfs3.h"\n#include "fs/fs.h"\n',
         "src/nfs4/nfs4.h": '#include "nfs4/state/state.h"\n#include "xdr/p.h"\n',

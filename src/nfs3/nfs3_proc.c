@@ -6,7 +6,7 @@
  * way: admission, squashing and the export a handle names are
  * srv_fh_resolve's (the first handle of a call fixes the export, a second
  * one must be of the same export: XDEV); who may do what, and the
- * operations themselves, are srv/ops.h's (src/srv/perm.h has the rules,
+ * operations themselves, are srv/vfs.h's (src/srv/perm.h has the rules,
  * docs/permissions.md the table); the write verifier is srv_write_verf's;
  * waiting for stability is srv_reply_stable's. What stays is NFSv3's own:
  * which procedure needs which call, the checks RFC 1813 and knfsd make of
@@ -58,7 +58,7 @@
 #include "base/mem.h"
 #include "base/msg.h"
 #include "nfs3/nfs3.h"
-#include "srv/ops.h"
+#include "srv/vfs.h"
 #include "xdr/nfs3.h"
 
 #define NFS3_NAME_MAX	255

@@ -1,7 +1,7 @@
 /*
  * compound.c - the NFSv4 COMPOUND procedure (RFC 8881 §16.2, §2.10.6):
  * decoding, the order rules, SEQUENCE and the slot reply cache, running the
- * operations of the table (ops.c) and encoding their results, and the
+ * operations of the table (optable.c) and encoding their results, and the
  * stability wait once per compound.
  *
  * Design note.

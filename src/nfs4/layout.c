@@ -119,7 +119,7 @@
 #include "base/siphash.h"
 #include "base/time.h"
 #include "nfs4/nfs4_priv.h"
-#include "srv/ops.h"
+#include "srv/vfs.h"
 #include "xdr/pnfs_block.h"
 
 #define LAYOUT_BUCKETS 256

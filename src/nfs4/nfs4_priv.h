@@ -389,7 +389,7 @@ uint32_t nfs4_layoutget_reply_size(const struct nfs_argop4 *a);
 uint32_t nfs4_read_reply_size(const struct nfs_argop4 *a);
 uint32_t nfs4_read_plus_reply_size(const struct nfs_argop4 *a);
 
-/* The operations, one handler each (ops.c has the table). */
+/* The operations, one handler each (optable.c has the table). */
 uint32_t nfs4_op_exchange_id(struct nfs4_compound *c, struct nfs_argop4 *a, struct nfs_resop4 *r);
 uint32_t nfs4_op_create_session(struct nfs4_compound *c, struct nfs_argop4 *a,
 				struct nfs_resop4 *r);

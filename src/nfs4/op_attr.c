@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "nfs4/nfs4_priv.h"
-#include "srv/ops.h"
+#include "srv/vfs.h"
 
 /* Bytes of attribute values one object may take in a reply: far more than
  * every supported attribute together. */

@@ -33,7 +33,7 @@
 #include "base/mem.h"
 #include "base/siphash.h"
 #include "nfs4/nfs4_priv.h"
-#include "srv/ops.h"
+#include "srv/vfs.h"
 
 /* ---- the pseudo filesystem ---- */
 

@@ -23,7 +23,7 @@
 #include "base/iobuf.h"
 #include "base/mem.h"
 #include "nfs4/nfs4_priv.h"
-#include "srv/ops.h"
+#include "srv/vfs.h"
 
 /* The current filehandle as a regular file of an export. */
 static uint32_t cur_file(struct nfs4_compound *c, struct fs_attr *at)

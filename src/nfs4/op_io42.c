@@ -21,7 +21,7 @@
 #include "base/iobuf.h"
 #include "base/mem.h"
 #include "nfs4/nfs4_priv.h"
-#include "srv/ops.h"
+#include "srv/vfs.h"
 
 /* The most one COPY copies before it replies. */
 #define COPY_MAX (64ull << 20)

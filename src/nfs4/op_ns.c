@@ -1,7 +1,7 @@
 /*
  * op_ns.c - the namespace operations: CREATE, REMOVE, RENAME, LINK,
  * READDIR, READLINK (RFC 8881 §18.4, §18.9, §18.23, §18.24, §18.25,
- * §18.26). Who may do what is the shared server layer's (srv/ops.h);
+ * §18.26). Who may do what is the shared server layer's (srv/vfs.h);
  * change_info4 comes from the engine's before/after attributes of the
  * directory, taken under the lock that orders its changes, so it is
  * atomic.
@@ -12,7 +12,7 @@
 #include <sys/sysmacros.h>
 
 #include "nfs4/nfs4_priv.h"
-#include "srv/ops.h"
+#include "srv/vfs.h"
 
 /* The largest symbolic link target (the engine's). */
 #define NFS4_LINK_MAX 4096

@@ -59,7 +59,7 @@
 #include "base/siphash.h"
 #include "nfs4/nfs4_priv.h"
 #include "nfs4/state/grace.h"
-#include "srv/ops.h"
+#include "srv/vfs.h"
 
 #define OPEN_BUCKETS 1024
 

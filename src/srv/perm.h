@@ -17,7 +17,7 @@
  * functions that decide whether a caller may (srv_may and the rest of
  * rules 1-10) are declared in src/srv/srv_priv.h, which no protocol
  * includes (tools/check_includes.py); NFSv3 and NFSv4 reach them only
- * through the operations of ops.h, which count each refusal
+ * through the operations of vfs.h, which count each refusal
  * (srv.perm_denied). What stays here is what a protocol uses itself and
  * what refuses nothing: the access bits it asks with, ACCESS's answer,
  * and which of a create's attributes apply.

@@ -13,7 +13,7 @@
  *     durable (and the data device flushed if that force wrote nothing)",
  *     without a thread waiting (rules 5, 7, 8);
  *   - the permission rules (perm.h), applied and counted by the
- *     operations of ops.h, the one way every protocol reaches them: the
+ *     operations of vfs.h, the one way every protocol reaches them: the
  *     rules that decide (srv_may and its kin, srv_priv.h) are this
  *     layer's own, so an NFSv3 and an NFSv4 refusal are decided and
  *     counted (srv.perm_denied) in the same place.
@@ -91,7 +91,7 @@ void srv_cookie_verf(const struct srv *s, const struct fs_attr *dir, uint8_t out
 
 /* A caller admitted to an export: its options for this client, the
  * credential after squashing, and the server that admitted it (whose
- * counters the operations of ops.h count refusals in). */
+ * counters the operations of vfs.h count refusals in). */
 struct srv_exp {
 	const struct export *ex;
 	const struct export_opts *opts;

@@ -5,7 +5,7 @@
  *
  * A protocol that called these itself would refuse without counting, and
  * could apply a rule in another order than knfsd; so NFSv3 and NFSv4
- * reach them only through the operations of ops.h, which apply them in the
+ * reach them only through the operations of vfs.h, which apply them in the
  * Linux VFS's order and count every refusal (srv.perm_denied). The rule
  * lives in one place for every protocol.
  *

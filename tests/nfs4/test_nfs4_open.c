@@ -30,7 +30,7 @@
  *     WRITE and SETATTR of the size keep their owner override; LOOKUP,
  *     LOOKUPP and READDIR in a directory the caller may not search or
  *     read are ACCESS, each refusal counted in srv.perm_denied (the
- *     counter NFSv3's refusals bump: both go through src/srv/ops.h);
+ *     counter NFSv3's refusals bump: both go through src/srv/vfs.h);
  *   - truncation and share reservations: an UNCHECKED4 create with size 0
  *     that another client's deny of writes refuses (SHARE_DENIED) has cut
  *     nothing, as a refused upgrade of the owner's own open has not (its

@@ -312,7 +312,7 @@ int main(int argc, char **argv)
 	uint64_t denied0 = tc_jnfsd_stat(&srv.j, "srv.perm_denied");
 	expect("root's 0644 file, opened for writing: LAYOUTGET RW as uid 1000",
 	       layoutget_as_user(c1, &rfh, LAYOUTIOMODE4_RW, 0, 8 * MIB, &rsid), NFS4ERR_ACCESS);
-	/* counted where every protocol's refusals are (src/srv/ops.h) */
+	/* counted where every protocol's refusals are (src/srv/vfs.h) */
 	CHECK_EQ(tc_jnfsd_stat(&srv.j, "srv.perm_denied"), denied0 + 1);
 	expect_free("nothing was allocated", free_space(c1, &pn), free0);
 	CHECK_EQ(space(c1, &rfh, FATTR4_SPACE_USED), 0);

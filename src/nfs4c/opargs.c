@@ -1,5 +1,5 @@
 /*
- * ops.c - helpers that append the common operations to a compound
+ * opargs.c - helpers that append the common operations to a compound
  * (nfs4c.h). Each fills the generated argument struct as RFC 8881 and RFC
  * 7862 define it; strings and attribute values go to the compound's
  * scratch memory, data is referenced. A failed append is remembered in

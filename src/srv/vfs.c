@@ -1,8 +1,8 @@
 /*
- * ops.c - the operations of ops.h: perm.h's rules in the order the Linux
+ * vfs.c - the operations of vfs.h: perm.h's rules in the order the Linux
  * VFS and knfsd apply them (docs/permissions.md), then the engine.
  */
-#include "srv/ops.h"
+#include "srv/vfs.h"
 #include "srv/srv_priv.h"
 
 #include <errno.h>

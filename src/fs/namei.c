@@ -1,5 +1,5 @@
 /*
- * ops.c - namespace and attribute operations of the fs API (fs.h).
+ * namei.c - namespace and attribute operations of the fs API (fs.h).
  *
  * Every change is one transaction: the inodes it touches are joined (their
  * metadata locks taken in inode-number order) before anything is allocated;

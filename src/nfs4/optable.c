@@ -1,5 +1,5 @@
 /*
- * ops.c - the NFSv4.1/4.2 operation table and the one translation of
+ * optable.c - the NFSv4.1/4.2 operation table and the one translation of
  * engine errors into nfsstat4.
  *
  * One row per operation number, written out in full: its handler, its

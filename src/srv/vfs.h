@@ -1,8 +1,10 @@
 /*
- * ops.h - the operations every protocol performs for a caller: the
+ * vfs.h - the operations every protocol performs for a caller: the
  * permission rules of perm.h applied in the Linux VFS's order, then the
  * engine call. NFSv3 and NFSv4 translate their wire to these and their
- * results back; neither decides who may do what itself.
+ * results back; neither decides who may do what itself. (The name is
+ * knfsd's: its vfs.c is this layer, the protocol-independent file
+ * operations with their permission checks.)
  *
  * Every function takes the caller as admitted to an export (struct
  * srv_exp: options and squashed credential), borrows the inodes it is
@@ -17,8 +19,8 @@
  * that refuse (src/srv/srv_priv.h), so the rule and its count live in
  * one place for every protocol.
  */
-#ifndef JNFS_SRV_OPS_H
-#define JNFS_SRV_OPS_H
+#ifndef JNFS_SRV_VFS_H
+#define JNFS_SRV_VFS_H
 
 #include "srv/perm.h"
 #include "srv/srv.h"
