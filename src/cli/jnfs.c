@@ -6,10 +6,10 @@
  *   jnfs stat IMAGE [--log-device PATH]
  *   jnfs stat --server ADDR:PORT   (a running jnfsd's counters)
  *   jnfs io IMAGE [--crash] [--flush-latency-us N] [--log-device PATH] -c CMD [-c CMD ...]
- *   jnfs pnfs URL --device PATH COMMAND ...   (a pNFS block layout client, pnfs.c)
+ *   jnfs pnfs URL --device PATH COMMAND ...   (a pNFS block layout client, cmd_pnfs.c)
  *
  * Sizes take K, M, G, T suffixes (base/parse.h). `io` runs one command per -c against the
- * engine, like xfs_io; see io.c. Errors print the errno name; the exit
+ * engine, like xfs_io; see cmd_io.c. Errors print the errno name; the exit
  * status is non-zero after any error.
  */
 #include <errno.h>

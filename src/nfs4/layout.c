@@ -36,7 +36,7 @@
  * Blocks an RW layout's map allocated over holes and no LAYOUTCOMMIT
  * converted go back to the free space when no RW layout covers them any
  * more: returned, lost with the client, or revoked after the fence
- * (fs_layout_map; src/fs/pnfs.c, invariants L1-L4).
+ * (fs_layout_map; src/fs/layouts.c, invariants L1-L4).
  *
  * LAYOUTCOMMIT is an fdatasync (rule 6): the file ranges of the extents the
  * client says it wrote (storage offsets are never trusted: the engine maps

@@ -1,6 +1,6 @@
 /*
  * test_pnfs_block.c - pNFS block layouts end to end: jnfsd serves an
- * image with a `pnfs` export and `jnfs pnfs` (src/cli/pnfs.c) writes and
+ * image with a `pnfs` export and `jnfs pnfs` (src/cli/cmd_pnfs.c) writes and
  * reads files through layouts, opening the same image file O_DIRECT as
  * its disk.
  *

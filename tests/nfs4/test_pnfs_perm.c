@@ -2,7 +2,7 @@
  * test_pnfs_perm.c - who gets an RW layout, and what becomes of the blocks
  * an RW layout allocated when no LAYOUTCOMMIT made them the file's
  * (docs/pnfs.md, "Who gets a layout" and "Blocks allocated for a layout";
- * src/fs/pnfs.c, invariants L1-L4).
+ * src/fs/layouts.c, invariants L1-L4).
  *
  *   test-pnfs-perm JNFSD JNFS
  *

@@ -1,5 +1,5 @@
 /*
- * io.c - `jnfs io`: an xfs_io-like shell over the engine, one command per -c.
+ * cmd_io.c - `jnfs io`: an xfs_io-like shell over the engine, one command per -c.
  *
  * The commands are the rows of io_cmds (name, arguments, function, help),
  * as xfs_io's cmdinfo table; `-c help` prints it. Among them: open, pwrite,

@@ -1,5 +1,5 @@
 /*
- * pnfs.c - `jnfs pnfs`: a pNFS block layout client (src/nfs4c/pnfs.h) as
+ * cmd_pnfs.c - `jnfs pnfs`: a pNFS block layout client (src/nfs4c/pnfs.h) as
  * a command, and the workloads that measure what a LAYOUTCOMMIT costs.
  *
  *   jnfs pnfs nfs://HOST[:PORT]/PATH --device DISK [--device DISK ...]
