@@ -1,6 +1,6 @@
 /*
  * crash_points.h - what the power-cut harnesses over a recorded crash
- * device (dev/crash.h) share: their command line and the choice of the
+ * device (dev/crashdev.h) share: their command line and the choice of the
  * points at which they cut the power (fs-crash, fs-rec-crash).
  *
  * The choice is part of a round's seed: the same seed picks the same
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "base/rand.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 
 struct crash_opts {
 	uint64_t points, seed; /* --points N (the caller's default), --seed S (1) */

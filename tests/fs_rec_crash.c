@@ -30,7 +30,7 @@
 #include "base/msg.h"
 #include "base/rand.h"
 #include "crash_points.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "fs/fs.h"
 
 #define IMG_SIZE    (32u << 20)

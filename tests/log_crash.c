@@ -31,7 +31,7 @@
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/rand.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "logwl.h"
 
 static const uint8_t uuid[16] = {0x1c, 0x2a, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};

@@ -11,7 +11,7 @@
 
 #include "base/mem.h"
 #include "base/rand.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 
 uint64_t wl_home_bytes(unsigned nblocks)
 {

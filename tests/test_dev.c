@@ -13,7 +13,7 @@
 #include "base/rand.h"
 #include "base/time.h"
 #include "check.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "dev/dev.h"
 #include "flush_gate.h"
 

@@ -35,7 +35,7 @@
 #include "base/rand.h"
 #include "base/time.h"
 #include "check.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "flush_gate.h"
 #include "fs/fs.h"
 

@@ -31,7 +31,7 @@
 #include "base/msg.h"
 #include "base/rand.h"
 #include "check.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "fs/fs.h"
 #include "fs/fs_priv.h"
 

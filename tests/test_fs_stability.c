@@ -45,7 +45,7 @@
 #include "check.h"
 #include "flush_gate.h"
 #include "fs_pattern.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "fs/fs.h"
 
 #define MIB (1u << 20)

@@ -26,7 +26,7 @@
 #include "base/rand.h"
 #include "base/time.h"
 #include "check.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "fs/fs.h"
 
 #define IMG       (32u << 20)

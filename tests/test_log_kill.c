@@ -24,7 +24,7 @@
 #include "base/rand.h"
 #include "base/time.h"
 #include "check.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "log/buf_item.h"
 #include "log/log.h"
 

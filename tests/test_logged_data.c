@@ -36,7 +36,7 @@
 
 #include "base/msg.h"
 #include "check.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "fs/fs.h"
 #include "flush_gate.h"
 #include "fs_pattern.h"

@@ -25,7 +25,7 @@
 #include "base/parse.h"
 #include "base/time.h"
 #include "cli/cli.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "fs/fs.h"
 
 #define MAX_ARGS 8

@@ -61,7 +61,7 @@
 #include "base/mem.h"
 #include "base/msg.h"
 #include "base/parse.h"
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 #include "export/exports.h"
 #include "fs/fs.h"
 #include "nfs3/nfs3.h"

@@ -9,7 +9,7 @@
  *
  * Backends: file (image file or block device), mem (memory, optionally
  * copy-on-write over a read-only base image, for tests) and crash (see
- * crash.h). The generic layer adds, for every backend:
+ * crashdev.h). The generic layer adds, for every backend:
  *   - counters: reads, writes, bytes, FUA writes, flushes;
  *   - a latency model: a delay added to every flush and FUA write;
  *   - fault injection: the Nth I/O (or the Nth and all after) fails with EIO,
@@ -165,7 +165,7 @@ struct dev {
 	char d_name[64];
 	uint64_t d_size;
 	uint32_t d_sector_size;
-	bool d_direct_io; /* the backend bypasses the host's page cache (file.c) */
+	bool d_direct_io; /* the backend bypasses the host's page cache (filedev.c) */
 
 	/* latency model */
 	_Atomic uint64_t d_flush_lat_ns;
@@ -221,7 +221,7 @@ struct dev {
 	counter_t d_flush_callers, d_flush_waits, d_flush_async_led;
 	counter_t d_flush_group[6]; /* groups of 1, 2, 3-4, 5-8, 9-16, more */
 	/* bytes of direct I/O copied through an aligned buffer because the
-	 * caller's was not aligned enough (file.c) */
+	 * caller's was not aligned enough (filedev.c) */
 	counter_t d_bounced_bytes;
 };
 

@@ -249,7 +249,7 @@ void cil_abandon(struct log *log);
 int log_cover_recovered(struct log *log);
 void log_fail_force_waiters(struct log *log);
 
-/* io.c */
+/* logbuf.c */
 void *log_io_thread(void *arg);
 int log_write_record(struct log *log, struct logbuf *b, bool fua);
 struct logbuf *logbuf_get(struct log *log);

@@ -1,5 +1,5 @@
 /*
- * crash.c - the crash device (see crash.h for the model).
+ * crashdev.c - the crash device (see crashdev.h for the model).
  *
  * State, all under cd_lock:
  *   cd_inner    the durable content;
@@ -23,7 +23,7 @@
  * by it; only a later flush does that. A flush is "becoming durable", and
  * nothing else is.
  */
-#include "dev/crash.h"
+#include "dev/crashdev.h"
 
 #include <errno.h>
 #include <stdatomic.h>

@@ -1,5 +1,5 @@
 /*
- * file.c - the file backend: an image file or a block device.
+ * filedev.c - the file backend: an image file or a block device.
  *
  * Flush is fdatasync(). A FUA write is pwritev2(RWF_DSYNC), which Linux turns
  * into a FUA write on devices that have it; where the flag is refused, a

@@ -1,5 +1,5 @@
 /*
- * io.c - log records on disk: headers, placement in the circular region,
+ * logbuf.c - log records on disk: headers, placement in the circular region,
  * the pool of log buffers and the I/O thread that writes them.
  *
  * Log buffer life:

@@ -1,5 +1,5 @@
 /*
- * mem.c - the memory backend: a disk held in lazily allocated 4 KiB pages,
+ * memdev.c - the memory backend: a disk held in lazily allocated 4 KiB pages,
  * optionally copy-on-write over a read-only base image. Tests use it for
  * fast images and for cheap clones of a crash image.
  */

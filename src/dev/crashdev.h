@@ -1,5 +1,5 @@
 /*
- * crash.h - the crash device: a disk whose volatile cache can be lost.
+ * crashdev.h - the crash device: a disk whose volatile cache can be lost.
  *
  * It sits on an inner device that holds exactly what is durable. Writes
  * without FUA stay in memory (an overlay that reads see) until a flush
@@ -27,8 +27,8 @@
  *
  * The inner device is not owned: close it after the crash device.
  */
-#ifndef JNFS_DEV_CRASH_H
-#define JNFS_DEV_CRASH_H
+#ifndef JNFS_DEV_CRASHDEV_H
+#define JNFS_DEV_CRASHDEV_H
 
 #include <stddef.h>
 #include <stdint.h>

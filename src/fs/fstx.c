@@ -1,5 +1,5 @@
 /*
- * trans.c - engine transactions: a journal transaction plus what the engine
+ * fstx.c - engine transactions: a journal transaction plus what the engine
  * keeps alongside it.
  *
  *   - Block reservation: fstx_begin() reserves the most blocks the
