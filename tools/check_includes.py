@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_includes.py - the include rules of docs/design.md, checked.
+"""check_includes.py - the include and naming rules of docs/design.md, checked.
 
 The layer table of docs/design.md §2 says, for each folder of src/, which
 folders its files may include ("may include"). A folder below another
@@ -26,17 +26,22 @@ every quoted #include of the tree against it:
      row lists ("all" too), and outside src/ only tests/ do (unit tests of
      a layer's internals). So src/srv/srv_priv.h, the permission rules
      that decide, is reached by NFSv3 and NFSv4 only through the counted
-     operations of src/srv/vfs.h.
+     operations of src/srv/vfs.h;
+  6. a file's name is unique in src/ (docs/design.md §2, "Names"): two
+     files with one basename, in any folders, are an error unless they are
+     a row of the mirrored-pairs table there, and a row pairs a file of
+     src/nfs4/ (the server) with the file of src/nfs4c/ (the client) of
+     the same name, both in the tree.
 
 Before the tree, the check runs on a small tree of its own with a
-deliberately wrong include, and fails if it does not find it: a checker
-that cannot fail proves nothing.
+deliberately wrong include, then a deliberately duplicated name, and fails
+if it does not find each: a checker that cannot fail proves nothing.
 
 usage: check_includes.py REPO [GENERATED_XDR_DIR]
   REPO               the source tree (with docs/design.md)
   GENERATED_XDR_DIR  build/src/xdr: its generated files are checked
                      against src/xdr/'s row too
-Exit status 0 when every include keeps the rules, 1 otherwise.
+Exit status 0 when every include and name keeps the rules, 1 otherwise.
 """
 
 import os
@@ -46,25 +51,62 @@ import tempfile
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 ROW = re.compile(r"^\|\s*`src/([a-z0-9_]+(?:/[a-z0-9_]+)*)/`\s*\|.*\|\s*([^|]+?)\s*\|\s*$")
+MIRROR = re.compile(r"^\|\s*`(src/nfs4/[^`|]+)`\s*\|\s*`(src/nfs4c/[^`|]+)`\s*\|")
 SOURCE_EXT = (".c", ".h")
 OUTSIDE = ("tests", "fuzz", "bench", "tools")
 
 
-def read_table(design_md):
-    """{folder: set of what it may include} from the layer table."""
-    rules = {}
+def section2(design_md):
+    """The lines of section 2 (layers, include rules, names)."""
     in_layers = False
     with open(design_md, encoding="utf-8") as f:
         for line in f:
             if line.startswith("## "):
                 in_layers = line.startswith("## 2.")
-                continue
-            m = ROW.match(line) if in_layers else None
-            if m:
-                rules[m.group(1)] = {w.strip() for w in m.group(2).split(",")}
+            elif in_layers:
+                yield line
+
+
+def read_table(design_md):
+    """{folder: set of what it may include} from the layer table."""
+    rules = {}
+    for line in section2(design_md):
+        m = ROW.match(line)
+        if m:
+            rules[m.group(1)] = {w.strip() for w in m.group(2).split(",")}
     if not rules:
         raise SystemExit(f"{design_md}: no layer table in section 2")
     return rules
+
+
+def read_mirrors(design_md):
+    """The mirrored pairs of section 2's "Names": [(server path, client
+    path)], each a path from the repository's top."""
+    return [m.groups() for m in map(MIRROR.match, section2(design_md)) if m]
+
+
+def check_names(repo, errors):
+    """Rule 6: every basename of src/ names one file, but the mirrored
+    pairs."""
+    pairs = read_mirrors(os.path.join(repo, "docs", "design.md"))
+    allowed = set()
+    for server, client in pairs:
+        if os.path.basename(server) != os.path.basename(client):
+            errors.append(f"docs/design.md §2: mirrored pair {server}, {client}: "
+                          "not one name")
+        for p in (server, client):
+            if not os.path.isfile(os.path.join(repo, p)):
+                errors.append(f"docs/design.md §2: mirrored pair names {p}: "
+                              "not in the tree")
+        allowed.add(frozenset((server, client)))
+    by_name = {}
+    for p in sources(os.path.join(repo, "src")):
+        rel = os.path.relpath(p, repo).replace(os.sep, "/")
+        by_name.setdefault(os.path.basename(p), []).append(rel)
+    for name, paths in sorted(by_name.items()):
+        if len(paths) > 1 and frozenset(paths) not in allowed:
+            errors.append(f"{', '.join(paths)}: {len(paths)} files of src/ named {name}; "
+                          "name each for what it holds (docs/design.md §2, Names)")
 
 
 def allowed_targets(folder, may):
@@ -191,17 +233,22 @@ def check_tree(repo, gen_dir=None):
             p = os.path.join(gen_dir, name)
             check_file(repo, rules, gen_names, p, os.path.join("build", "src", "xdr", name),
                        "xdr", errors)
+    check_names(repo, errors)
     return errors
 
 
 def self_test():
-    """A tree with a wrong include must fail, the same tree without it pass."""
+    """A tree with a wrong include, or a duplicated name, must fail, the
+    same tree without it pass."""
     table = ("## 2. Layers\n\n| folder | what | may include |\n|---|---|---|\n"
              "| `src/base/` | b | libc |\n| `src/fs/` | f | base |\n"
              "| `src/srv/` | v | base, fs API |\n"
              "| `src/nfs3/` | n | base, fs API, srv |\n| `src/daemon/` | s | all |\n"
              "| `src/nfs4/` | p | base, generated codecs, fs API, nfs4/state |\n"
-             "| `src/nfs4/state/` | t | base, generated constants |\n")
+             "| `src/nfs4/state/` | t | base, generated constants |\n"
+             "| `src/nfs4c/` | c | base |\n\n### Names\n\n"
+             "| server | client | what |\n|---|---|---|\n"
+             "| `src/nfs4/cb.c` | `src/nfs4c/cb.c` | the back channel |\n")
     files = {
         "docs/design.md": table,
         "src/base/base.h": "",
@@ -215,6 +262,8 @@ def self_test():
         "src/nfs4/nfs4.h": '#include "nfs4/state/state.h"\n#include "xdr/p.h"\n',
         "src/nfs4/state/state.h": '#include "base/base.h"\n#include "xdr/p_const.h"\n',
         "tests/t.c": '#include "fs/fs_priv.h"\n#include "srv/srv_priv.h"\n',
+        "src/nfs4/cb.c": "",
+        "src/nfs4c/cb.c": "",
     }
     wrong = [("src/base/base.h", '#include "fs/fs.h"\n'),        # up the table
              ("src/nfs3/nfs3.h", '#include "fs/fs_priv.h"\n'),   # the engine past its API
@@ -225,6 +274,10 @@ def self_test():
              ("src/nfs3/nfs3.h", '#include "srv/srv_priv.h"\n'),  # srv's own rules
              ("src/daemon/main.c", '#include "srv/srv_priv.h"\n'),  # "all" too
              ("src/daemon/main.c", '#include "fs/fs_priv.h"\n')]  # any folder's
+    duplicates = ["src/fs/vfs.c",         # srv/vfs.c's name, another layer
+                  "src/srv/sub/vfs.c",    # a folder below
+                  "src/nfs4c/nfs4.h",     # nfs4/nfs4.h's, not a listed pair
+                  "src/nfs4/state/cb.c"]  # a third file to a listed pair
     with tempfile.TemporaryDirectory() as d:
         for rel, text in files.items():
             os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
@@ -242,6 +295,14 @@ def self_test():
                 return f"a wrong include in {rel} ({text.strip()}) went unnoticed"
             with open(p, "w", encoding="utf-8") as f:
                 f.write(good)
+        for rel in duplicates:
+            p = os.path.join(d, rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w", encoding="utf-8") as f:
+                f.write("")
+            if not any("files of src/ named" in e for e in check_tree(d)):
+                return f"a duplicated name {rel} went unnoticed"
+            os.remove(p)
     return None
 
 
@@ -257,9 +318,11 @@ def main():
     for e in errors:
         print(e)
     if errors:
-        print(f"check_includes: {len(errors)} include(s) against the rules of docs/design.md")
+        print(f"check_includes: {len(errors)} include(s) or name(s) against the rules of "
+              "docs/design.md")
         return 1
-    print("ok every include keeps the layer table of docs/design.md")
+    print("ok every include keeps the layer table of docs/design.md, every name of src/ "
+          "is unique but the mirrored pairs")
     return 0
 
 
