@@ -20,7 +20,7 @@
  * dropping a connection (reload_exports); a bad file is refused and the
  * exports stay as they were.
  *
- * With --crash the image sits behind the crash device (dev/crash.h):
+ * With --crash the image sits behind the crash device (dev/crashdev.h):
  * writes the server has not flushed stay in its memory, so SIGKILL is a
  * power failure. Tests use it; nobody else should. Unlike a disk's own
  * volatile cache, that memory is jnfsd's alone: a pNFS client reading the
@@ -370,7 +370,7 @@ static int open_storage(const char *image, uint64_t size, const char *logdev, bo
 {
 	struct stat st;
 	bool create = stat(image, &st) && errno == ENOENT;
-	/* O_DIRECT (dev/file.c): file data never piles up in the host's page
+	/* O_DIRECT (dev/filedev.c): file data never piles up in the host's page
 	 * cache for a journal flush to write back, and reads never come from a
 	 * cache a pNFS client writing the device directly has made stale */
 	unsigned direct = buffered ? 0 : DEV_OPEN_DIRECT;

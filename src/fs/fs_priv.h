@@ -154,7 +154,7 @@ const struct fs_verifier *fs_bt_verifier(uint32_t magic);
 void fs_restamp(void *arg, uint64_t daddr, void *blk, uint32_t len, uint64_t lsn);
 int fs_verify_sb(const struct fs_dsb *sb, uint64_t dev_blocks);
 
-/* ---- transactions (trans.c) ---- */
+/* ---- transactions (fstx.c) ---- */
 
 #define FSTX_IALLOC 0x1u /* holds the inode allocation lock */
 #define FSTX_ALLOC  0x2u /* holds the block allocation lock */
@@ -221,7 +221,7 @@ void res_post(struct fs_result *res, unsigned slot, struct fs_inode *ip);
  * in order (inode allocation before block allocation). */
 void fstx_lock(struct fstx *tx, unsigned locks);
 /* Blocks: take back part of a reservation / reserve more (-ENOSPC); with
- * freeing, as an operation that frees space (see trans.c). */
+ * freeing, as an operation that frees space (see fstx.c). */
 int fs_reserve_blocks(struct fs *fs, uint64_t n, bool freeing);
 void fs_unreserve_blocks(struct fs *fs, uint64_t n);
 
@@ -364,7 +364,7 @@ struct fs_layout {
 
 /* Blocks an RW layout's map allocated over holes (fs_layout_map), kept
  * until no RW layout covers them; then the ones still unwritten are freed
- * (pnfs.c, invariants L1-L4). */
+ * (layouts.c, invariants L1-L4). */
 struct fs_layout_alloc {
 	uint64_t first, end; /* file blocks [first, end) */
 	struct fs_layout_alloc *next;
@@ -412,7 +412,7 @@ struct fs_inode {
 	struct fs_layout *i_layouts;
 	struct fs_layout_waiter *i_layout_waiters;
 	struct fs_layout_alloc *i_layout_allocs;
-	/* i_layouts != NULL, for readers without the layout lock (pnfs.c,
+	/* i_layouts != NULL, for readers without the layout lock (layouts.c,
 	 * layouts_changed) */
 	_Atomic bool i_has_layouts;
 };
@@ -649,7 +649,7 @@ struct fs {
 		counter_t ra_fills, ra_hits, ra_stale;
 	} f_stats;
 	uint32_t f_ldata_max; /* largest write whose data is logged (file.c) */
-	bool f_bench_sync_lc; /* fs_mount_opts.bench_sync_layoutcommit (pnfs.c) */
+	bool f_bench_sync_lc; /* fs_mount_opts.bench_sync_layoutcommit (layouts.c) */
 };
 
 /* Shut down by fs_shutdown(), or by the journal after a log or write-back

@@ -1,5 +1,5 @@
 /*
- * pnfs.c - what the pNFS block layout needs from the engine: block maps,
+ * layouts.c - what the pNFS block layout needs from the engine: block maps,
  * LAYOUTCOMMIT, and layout leases.
  *
  * map_blocks for writing allocates unwritten blocks over holes and makes

@@ -33,7 +33,7 @@
  *      client writes the device directly, and an overwrite it commits logs
  *      only timestamps. A read samples the generation, then looks at
  *      i_has_layouts; a grant or a return sets that, then moves the
- *      generation (pnfs.c, layouts_changed). So a window filled by a read
+ *      generation (layouts.c, layouts_changed). So a window filled by a read
  *      that found no layout either started before the grant, or after the
  *      layouts went (and the generation moves once more then).
  *   R5 Only sequential reads of less than FS_RA_BYTES use the windows: one
