@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/mem.h"
 #include "base/rand.h"
 #include "base/time.h"
 #include "check.h"
@@ -446,6 +447,68 @@ static void test_flush_behind_held(void)
 	TEST_PASS("flush-behind: held flushes, the limit, F2, a failed flush, DEV_NOTHROTTLE");
 }
 
+/* The crash device's write hook: the first write of FB_LIMIT - 32 KiB
+ * is held until released. */
+struct held_write {
+	struct gate g;
+	_Atomic bool taken;
+};
+
+static void hold_big_write(void *arg, uint64_t off, size_t len)
+{
+	(void)off;
+	struct held_write *h = arg;
+	if (len == FB_LIMIT - (32u << 10) && !atomic_exchange(&h->taken, true))
+		gate_hook(&h->g);
+}
+
+struct big_writer {
+	struct dev *d;
+	int err;
+};
+
+static void *big_writer_fn(void *arg)
+{
+	struct big_writer *b = arg;
+	size_t len = FB_LIMIT - (32u << 10);
+	uint8_t *buf = xmalloc_aligned(4096, len);
+	fill(buf, len, 0x77);
+	b->err = dev_write(b->d, buf, len, 1u << 20, 0);
+	free(buf);
+	return NULL;
+}
+
+/*
+ * B2 counts what completed writes left unflushed, not writes still under
+ * way: with 32 KiB unflushed and a write of H - 32 KiB held in flight, a
+ * write of 4 KiB neither waits nor counts as throttled (a flush started
+ * now would not cover the held write: F2).
+ */
+static void test_flush_behind_inflight(void)
+{
+	struct dev *inner, *cd;
+	CHECK_OK(dev_mem_create(4 << 20, NULL, &inner));
+	CHECK_OK(crashdev_create(inner, 0, &cd));
+	dev_set_flush_behind(cd, FB_BOUND, FB_LIMIT);
+	unsigned next = 0;
+	fb_write(cd, &next, (32u << 10) / FB_BLK);
+	struct held_write h = {.g = GATE_INIT};
+	crashdev_set_write_hook(cd, hold_big_write, &h);
+	struct big_writer b = {.d = cd};
+	pthread_t bt;
+	CHECK_OK(pthread_create(&bt, NULL, big_writer_fn, &b));
+	WAIT_FOR(gate_entered(&h.g) == 1);
+	fb_write(cd, &next, 1);
+	CHECK_EQ(dev_stat(cd, "dev.flush_behind_throttles"), 0);
+	gate_release(&h.g, 1);
+	CHECK_OK(pthread_join(bt, NULL));
+	CHECK_OK(b.err);
+	crashdev_set_write_hook(cd, NULL, NULL);
+	dev_close(cd);
+	dev_close(inner);
+	TEST_PASS("flush-behind: writes under way do not count toward the limit");
+}
+
 /*
  * A stream of N x B bytes from one writer: flush-behind flushes start
  * (B1), the unflushed bytes never pass H (B2), every flush covers at most
@@ -495,5 +558,6 @@ int main(void)
 	test_crash_record();
 	test_flush_behind_held();
 	test_flush_behind_stream();
+	test_flush_behind_inflight();
 	return 0;
 }

@@ -123,11 +123,8 @@ int dev_write(struct dev *d, const void *buf, size_t len, uint64_t off, unsigned
 	uint64_t limit = atomic_load(&d->d_fb_limit);
 	bool fb = limit && !(flags & (DEV_FUA | DEV_NOTHROTTLE));
 	if (fb)
-		fb_throttle(d, len, limit); /* B2: len is in d_fb_inflight */
-	err = dev_write_io(d, buf, len, off, flags);
-	if (fb) /* after d_write_total counted it: never out of both */
-		atomic_fetch_sub(&d->d_fb_inflight, len);
-	return err;
+		fb_throttle(d, len, limit); /* B2 */
+	return dev_write_io(d, buf, len, off, flags);
 }
 
 void dev_note_external_writes(struct dev *d)
@@ -408,53 +405,38 @@ static void fb_kick(struct dev *d, uint64_t total)
 
 /*
  * B2, before a write of len bytes without FUA. What it would leave in the
- * cache is the unflushed bytes, plus those of the writes that passed here
- * and have not completed (d_fb_inflight), plus len. Over the limit, it
- * waits until flushes made durable enough of what completed: the flush
- * under way when it sampled that much, else the next one (dev_flush, F2:
- * it covers everything completed before the call). Then it counts itself
- * in flight, after one wait at most, even if writes that passed meanwhile
- * keep it over: a writer never waits for another that waits, and the
- * bytes by which the cache can pass the limit are those of the writes
- * that run at once. A flush that fails ends the wait all the same: it is
- * counted (B3), and the write goes on.
+ * cache is the unflushed bytes, what completed writes put there, plus len.
+ * Over the limit, it waits until flushes made durable enough of that: the
+ * flush under way when it sampled that much, else the next one (dev_flush,
+ * F2: it covers everything completed before the call). Then it goes, after
+ * one wait at most, even if writes that passed meanwhile keep the cache
+ * over: a writer never waits for another that waits, and the bytes by
+ * which the cache can pass the limit are those of the writes that run at
+ * once. A flush that fails ends the wait all the same: it is counted (B3),
+ * and the write goes on.
  */
 static void fb_throttle(struct dev *d, size_t len, uint64_t limit)
 {
-	uint64_t t0 = 0;
-	for (;;) {
-		/* in flight first: a write leaves it after d_write_total has it,
-		 * so it is counted once or twice here, never missed */
-		uint64_t inflight = atomic_load(&d->d_fb_inflight);
-		uint64_t total = atomic_load(&d->d_write_total);
-		uint64_t held = fb_held(d, total);
-		uint64_t want = held + inflight + len;
-		if (want <= limit || t0 || (!held && !inflight)) {
-			if (!atomic_compare_exchange_weak(&d->d_fb_inflight, &inflight,
-							  inflight + len))
-				continue;
-			break;
-		}
-		t0 = now_ns();
-		/* flushed_total must reach need: everything completed but what
-		 * fits, or all of it when even that is not enough */
-		uint64_t excess = want - limit;
-		uint64_t need = total - held + MIN(excess, held);
-		mutex_lock(&d->d_flush_lock);
-		if (d->d_flush_running && d->d_flush_bytes >= need) {
-			uint64_t seq = d->d_flush_started;
-			while (d->d_flush_done < seq)
-				cond_wait(&d->d_flush_cond, &d->d_flush_lock);
-		}
-		bool more = atomic_load(&d->d_flushed_total) < need;
-		mutex_unlock(&d->d_flush_lock);
-		if (more)
-			dev_flush(d); /* a failure is counted (F4): the verifier moves */
+	uint64_t total = atomic_load(&d->d_write_total);
+	uint64_t held = fb_held(d, total);
+	if (!held || held + len <= limit)
+		return;
+	uint64_t t0 = now_ns();
+	/* flushed_total must reach need: everything completed but what fits,
+	 * or all of it when even that is not enough */
+	uint64_t need = total - held + MIN(held + len - limit, held);
+	mutex_lock(&d->d_flush_lock);
+	if (d->d_flush_running && d->d_flush_bytes >= need) {
+		uint64_t seq = d->d_flush_started;
+		while (d->d_flush_done < seq)
+			cond_wait(&d->d_flush_cond, &d->d_flush_lock);
 	}
-	if (t0) {
-		counter_inc(&d->d_fb_throttles);
-		counter_add(&d->d_fb_throttle_ns, now_ns() - t0);
-	}
+	bool more = atomic_load(&d->d_flushed_total) < need;
+	mutex_unlock(&d->d_flush_lock);
+	if (more)
+		dev_flush(d); /* a failure is counted (F4): the verifier moves */
+	counter_inc(&d->d_fb_throttles);
+	counter_add(&d->d_fb_throttle_ns, now_ns() - t0);
 }
 
 void dev_set_flush_behind(struct dev *d, uint64_t bound, uint64_t limit)
@@ -557,7 +539,7 @@ void dev_stats(struct dev *d, const char *prefix, const struct stat_sink *sink)
 	stat_emitf(sink, prefix, "flush_callers", counter_get(&d->d_flush_callers));
 	stat_emitf(sink, prefix, "flush_waits", counter_get(&d->d_flush_waits));
 	stat_emitf(sink, prefix, "flush_async_led", counter_get(&d->d_flush_async_led));
-	static const char *const group[] = {"flush_group_1", "flush_group_2", "flush_group_4",
+	static const char *const group[] = {"flush_group_1", "flush_group_2",  "flush_group_4",
 					    "flush_group_8", "flush_group_16", "flush_group_more"};
 	for (unsigned i = 0; i < ARRAY_SIZE(group); i++)
 		stat_emitf(sink, prefix, group[i], counter_get(&d->d_flush_group[i]));
