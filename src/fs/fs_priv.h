@@ -646,7 +646,7 @@ struct fs {
 		counter_t eof_trims, eof_trim_blocks;
 		counter_t rec_puts, rec_deletes;
 		counter_t logged_writes, logged_bytes, logged_overwrites, logged_concurrent;
-		counter_t ra_fills, ra_hits, ra_stale;
+		counter_t ra_fills, ra_prefetches, ra_hits, ra_stale;
 	} f_stats;
 	uint32_t f_ldata_max; /* largest write whose data is logged (file.c) */
 	bool f_bench_sync_lc; /* fs_mount_opts.bench_sync_layoutcommit (layouts.c) */

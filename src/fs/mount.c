@@ -484,6 +484,7 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(shared_conversions);
 	C(shared_conversion_redos);
 	C(ra_fills);
+	C(ra_prefetches);
 	C(ra_hits);
 	C(ra_stale);
 #undef C

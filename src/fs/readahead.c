@@ -46,6 +46,13 @@
  *      a whole window for its reads after each write.
  *   R6 Memory: FS_RA_WINDOWS windows of FS_RA_BYTES per mount, their
  *      buffers allocated at their first fill and freed at unmount.
+ *   R8 Prefetch: a read served from the second half of a full window,
+ *      when the file goes on past it, fills the next FS_RA_BYTES itself
+ *      after copying its own data, unless a window of the file holds or
+ *      fills them already: the reads in flight go on from the window they
+ *      hit while the device reads the next (only this reply waits for it),
+ *      so a stream does not stop at every window's end. Its generation is
+ *      the one its read sampled (R3).
  *   R7 Locks: the pool lock (fs.readahead, rank 287) is taken under the
  *      file's shared I/O lock, nothing is taken under it, and it is never
  *      held across device I/O or a copy. A reader copies out holding a
@@ -56,7 +63,8 @@
  *      I/O lock of the same file, which it already has, so the wait ends
  *      whatever writers queue for that lock.
  *
- * Counters: fs.ra_fills (windows filled), fs.ra_hits (reads served from a
+ * Counters: fs.ra_fills (windows filled), fs.ra_prefetches (of those, by
+ * R8), fs.ra_hits (reads served from a
  * window filled by another read), fs.ra_stale (a window of the file
  * covering the read found with an older generation).
  */
@@ -131,6 +139,92 @@ static void fill_range(uint64_t off, size_t len, uint64_t size, uint64_t *woff, 
 	*wlen = MIN((uint64_t)FS_RA_BYTES, size - *woff);
 }
 
+/* The least recently used window no reader holds or fills (not keep),
+ * or NULL. Under the pool lock. */
+static struct fs_ra_window *pick_victim(struct fs *fs, const struct fs_ra_window *keep)
+{
+	struct fs_ra_window *victim = NULL;
+	for (unsigned i = 0; i < FS_RA_WINDOWS; i++) {
+		struct fs_ra_window *w = &fs->f_ra[i];
+		if (w == keep || w->rw_state == RA_FILLING || w->rw_users)
+			continue;
+		if (!victim || (victim->rw_state != RA_EMPTY &&
+				(w->rw_state == RA_EMPTY || w->rw_used < victim->rw_used)))
+			victim = w;
+	}
+	return victim;
+}
+
+/* Fill victim (marked RA_FILLING by the caller, under the pool lock, which
+ * it releases) with [woff, woff + wlen) of the file; copy [off, off + len)
+ * of it to out if out is set. */
+static int fill(struct fs_inode *ip, struct fs_ra_window *victim, uint64_t woff, uint64_t wlen,
+		uint64_t off, uint8_t *out, size_t len)
+{
+	struct fs *fs = ip->i_fs;
+	uint8_t *buf = victim->rw_buf;
+	mutex_unlock(&fs->f_ra_lock);
+	/* the window is this thread's until it is marked ready (R7) */
+	if (!buf)
+		buf = iobuf_alloc(FS_RA_BYTES);
+	int e = file_read_range(ip, woff, buf, (size_t)wlen);
+	if (!e && out)
+		memcpy(out, buf + (off - woff), len);
+	mutex_lock(&fs->f_ra_lock);
+	victim->rw_buf = buf;
+	victim->rw_state = e ? RA_EMPTY : RA_READY;
+	cond_broadcast(&fs->f_ra_cond);
+	mutex_unlock(&fs->f_ra_lock);
+	if (!e)
+		counter_inc(&fs->f_stats.ra_fills);
+	return e;
+}
+
+/* Claim victim for [woff, woff + wlen) of the file under generation gen. */
+static void claim(struct fs *fs, struct fs_ra_window *victim, struct fs_inode *ip, uint64_t gen,
+		  uint64_t woff, uint64_t wlen)
+{
+	victim->rw_ino = ip->i_ino;
+	victim->rw_gen = gen; /* sampled before the device read (R3) */
+	victim->rw_off = woff;
+	victim->rw_len = wlen;
+	victim->rw_state = RA_FILLING;
+	victim->rw_used = ++fs->f_ra_tick;
+}
+
+/*
+ * A read served from window hit (of generation gen) in its second half,
+ * the file going on past it: fill the next FS_RA_BYTES now, unless a
+ * window of the file holds or fills them already (R8). The reads in flight
+ * go on being served from hit meanwhile; only this one's reply waits.
+ */
+static void prefetch(struct fs_inode *ip, const struct fs_ra_window *hit, uint64_t hoff,
+		     uint64_t hlen, uint64_t off, uint64_t gen, uint64_t size)
+{
+	struct fs *fs = ip->i_fs;
+	uint64_t next = hoff + hlen;
+	if (hlen != FS_RA_BYTES || off - hoff < hlen / 2 || next >= size)
+		return;
+	mutex_lock(&fs->f_ra_lock);
+	for (unsigned i = 0; i < FS_RA_WINDOWS; i++) {
+		const struct fs_ra_window *w = &fs->f_ra[i];
+		if (w->rw_state != RA_EMPTY && w->rw_ino == ip->i_ino && w->rw_gen == gen &&
+		    w->rw_off == next) {
+			mutex_unlock(&fs->f_ra_lock);
+			return;
+		}
+	}
+	struct fs_ra_window *victim = pick_victim(fs, hit);
+	if (!victim) {
+		mutex_unlock(&fs->f_ra_lock);
+		return;
+	}
+	uint64_t wlen = MIN((uint64_t)FS_RA_BYTES, size - next);
+	claim(fs, victim, ip, gen, next, wlen);
+	counter_inc(&fs->f_stats.ra_prefetches);
+	fill(ip, victim, next, wlen, 0, NULL, 0); /* a failure only leaves it empty */
+}
+
 bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64_t size, int *err)
 {
 	struct fs *fs = ip->i_fs;
@@ -144,10 +238,8 @@ bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64
 		return false;
 
 	mutex_lock(&fs->f_ra_lock);
-	struct fs_ra_window *victim;
 	for (;;) {
 		struct fs_ra_window *hit = NULL, *filling = NULL;
-		victim = NULL;
 		for (unsigned i = 0; i < FS_RA_WINDOWS; i++) {
 			struct fs_ra_window *w = &fs->f_ra[i];
 			bool mine = w->rw_state != RA_EMPTY && w->rw_ino == ip->i_ino;
@@ -164,22 +256,19 @@ bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64
 					counter_inc(&fs->f_stats.ra_stale);
 				w->rw_state = RA_EMPTY;
 			}
-			if (w->rw_state == RA_FILLING || w->rw_users)
-				continue;
-			if (!victim || (victim->rw_state != RA_EMPTY &&
-					(w->rw_state == RA_EMPTY || w->rw_used < victim->rw_used)))
-				victim = w;
 		}
 		if (hit) {
 			hit->rw_users++;
 			hit->rw_used = ++fs->f_ra_tick;
+			uint64_t hoff = hit->rw_off, hlen = hit->rw_len;
 			mutex_unlock(&fs->f_ra_lock);
-			memcpy(out, hit->rw_buf + (off - hit->rw_off), len);
+			memcpy(out, hit->rw_buf + (off - hoff), len);
 			mutex_lock(&fs->f_ra_lock);
 			hit->rw_users--;
 			mutex_unlock(&fs->f_ra_lock);
 			counter_inc(&fs->f_stats.ra_hits);
 			*err = 0;
+			prefetch(ip, hit, hoff, hlen, off, gen, size);
 			return true;
 		}
 		if (!filling)
@@ -187,7 +276,8 @@ bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64
 		/* another read of this file fills it (R7) */
 		cond_wait(&fs->f_ra_cond, &fs->f_ra_lock);
 	}
-	if (!victim || !may_fill) {
+	struct fs_ra_window *victim = may_fill ? pick_victim(fs, NULL) : NULL;
+	if (!victim) {
 		/* every window in use, or one sequential read alone: the
 		 * device, as without readahead */
 		mutex_unlock(&fs->f_ra_lock);
@@ -195,28 +285,7 @@ bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64
 	}
 	uint64_t woff, wlen;
 	fill_range(off, len, size, &woff, &wlen);
-	victim->rw_ino = ip->i_ino;
-	victim->rw_gen = gen; /* sampled before the device read (R3) */
-	victim->rw_off = woff;
-	victim->rw_len = wlen;
-	victim->rw_state = RA_FILLING;
-	victim->rw_used = ++fs->f_ra_tick;
-	uint8_t *buf = victim->rw_buf;
-	mutex_unlock(&fs->f_ra_lock);
-
-	/* the window is this thread's until it is marked ready (R7) */
-	if (!buf)
-		buf = iobuf_alloc(FS_RA_BYTES);
-	int e = file_read_range(ip, woff, buf, (size_t)wlen);
-	if (!e)
-		memcpy(out, buf + (off - woff), len);
-	mutex_lock(&fs->f_ra_lock);
-	victim->rw_buf = buf;
-	victim->rw_state = e ? RA_EMPTY : RA_READY;
-	cond_broadcast(&fs->f_ra_cond);
-	mutex_unlock(&fs->f_ra_lock);
-	if (!e)
-		counter_inc(&fs->f_stats.ra_fills);
-	*err = e;
+	claim(fs, victim, ip, gen, woff, wlen);
+	*err = fill(ip, victim, woff, wlen, off, out, len);
 	return true;
 }
