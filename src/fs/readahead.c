@@ -51,8 +51,12 @@
  *      after copying its own data, unless a window of the file holds or
  *      fills them already: the reads in flight go on from the window they
  *      hit while the device reads the next (only this reply waits for it),
- *      so a stream does not stop at every window's end. Its generation is
- *      the one its read sampled (R3).
+ *      so a stream does not stop at every window's end. It takes only a
+ *      window its file has read past or an empty one, never another
+ *      reader's: with as many streams as windows, each keeps one, as
+ *      without prefetch (16 streams taking the least recently used
+ *      evicted each other's and fell to a fifth). Its generation is the
+ *      one its read sampled (R3).
  *   R7 Locks: the pool lock (fs.readahead, rank 287) is taken under the
  *      file's shared I/O lock, nothing is taken under it, and it is never
  *      held across device I/O or a copy. A reader copies out holding a
@@ -139,14 +143,14 @@ static void fill_range(uint64_t off, size_t len, uint64_t size, uint64_t *woff, 
 	*wlen = MIN((uint64_t)FS_RA_BYTES, size - *woff);
 }
 
-/* The least recently used window no reader holds or fills (not keep),
- * or NULL. Under the pool lock. */
-static struct fs_ra_window *pick_victim(struct fs *fs, const struct fs_ra_window *keep)
+/* The least recently used window no reader holds or fills, or NULL.
+ * Under the pool lock. */
+static struct fs_ra_window *pick_victim(struct fs *fs)
 {
 	struct fs_ra_window *victim = NULL;
 	for (unsigned i = 0; i < FS_RA_WINDOWS; i++) {
 		struct fs_ra_window *w = &fs->f_ra[i];
-		if (w == keep || w->rw_state == RA_FILLING || w->rw_users)
+		if (w->rw_state == RA_FILLING || w->rw_users)
 			continue;
 		if (!victim || (victim->rw_state != RA_EMPTY &&
 				(w->rw_state == RA_EMPTY || w->rw_used < victim->rw_used)))
@@ -214,7 +218,19 @@ static void prefetch(struct fs_inode *ip, const struct fs_ra_window *hit, uint64
 			return;
 		}
 	}
-	struct fs_ra_window *victim = pick_victim(fs, hit);
+	/* a window this stream has read past, else an empty one: never one
+	 * another reader may still want (with as many streams as windows,
+	 * taking the least recently used made them evict each other's) */
+	struct fs_ra_window *victim = NULL;
+	for (unsigned i = 0; i < FS_RA_WINDOWS && !victim; i++) {
+		struct fs_ra_window *w = &fs->f_ra[i];
+		if (w != hit && w->rw_state == RA_READY && !w->rw_users && w->rw_ino == ip->i_ino &&
+		    w->rw_off + w->rw_len <= hoff)
+			victim = w;
+	}
+	for (unsigned i = 0; i < FS_RA_WINDOWS && !victim; i++)
+		if (fs->f_ra[i].rw_state == RA_EMPTY)
+			victim = &fs->f_ra[i];
 	if (!victim) {
 		mutex_unlock(&fs->f_ra_lock);
 		return;
@@ -276,7 +292,7 @@ bool ra_read(struct fs_inode *ip, uint64_t off, uint8_t *out, size_t len, uint64
 		/* another read of this file fills it (R7) */
 		cond_wait(&fs->f_ra_cond, &fs->f_ra_lock);
 	}
-	struct fs_ra_window *victim = may_fill ? pick_victim(fs, NULL) : NULL;
+	struct fs_ra_window *victim = may_fill ? pick_victim(fs) : NULL;
 	if (!victim) {
 		/* every window in use, or one sequential read alone: the
 		 * device, as without readahead */
