@@ -416,13 +416,46 @@ static void test_concurrent(void)
 	CHECK_EQ(pthread_join(a, NULL), 0);
 	check_pattern(r.f, 0, HELD_LEN, 0x66);
 	check_pattern(r.f, 512 * 1024, 65536, 0x77);
-	/* alone: logged */
-	CHECK(sync_write(r.fs, r.f, 512 * 1024, 65536, 0x78));
+	/* alone (and away from the last one's end, not a stream's): logged */
+	CHECK(sync_write(r.fs, r.f, 3 * 512 * 1024, 65536, 0x78));
 	crashdev_set_write_hook(r.cd, NULL, NULL);
 	printf("a 64 KiB sync write beside a write in flight: not logged, done while the other "
 	       "was held; alone: logged\n");
 	rig_down(&r);
 	TEST_PASS("a synchronous write beside another write of the file is not logged");
+}
+
+/* A stream's writes are not logged: a large sync write that continues the
+ * file's previous one goes in place; a small one, or one far away, is
+ * still logged. */
+static void test_stream(void)
+{
+	struct rig r;
+	rig_up(&r, false, 0);
+	const size_t len = 65536;
+	/* the first of a stream has nothing before it: logged */
+	CHECK(sync_write(r.fs, r.f, 0, len, 0x41));
+	for (unsigned i = 1; i < 8; i++)
+		CHECK(!sync_write(r.fs, r.f, i * len, len, (uint8_t)(0x41 + i)));
+	CHECK_EQ(counter(r.fs, "fs.logged_streaming"), 7);
+	/* arriving out of order, within 8 calls of the stream's end */
+	CHECK(!sync_write(r.fs, r.f, 4 * len, len, 0x51));
+	CHECK_EQ(counter(r.fs, "fs.logged_streaming"), 8);
+	/* far from where the last one ended */
+	CHECK(sync_write(r.fs, r.f, 64 * len, len, 0x52));
+	/* small writes that follow each other: a database's pages */
+	CHECK(sync_write(r.fs, r.f, 64 * len + len, 16384, 0x53));
+	CHECK(sync_write(r.fs, r.f, 64 * len + len + 16384, 16384, 0x54));
+	CHECK_EQ(counter(r.fs, "fs.logged_streaming"), 8);
+	CHECK_EQ(counter(r.fs, "fs.logged_writes"), 4);
+	for (unsigned i = 0; i < 8; i++)
+		check_pattern(r.f, i * len, len, i == 4 ? 0x51 : (uint8_t)(0x41 + i));
+	check_pattern(r.f, 64 * len, len, 0x52);
+	check_pattern(r.f, 64 * len + len + 16384, 16384, 0x54);
+	printf("8 sequential 64 KiB sync writes: the first logged, 7 in place; one "
+	       "out of order in place; far away and 16 KiB ones logged\n");
+	rig_down(&r);
+	TEST_PASS("a stream's large sync writes go in place, not through the journal");
 }
 
 int main(void)
@@ -434,5 +467,6 @@ int main(void)
 	test_after_recovery();
 	test_space();
 	test_concurrent();
+	test_stream();
 	return 0;
 }

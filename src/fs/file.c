@@ -521,14 +521,32 @@ static uint64_t ldata_res(struct fs *fs, size_t len)
  * several writes in flight does: they queue behind each other on the
  * lock, and the journal carries the stream a second time. Unlogged, they
  * overlap under the shared lock and share one flush (log.h, G6).
+ *
+ * Not a stream's: a write of more than LDATA_STREAM_MIN that starts within
+ * LDATA_STREAM_SPAN times its length of where the file's previous
+ * synchronous write ended continues a stream (its calls arrive in any
+ * order), and a stream's bytes cost more twice than its flushes, which
+ * its writes and every other file's share: 16 streams of 64 KiB FILE_SYNC
+ * WRITEs moved 160-190 MiB/s logged and 300-410 MiB/s in place, at half
+ * the server's CPU per GiB. The small writes of a database or of many
+ * small files, and a lone large write, are still logged.
  */
-static bool ldata_ok(struct fs_inode *ip, size_t len)
+#define LDATA_STREAM_MIN  (16u * 1024)
+#define LDATA_STREAM_SPAN 8u
+static bool ldata_ok(struct fs_inode *ip, uint64_t off, size_t len)
 {
 	struct fs *fs = ip->i_fs;
+	uint64_t prev = atomic_exchange_explicit(&ip->i_sync_next, off + len,
+						 memory_order_relaxed);
 	if (!len || len > fs->f_ldata_max)
 		return false;
 	if (atomic_load(&ip->i_writes) > 1) {
 		counter_inc(&fs->f_stats.logged_concurrent);
+		return false;
+	}
+	uint64_t span = (uint64_t)LDATA_STREAM_SPAN * len;
+	if (len > LDATA_STREAM_MIN && prev && off + span >= prev && off <= prev + span) {
+		counter_inc(&fs->f_stats.logged_streaming);
 		return false;
 	}
 	bool rw = false;
@@ -792,7 +810,7 @@ int fs_write_sync(struct fs_inode *ip, uint64_t off, const void *buf, size_t len
 {
 	res_init(res);
 	atomic_fetch_add(&ip->i_writes, 1);
-	bool log = ldata_ok(ip, len);
+	bool log = ldata_ok(ip, off, len);
 	int err = write_common(ip, off, buf, len, WC_SYNC | (log ? WC_LOG : 0), res);
 	atomic_fetch_sub(&ip->i_writes, 1);
 	*data_logged = log && !err;

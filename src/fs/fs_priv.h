@@ -398,6 +398,9 @@ struct fs_inode {
 	 * synchronous write logs its data only when it is the only one
 	 * (file.c, ldata_ok) */
 	_Atomic unsigned i_writes;
+	/* where the file's last synchronous write ended: a large one that
+	 * continues it is a stream's, and is not logged (file.c, ldata_ok) */
+	_Atomic uint64_t i_sync_next;
 	/* readahead (readahead.c): the data generation, a value of
 	 * f_data_gen set when the inode is set up in memory and replaced by a
 	 * fresh one after every change of the file's data or block map
@@ -645,7 +648,8 @@ struct fs {
 		counter_t buf_reads, buf_hits, buf_evictions;
 		counter_t eof_trims, eof_trim_blocks;
 		counter_t rec_puts, rec_deletes;
-		counter_t logged_writes, logged_bytes, logged_overwrites, logged_concurrent;
+		counter_t logged_writes, logged_bytes, logged_overwrites, logged_concurrent,
+			logged_streaming;
 		counter_t ra_fills, ra_prefetches, ra_hits, ra_stale;
 	} f_stats;
 	uint32_t f_ldata_max; /* largest write whose data is logged (file.c) */

@@ -566,6 +566,7 @@ int ino_get_new(struct fs *fs, uint64_t ino, struct fs_inode **ipp)
 	} while (gen == 0 || gen == old_gen);
 	ip->i_d.gen = gen;
 	ip->i_prealloc = 0;
+	atomic_store(&ip->i_sync_next, 0);
 	*ipp = ip;
 	return 0;
 }

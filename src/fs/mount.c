@@ -481,6 +481,7 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(logged_bytes);
 	C(logged_overwrites);
 	C(logged_concurrent);
+	C(logged_streaming);
 	C(shared_conversions);
 	C(shared_conversion_redos);
 	C(ra_fills);
