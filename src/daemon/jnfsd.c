@@ -104,6 +104,7 @@ struct options {
 	const char *image, *logdev, *exports_file;
 	uint64_t size, flush_us, flush_behind;
 	bool crash, buffered, max_conns_given, flush_fault, hold_ends, bench_sync_lc, no_ra;
+	unsigned ra_windows; /* 0: the engine's default */
 	uint32_t ldata_max; /* 0: the engine's default */
 	struct svc_config svc;
 	struct nfs4_server_config nfs4;
@@ -266,6 +267,8 @@ static void usage(FILE *f)
 		"                         (default: O_DIRECT, where the filesystem allows it)\n"
 		"  --logged-data-max N    FILE_SYNC/DATA_SYNC writes of at most N bytes are made\n"
 		"                         durable by logging their data (default 65536; 0: never)\n"
+		"  --readahead-mib N      memory for readahead windows of 1 MiB for sequential\n"
+		"                         readers (default 64, at most 1024)\n"
 		"  --no-readahead         read every READ from the device, with no readahead\n"
 		"                         windows (to compare)\n"
 		"  --crash                keep unflushed writes in memory: SIGKILL is a power\n"
@@ -538,6 +541,7 @@ static const struct option long_opts[] = {
 	{"fence-cmd", required_argument, NULL, 'X'},
 	{"bench-sync-layoutcommit", no_argument, NULL, 'Y'},
 	{"no-readahead", no_argument, NULL, 'A'},
+	{"readahead-mib", required_argument, NULL, 'a'},
 	{NULL, 0, NULL, 0},
 };
 
@@ -561,6 +565,11 @@ static int option_set(struct options *o, int opt, const char *arg)
 	case 'F': o->flush_fault = true; return 0;
 	case 'H': o->hold_ends = true; return 0;
 	case 'A': o->no_ra = true; return 0;
+	case 'a':
+		if (!parse_num(arg, FS_RA_WINDOWS_MAX, &v) || v == 0)
+			return -EINVAL;
+		o->ra_windows = (unsigned)v;
+		return 0;
 	case 'Y':
 		o->bench_sync_lc = true;
 		msg_warn("--bench-sync-layoutcommit: every LAYOUTCOMMIT forces the journal "
@@ -761,7 +770,8 @@ static int server_open_engine(struct server *srv, const struct options *o)
 	if ((err = fs_mount(&(struct fs_mount_opts){.ddev = srv->ddev, .ldev = srv->ldev,
 						     .logged_data_max = o->ldata_max,
 						     .bench_sync_layoutcommit = o->bench_sync_lc,
-						     .readahead_off = o->no_ra},
+						     .readahead_off = o->no_ra,
+						     .readahead_windows = o->ra_windows},
 			    &srv->fs))) {
 		msg_err("cannot mount %s: %s", o->image, strerror(-err));
 		return -1;

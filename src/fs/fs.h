@@ -73,7 +73,12 @@ struct fs_mount_opts {
 	/* no readahead windows: every read goes to the device (to compare;
 	 * fs/readahead.c) */
 	bool readahead_off;
+	/* readahead windows of 1 MiB (fs/readahead.c, R6); 0:
+	 * FS_RA_WINDOWS_DEFAULT */
+	unsigned readahead_windows;
 };
+#define FS_RA_WINDOWS_DEFAULT 64u
+#define FS_RA_WINDOWS_MAX     1024u
 #define FS_LOGGED_DATA_DEFAULT (64u << 10)
 #define FS_LOGGED_DATA_OFF     UINT32_MAX
 int fs_mount(const struct fs_mount_opts *o, struct fs **out);

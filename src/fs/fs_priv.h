@@ -624,7 +624,8 @@ struct fs {
 	/* readahead windows (readahead.c) */
 	struct mutex f_ra_lock;
 	struct cond f_ra_cond;	     /* a window stopped filling */
-	struct fs_ra_window *f_ra;   /* FS_RA_WINDOWS of them */
+	struct fs_ra_window *f_ra;   /* f_ra_n of them */
+	unsigned f_ra_n;
 	uint64_t f_ra_tick;	     /* the last use stamp given (f_ra_lock) */
 	bool f_ra_off;		     /* fs_mount_opts.readahead_off */
 	_Atomic uint64_t f_data_gen; /* the last data generation handed out */
@@ -670,9 +671,8 @@ static inline uint64_t fs_daddr(uint64_t blkno)
 }
 
 /* Readahead (readahead.c). */
-#define FS_RA_WINDOWS 16u
-#define FS_RA_BYTES   (1u << 20)
-void ra_init(struct fs *fs, bool off);
+#define FS_RA_BYTES (1u << 20)
+void ra_init(struct fs *fs, bool off, unsigned windows);
 void ra_destroy(struct fs *fs);
 /* Serve a read of [off, off+len), inside the file's size, from the windows
  * (shared I/O lock held): true when it did (*err its result, the bytes in

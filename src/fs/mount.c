@@ -225,7 +225,7 @@ int fs_mount(const struct fs_mount_opts *o, struct fs **out)
 	mutex_init(&fs->f_rename_lock, &rename_lock_class);
 	mutex_init(&fs->f_layout_lock, &layout_lock_class);
 	cond_init(&fs->f_layout_cond);
-	ra_init(fs, o->readahead_off);
+	ra_init(fs, o->readahead_off, o->readahead_windows);
 
 	uint8_t *blk = xmalloc_aligned(4096, FS_BLOCK_SIZE);
 	int err = 0;
