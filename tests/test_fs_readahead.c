@@ -19,6 +19,10 @@
  *   4. Layouts (R4): with one held, reads bypass the windows; a device
  *      write by the holder is seen by the reads after the layout's return,
  *      though a window held the old data before the grant.
+ *   5. Streams (R8): 12 and then 16 files read in 64 KiB reads, round
+ *      robin in lockstep on 3 and 4 threads, more streams than half the
+ *      windows: a prefetch takes no window from another stream, so each
+ *      MiB is filled about once and nearly every read hits.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -50,13 +54,18 @@ static uint64_t counter(struct fs *fs, const char *name)
 	return stat_table_get(&t, name);
 }
 
-static void rig_up(struct rig *r, bool ra_off)
+static void rig_up_size(struct rig *r, bool ra_off, uint64_t dev_bytes)
 {
-	CHECK_OK(dev_mem_create(64 * MIB, NULL, &r->dev));
+	CHECK_OK(dev_mem_create(dev_bytes, NULL, &r->dev));
 	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = r->dev}));
 	CHECK_OK(
 		fs_mount(&(struct fs_mount_opts){.ddev = r->dev, .readahead_off = ra_off}, &r->fs));
 	CHECK_OK(fs_root(r->fs, &r->root));
+}
+
+static void rig_up(struct rig *r, bool ra_off)
+{
+	rig_up_size(r, ra_off, 64 * MIB);
 }
 
 static void rig_down(struct rig *r)
@@ -400,8 +409,113 @@ static void test_layout(void)
 	TEST_PASS("a layout: reads bypass the windows, and see the holder's writes after");
 }
 
+/* ---- 5: more streams than half the windows ---- */
+
+#define RA_WINDOWS 16u /* per mount (R6) */
+#define SFILE_MIB  4u  /* each stream's file */
+#define SROUNDS	   (SFILE_MIB * MIB / KIB64)
+
+/* Streams read their files in lockstep rounds: in each, every stream reads
+ * its next 64 KiB, each thread taking nstreams / nthreads of them in turn,
+ * and no thread starts the next round before all have ended this one. */
+struct streams {
+	struct fs_inode *ip[RA_WINDOWS];
+	unsigned nstreams, nthreads;
+	pthread_barrier_t round;
+};
+
+struct sarg {
+	struct streams *g;
+	unsigned id;
+};
+
+static void *streams_reader(void *arg)
+{
+	struct sarg *a = arg;
+	struct streams *g = a->g;
+	uint8_t *buf = malloc(KIB64);
+	for (unsigned n = 0; n < SROUNDS; n++) {
+		uint64_t off = (uint64_t)n * KIB64;
+		for (unsigned f = a->id; f < g->nstreams; f += g->nthreads) {
+			size_t got;
+			bool eof;
+			CHECK_OK(fs_read(g->ip[f], off, buf, KIB64, &got, &eof));
+			CHECK_EQ(got, KIB64);
+			for (unsigned i = 0; i < KIB64; i += BLK) {
+				uint64_t word, want = (uint64_t)f << 48 | (off + i) / BLK << 24 | 1;
+				memcpy(&word, buf + i, 8);
+				CHECK_EQ(word, want);
+			}
+		}
+		pthread_barrier_wait(&g->round);
+	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * More streams than half the windows leave too few empty ones for each to
+ * have its next MiB prefetched. A prefetch that took the least recently
+ * used window took one another stream was reading from (or had had
+ * prefetched and not reached yet): that stream missed, filled a window
+ * again, and took the next stream's. R8 takes only a window the stream has
+ * read past or an empty one, so each MiB of a file is read into a window
+ * about once, at most half again (a demand fill may still take a window
+ * prefetched for a stream that has not reached it). 12 streams of 4 MiB
+ * on 3 threads: 53-60 fills and 720-727 hits of 768 reads; 16 streams: 64
+ * fills, 960 hits of 1024 on 4 threads. With the least recently used
+ * window: 261-297 fills and 586-615 hits; 440-444 fills and 685-698 hits.
+ */
+static void test_streams_n(unsigned nstreams, unsigned nthreads)
+{
+	struct rig r;
+	rig_up_size(&r, false, 128 * MIB);
+	struct streams g = {.nstreams = nstreams, .nthreads = nthreads};
+	for (unsigned f = 0; f < nstreams; f++) {
+		char name[8];
+		snprintf(name, sizeof(name), "r%u", f);
+		g.ip[f] = create(&r, name);
+		fill_file(g.ip[f], f, SFILE_MIB * MIB / BLK, NULL);
+	}
+	pthread_barrier_init(&g.round, NULL, nthreads);
+	uint64_t fills = counter(r.fs, "fs.ra_fills"), hits = counter(r.fs, "fs.ra_hits");
+	uint64_t stale = counter(r.fs, "fs.ra_stale");
+	pthread_t th[RA_WINDOWS];
+	struct sarg args[RA_WINDOWS];
+	for (unsigned t = 0; t < nthreads; t++) {
+		args[t] = (struct sarg){&g, t};
+		CHECK_OK(pthread_create(&th[t], NULL, streams_reader, &args[t]));
+	}
+	for (unsigned t = 0; t < nthreads; t++)
+		pthread_join(th[t], NULL);
+	fills = counter(r.fs, "fs.ra_fills") - fills;
+	hits = counter(r.fs, "fs.ra_hits") - hits;
+	uint64_t once = (uint64_t)nstreams * SFILE_MIB, reads = (uint64_t)nstreams * SROUNDS;
+	if (fills > once * 3 / 2 || hits < reads - once * 3 / 2) {
+		fprintf(stderr,
+			"%u streams of %u MiB on %u threads: %llu fills, %llu hits of %llu "
+			"reads: windows taken from readers\n",
+			nstreams, SFILE_MIB, nthreads, (unsigned long long)fills,
+			(unsigned long long)hits, (unsigned long long)reads);
+		exit(1);
+	}
+	/* nothing wrote: no window went stale */
+	CHECK_EQ(counter(r.fs, "fs.ra_stale"), stale);
+	pthread_barrier_destroy(&g.round);
+	for (unsigned f = 0; f < nstreams; f++)
+		fs_iput(g.ip[f]);
+	rig_down(&r);
+}
+
+static void test_streams(void)
+{
+	test_streams_n(12, 3);
+	test_streams_n(RA_WINDOWS, 4);
+	TEST_PASS("12 and 16 streams: each MiB filled about once, no window taken from a reader");
+}
+
 /* With arguments, only the parts named: sequential, coherency, stress,
- * layout. */
+ * layout, streams. */
 int main(int argc, char **argv)
 {
 	msg_set_level(MSG_ERR);
@@ -411,7 +525,8 @@ int main(int argc, char **argv)
 	} parts[] = {{"sequential", test_sequential_both},
 		     {"coherency", test_coherency},
 		     {"stress", test_stress},
-		     {"layout", test_layout}};
+		     {"layout", test_layout},
+		     {"streams", test_streams}};
 	for (unsigned i = 0; i < ARRAY_SIZE(parts); i++) {
 		bool run = argc == 1;
 		for (int a = 1; a < argc; a++)
