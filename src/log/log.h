@@ -34,7 +34,9 @@
  *      started after that transaction committed, so whatever data its
  *      changes point at (written in place before the commit) is durable
  *      first. A checkpoint of TRANS_UNORDERED transactions only is written
- *      without that flush, unless it moves the tail (log_priv.h, I1).
+ *      without that flush, unless it moves the tail (log_priv.h, I1). If
+ *      that flush fails, the checkpoint is not written and the log shuts
+ *      down (G5): the forces waiting for it fail with -EIO.
  *
  * Threads: commits and forces run on callers' threads; a push thread writes
  * checkpoints (and runs the background push timer), an I/O thread writes
