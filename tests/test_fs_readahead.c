@@ -54,12 +54,19 @@ static uint64_t counter(struct fs *fs, const char *name)
 	return stat_table_get(&t, name);
 }
 
+/* windows per mount: fewer than the default, so that the streams of 5
+ * outnumber half of them (R6) */
+#define RA_WINDOWS 16u
+
 static void rig_up_size(struct rig *r, bool ra_off, uint64_t dev_bytes)
 {
 	CHECK_OK(dev_mem_create(dev_bytes, NULL, &r->dev));
 	CHECK_OK(fs_mkfs(&(struct fs_mkfs_opts){.ddev = r->dev}));
 	CHECK_OK(
-		fs_mount(&(struct fs_mount_opts){.ddev = r->dev, .readahead_off = ra_off}, &r->fs));
+		fs_mount(&(struct fs_mount_opts){.ddev = r->dev,
+						 .readahead_off = ra_off,
+						 .readahead_windows = RA_WINDOWS},
+			 &r->fs));
 	CHECK_OK(fs_root(r->fs, &r->root));
 }
 
@@ -334,7 +341,10 @@ static void *stress_reader(void *arg)
 	return NULL;
 }
 
-static void test_stress(void)
+/* One run of readers and writers; whether writes made a window stale
+ * (they do unless the scheduler kept the writers from running while a
+ * window was read: a loaded machine did, once in a few hundred runs). */
+static bool stress_once(void)
 {
 	struct rig r;
 	rig_up(&r, false);
@@ -360,13 +370,27 @@ static void test_stress(void)
 	for (unsigned i = 0; i < FILES + WRITERS; i++)
 		pthread_join(th[i], NULL);
 	CHECK_EQ(atomic_load(&s->words_checked), (uint64_t)FILES * PASSES * SBLKS * BLK / 8);
-	/* both paths ran: windows served reads and writes made some stale */
+	/* windows served reads */
 	CHECK(counter(r.fs, "fs.ra_hits") > hits);
-	CHECK(counter(r.fs, "fs.ra_stale") > stale);
+	bool made_stale = counter(r.fs, "fs.ra_stale") > stale;
 	for (unsigned f = 0; f < FILES; f++)
 		fs_iput(s->ip[f]);
 	free(s);
 	rig_down(&r);
+	return made_stale;
+}
+
+static void test_stress(void)
+{
+	/* both paths ran: writes made some window stale, in one of a few
+	 * runs (every run checks every read) */
+	unsigned runs = 1;
+	while (!stress_once()) {
+		CHECK(runs < 4);
+		runs++;
+	}
+	if (runs > 1)
+		printf("readers and writers: windows made stale in run %u\n", runs);
 	TEST_PASS("readers and writers: every read sees each write returned before it");
 }
 
@@ -411,7 +435,6 @@ static void test_layout(void)
 
 /* ---- 5: more streams than half the windows ---- */
 
-#define RA_WINDOWS 16u /* per mount (R6) */
 #define SFILE_MIB  4u  /* each stream's file */
 #define SROUNDS	   (SFILE_MIB * MIB / KIB64)
 
