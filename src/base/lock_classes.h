@@ -58,7 +58,8 @@
 	X(FS_RECORDS, "fs.records", 95, MUTEX, ONE, "src/fs/fs_priv.h",                            \
 	  "the durable record store: one put or delete at a time")                                 \
 	X(FS_IOLOCK, "fs.iolock", 100, RWLOCK, ORDERED, "src/fs/fs_priv.h",                        \
-	  "an inode's data and extent map, a directory's entries")                                 \
+	  "an inode's data and extent map, a directory's entries, an inode's extended "            \
+	  "attributes")                                                                            \
 	X(FS_EOFBLOCKS, "fs.eofblocks", 105, MUTEX, ONE, "src/fs/fs_priv.h",                       \
 	  "the files holding preallocation past EOF (the trimmer's list)")                         \
 	X(FS_ILOCK, "fs.ilock", 110, MUTEX, ORDERED, "src/fs/fs_priv.h",                           \

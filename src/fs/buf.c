@@ -26,7 +26,8 @@ static struct lock_class inode_buf_class = LOCK_CLASS(FS_INODE_TREE_BUF);
 static void fsbuf_set_ops(struct fsbuf *bp, const struct fs_verifier *v)
 {
 	bp->b_ops = v;
-	bool inode_tree = v && (v->magic == FS_BT_DIR_MAGIC || v->magic == FS_BT_EXT_MAGIC);
+	bool inode_tree = v && (v->magic == FS_BT_DIR_MAGIC || v->magic == FS_BT_EXT_MAGIC ||
+				v->magic == FS_BT_XATTR_MAGIC);
 	buf_item_set_lock_class(&bp->b_bi, inode_tree ? &inode_buf_class : &global_buf_class);
 }
 

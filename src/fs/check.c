@@ -8,7 +8,8 @@
  * claimed twice, or claimed by nobody, is a problem. Link counts are
  * recounted from the directory entries; every allocated inode must be
  * reachable from the root or listed as an orphan (nlink 0). The durable
- * records are checked whole (rec.c: R1-R4).
+ * records are checked whole (rec.c: R1-R4), and so is every inode's
+ * extended attributes (xattr.c: X1-X4).
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -42,12 +43,13 @@ enum owner_kind {
 	OWN_EXTTREE,
 	OWN_DATA,
 	OWN_RECTREE,
+	OWN_XATTRTREE,
 };
 
 static const char *const owner_names[] = {
 	"nobody",     "superblock",  "log",          "free list",   "free space",   "free-space tree",
 	"inode index", "orphan tree", "inode chunk", "directory tree", "extent tree", "file data",
-	"record tree",
+	"record tree", "attribute tree",
 };
 
 struct cino {
@@ -145,7 +147,7 @@ static int walk(struct checker *c, uint64_t blkno, unsigned level, const struct 
 			if (hi && bt_keycmp(&k, hi) >= 0)
 				problem(c, "%s tree node %llu: key above its parent's bound",
 					v->name, (unsigned long long)blkno);
-			if (k.k1)
+			if (k.k1 && v->magic != FS_BT_XATTR_MAGIC)
 				problem(c, "%s tree node %llu: key %llu has a second word",
 					v->name, (unsigned long long)blkno,
 					(unsigned long long)k.k0);
@@ -171,7 +173,7 @@ static int walk(struct checker *c, uint64_t blkno, unsigned level, const struct 
 				problem(c, "%s tree leaf %llu: key %llu outside its parent's "
 					   "bounds",
 					v->name, (unsigned long long)blkno, (unsigned long long)k.k0);
-			if (k.k1)
+			if (k.k1 && v->magic != FS_BT_XATTR_MAGIC) /* an attribute's fragment */
 				problem(c, "%s tree leaf %llu: key %llu has a second word",
 					v->name, (unsigned long long)blkno, (unsigned long long)k.k0);
 			if (fn) {
@@ -299,6 +301,131 @@ static int rec_rec(struct checker *c, void *arg, const struct fs_btkey *k, const
 	}
 	rec_whole(c, s, k->k0, val, vlen, NULL, 0);
 	return 0;
+}
+
+/* ---- extended attributes (xattr.c: X1-X4) ---- */
+
+struct xattr_state {
+	uint64_t ino;
+	uint64_t count, bytes;
+	/* the attribute being put together from its fragments */
+	bool open;
+	uint64_t k0;
+	unsigned next;
+	struct fs_dxattr x;
+	char name[FS_XATTR_NAME_MAX];
+	uint8_t *val;
+	size_t done;
+	/* the names of the current hash, to find duplicates */
+	uint64_t run_hash;
+	struct {
+		uint8_t len;
+		char name[FS_XATTR_NAME_MAX];
+	} *run;
+	unsigned run_n, run_cap;
+};
+
+static void xattr_close(struct checker *c, struct xattr_state *s)
+{
+	if (!s->open)
+		return;
+	s->open = false;
+	if (s->next != s->x.x_nfrags) {
+		problem(c, "inode %llu: attribute %llx has %u of its %u fragments",
+			(unsigned long long)s->ino, (unsigned long long)s->k0, s->next,
+			s->x.x_nfrags);
+		return;
+	}
+	if (xattr_crc(s->name, s->x.x_namelen, s->val, s->x.x_vallen) != s->x.x_crc)
+		problem(c, "inode %llu: attribute %llx has a CRC that does not match its name "
+			   "and value",
+			(unsigned long long)s->ino, (unsigned long long)s->k0);
+}
+
+static int xattr_rec(struct checker *c, void *arg, const struct fs_btkey *k, const uint8_t *val,
+		     unsigned vlen)
+{
+	struct xattr_state *s = arg;
+	if (k->k1) {
+		if (!s->open || k->k0 != s->k0 || k->k1 != s->next) {
+			problem(c, "inode %llu: attribute fragment %llx/%llu without those before",
+				(unsigned long long)s->ino, (unsigned long long)k->k0,
+				(unsigned long long)k->k1);
+			return 0;
+		}
+		size_t want = MIN((size_t)FS_BT_MAX_VALUE, s->x.x_vallen - s->done);
+		if (vlen != want) {
+			problem(c, "inode %llu: attribute %llx has a fragment of the wrong length",
+				(unsigned long long)s->ino, (unsigned long long)s->k0);
+			s->open = false;
+			return 0;
+		}
+		memcpy(s->val + s->done, val, vlen);
+		s->done += vlen;
+		if (++s->next == s->x.x_nfrags)
+			xattr_close(c, s);
+		return 0;
+	}
+	xattr_close(c, s);
+	const char *name, *why;
+	if (xattr_decode_head(val, vlen, &s->x, &name, &why)) {
+		problem(c, "inode %llu: attribute %llx has %s", (unsigned long long)s->ino,
+			(unsigned long long)k->k0, why);
+		return 0;
+	}
+	size_t nl = s->x.x_namelen;
+	s->count++;
+	s->bytes += nl + s->x.x_vallen + FS_XATTR_ENTRY_COST;
+	uint64_t h = k->k0 & FS_XATTR_HASH_MASK;
+	if (rec_hash(c->fs, name, nl) != h)
+		problem(c, "inode %llu: attribute \"%.*s\" is filed under the wrong hash",
+			(unsigned long long)s->ino, (int)nl, name);
+	if (h != s->run_hash) {
+		s->run_hash = h;
+		s->run_n = 0;
+	}
+	for (unsigned i = 0; i < s->run_n; i++)
+		if (s->run[i].len == nl && !memcmp(s->run[i].name, name, nl))
+			problem(c, "inode %llu: attribute \"%.*s\" is there twice",
+				(unsigned long long)s->ino, (int)nl, name);
+	if (s->run_n == s->run_cap) {
+		s->run_cap = s->run_cap ? 2 * s->run_cap : 4;
+		s->run = xrealloc(s->run, s->run_cap * sizeof(*s->run));
+	}
+	s->run[s->run_n].len = (uint8_t)nl;
+	memcpy(s->run[s->run_n].name, name, nl);
+	s->run_n++;
+	s->open = true;
+	s->k0 = k->k0;
+	s->next = 1;
+	memcpy(s->name, name, nl);
+	s->done = vlen - sizeof(s->x) - nl;
+	memcpy(s->val, name + nl, s->done);
+	if (s->x.x_nfrags == 1)
+		xattr_close(c, s);
+	return 0;
+}
+
+static void check_xattrs(struct checker *c, uint64_t ino, const struct fs_icore *d)
+{
+	if (!d->xattr_root)
+		return; /* ino_verify: no count, no bytes */
+	if (le32toh(c->fs->f_sb->sb_version) < FS_VERSION_XATTR)
+		problem(c, "inode %llu has extended attributes in a version %u image",
+			(unsigned long long)ino, le32toh(c->fs->f_sb->sb_version));
+	struct xattr_state s = {.ino = ino, .val = xmalloc(FS_XATTR_SIZE_MAX)};
+	walk(c, d->xattr_root, d->xattr_level, fs_bt_verifier(FS_BT_XATTR_MAGIC), ino,
+	     OWN_XATTRTREE, NULL, NULL, true, xattr_rec, &s, NULL);
+	xattr_close(c, &s);
+	if (!s.count)
+		problem(c, "inode %llu has an attribute tree without attributes",
+			(unsigned long long)ino);
+	if (s.count != d->xattr_count || s.bytes != d->xattr_bytes)
+		problem(c, "inode %llu counts %u attributes of %u bytes, its tree holds %llu of %llu",
+			(unsigned long long)ino, d->xattr_count, d->xattr_bytes,
+			(unsigned long long)s.count, (unsigned long long)s.bytes);
+	free(s.run);
+	free(s.val);
 }
 
 /* ---- inodes ---- */
@@ -470,6 +597,7 @@ static void check_inode(struct checker *c, uint64_t ino, struct cino *ci)
 				  ip->i_d.ext[i].e_len, ip->i_d.ext[i].e_flags);
 	}
 	blocks += es.blocks;
+	check_xattrs(c, ino, &ip->i_d);
 	if (blocks != ip->i_d.nblocks)
 		problem(c, "inode %llu counts %llu blocks but owns %llu", (unsigned long long)ino,
 			(unsigned long long)ip->i_d.nblocks, (unsigned long long)blocks);

@@ -421,6 +421,61 @@ typedef int (*fs_rec_fn)(void *arg, const void *key, size_t klen, const void *va
 int fs_rec_iterate(struct fs *fs, fs_rec_fn fn, void *arg);
 uint32_t fs_rec_count(struct fs *fs);
 
+/* ---- extended attributes ---- */
+
+/*
+ * Named values of an inode (user extended attributes, RFC 8276), kept by
+ * the engine through the journal (docs/design.md §5, "Extended
+ * attributes"). A name is 1 to FS_XATTR_NAME_MAX bytes without NUL (the
+ * engine knows no namespaces: a protocol passes the name its client
+ * sees); a value 0 to FS_XATTR_SIZE_MAX bytes. Each attribute is charged
+ * its name, its value and FS_XATTR_ENTRY_COST bytes, and an inode's
+ * charges add up to at most FS_XATTR_TOTAL_MAX. (These bounds are the
+ * on-disk format's: fs_format.h repeats them, and the build fails if the
+ * two differ.)
+ *
+ * A set or remove is one transaction that also moves ctime and the change
+ * attribute; res (may be NULL) as for every modifying call: res->csn is
+ * durable once fs_force() to it returned (what a sync export does before
+ * its reply), res->ino[0] is ip. fsync makes it durable too, fdatasync
+ * does not. After a crash an attribute is there whole, as some set left
+ * it, or not at all. The attributes go with the inode.
+ */
+#define FS_XATTR_NAME_MAX   255
+#define FS_XATTR_SIZE_MAX   65536
+#define FS_XATTR_TOTAL_MAX  (256u << 10)
+#define FS_XATTR_ENTRY_COST 16
+
+#define FS_XATTR_CREATE  0x1u /* -EEXIST if the name is there */
+#define FS_XATTR_REPLACE 0x2u /* -ENODATA if it is not */
+
+/* Set name to the value (flags: 0, FS_XATTR_CREATE or FS_XATTR_REPLACE).
+ * -ERANGE for a name longer than FS_XATTR_NAME_MAX, -EINVAL for an empty
+ * one or one with a NUL, -E2BIG for a value longer than FS_XATTR_SIZE_MAX,
+ * -ENOSPC past FS_XATTR_TOTAL_MAX (nothing changed) or when the device is
+ * full; -E2BIG also when the journal is too small for the transaction of
+ * a large value (mkfs's default log is large enough for the largest). */
+int fs_setxattr(struct fs_inode *ip, const char *name, size_t nlen, const void *val, size_t vlen,
+		unsigned flags, struct fs_result *res);
+/* The value: -ENODATA if there is none. *vlen gets its length; buf NULL
+ * asks for the length alone, and a buf of fewer than *vlen bytes (size)
+ * is -ERANGE, with *vlen set. */
+int fs_getxattr(struct fs_inode *ip, const char *name, size_t nlen, void *buf, size_t size,
+		size_t *vlen);
+/* -ENODATA if there is no such attribute. */
+int fs_removexattr(struct fs_inode *ip, const char *name, size_t nlen, struct fs_result *res);
+/*
+ * The names after cookie (0: from the first), in an order that does not
+ * change while they exist; fn gets each name, its value's length and the
+ * cookie to resume after it, and returns nonzero to stop (a reply that is
+ * full). A name set or removed meanwhile may or may not be seen, every
+ * other is seen once. fn runs with ip's I/O lock held shared and must not
+ * call the engine on ip.
+ */
+typedef int (*fs_xattr_fn)(void *arg, const char *name, size_t nlen, size_t vlen,
+			   uint64_t cookie);
+int fs_listxattr(struct fs_inode *ip, uint64_t cookie, fs_xattr_fn fn, void *arg);
+
 /* ---- pNFS block layouts ---- */
 
 /* The unit of maps, ranges and layouts: the engine's block. */

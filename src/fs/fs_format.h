@@ -12,10 +12,11 @@
  *     free list that feeds the free-space tree's own blocks, the file-handle
  *     secret. The pNFS block-layout volume signature is the UUID at byte
  *     FS_SB_SIG_OFFSET of block 0.
- *   - B+tree blocks (one format, six uses): free space (key: start block),
+ *   - B+tree blocks (one format, seven uses): free space (key: start block),
  *     inode index (key: first inode of a chunk), orphans (key: inode),
  *     directories (key: name hash and collision index), extent maps (key:
  *     file block), durable records (key: key hash, collision index and
+ *     fragment), extended attributes (key: name hash and collision index,
  *     fragment). Every block has a header with magic, CRC32C, its own block
  *     number, owner, LSN and UUID.
  *   - inodes: 512 bytes each, 8 per block, in chunks of 8 contiguous blocks
@@ -36,7 +37,15 @@
 /* ---- superblock ---- */
 
 #define FS_SB_MAGIC      0x53464e4au /* "JNFS" */
-#define FS_VERSION       1
+/*
+ * Version 2 added extended attributes (the inode's di_xattr_* fields and
+ * BXAT trees). This build mounts version 1 images and makes one version 2
+ * in the transaction of its first attribute, so that an older build, which
+ * knows version 1 alone, refuses an image that may hold attributes.
+ */
+#define FS_VERSION       2
+#define FS_VERSION_MIN   1
+#define FS_VERSION_XATTR 2
 #define FS_SB_SIG_OFFSET 32 /* the pNFS volume signature: sb_uuid */
 #define FS_FREELIST_MAX  32
 #define FS_SECRET_SIZE   32
@@ -85,6 +94,7 @@ _Static_assert(sizeof(struct fs_dsb) <= FS_BLOCK_SIZE, "superblock fits a block"
 #define FS_BT_EXT_MAGIC    0x54584542u /* "BEXT" */
 #define FS_BT_ORPHAN_MAGIC 0x50524f42u /* "BORP" */
 #define FS_BT_REC_MAGIC    0x43455242u /* "BREC" */
+#define FS_BT_XATTR_MAGIC  0x54415842u /* "BXAT" */
 #define FS_BT_MAXLEVELS    8
 
 struct fs_bthdr {
@@ -156,6 +166,44 @@ _Static_assert(FS_BT_MAX_VALUE - sizeof(struct fs_drec) - FS_REC_KEY_MAX + FS_BT
 		       FS_REC_VALUE_MAX,
 	       "a record fits in two fragments");
 _Static_assert(FS_REC_MAX <= FS_REC_IDX_MAX + 1, "every record has a collision index");
+
+/*
+ * extended attributes: one tree per inode (di_xattr_root, 0 when it has
+ * none), key {hash | collision index, fragment}, where hash is the top 48
+ * bits (FS_XATTR_HASH_MASK) of the records' SipHash of the name (rec_hash)
+ * and the collision index (16 bits) tells apart names of one hash. An
+ * attribute is x_nfrags tree records numbered 0.. in k1, all written in
+ * one transaction: fragment 0 holds struct fs_dxattr, the name and the
+ * value's first bytes, as many as fit in FS_BT_MAX_VALUE; every other
+ * fragment the next FS_BT_MAX_VALUE bytes of the value. Bounds: a name of
+ * 1..FS_XATTR_NAME_MAX bytes without NUL, a value of up to
+ * FS_XATTR_SIZE_MAX; the inode's di_xattr_bytes (each attribute's name,
+ * value and FS_XATTR_ENTRY_COST) at most FS_XATTR_TOTAL_MAX.
+ */
+#define FS_XATTR_NAME_MAX   255
+#define FS_XATTR_SIZE_MAX   65536
+#define FS_XATTR_TOTAL_MAX  (256u << 10)
+#define FS_XATTR_ENTRY_COST 16
+#define FS_XATTR_HASH_MASK  0xffffffffffff0000ull
+struct fs_dxattr {
+	uint32_t x_vallen;
+	uint32_t x_crc; /* CRC32C of the name, then the whole value */
+	uint16_t x_nfrags;
+	uint8_t x_namelen;
+	uint8_t x_pad;
+	/* the name, then the value's first bytes */
+};
+_Static_assert(sizeof(struct fs_dxattr) == 12, "attribute header size");
+_Static_assert(FS_XATTR_NAME_MAX <= UINT8_MAX && FS_XATTR_SIZE_MAX <= UINT32_MAX,
+	       "attribute lengths fit their fields");
+_Static_assert(FS_XATTR_TOTAL_MAX / (FS_XATTR_ENTRY_COST + 1) <= UINT16_MAX,
+	       "di_xattr_count holds every attribute an inode can have");
+#define FS_XATTR_FRAG0_ROOM(nlen) (FS_BT_MAX_VALUE - sizeof(struct fs_dxattr) - (nlen))
+#define FS_XATTR_NFRAGS(nlen, vlen)                                                                \
+	((vlen) <= FS_XATTR_FRAG0_ROOM(nlen)                                                       \
+		 ? 1u                                                                              \
+		 : 1u + (unsigned)(((vlen) - FS_XATTR_FRAG0_ROOM(nlen) + FS_BT_MAX_VALUE - 1) /   \
+				   FS_BT_MAX_VALUE))
 
 /* free space: key {start block, 0}, value uint64_t length */
 /* inode index: key {first inode of chunk, 0}, value uint64_t free mask (bit = free) */
@@ -237,8 +285,13 @@ struct fs_dinode {
 	uint64_t di_root;   /* directory tree, or extent tree with FS_DIF_EXT_BTREE */
 	uint16_t di_root_level;
 	uint16_t di_nextents; /* inline extents in use */
+	/* extended attributes (version 2; zero before): their tree, 0 if none */
+	uint16_t di_xattr_level;
+	uint16_t di_xattr_count;  /* attributes */
+	uint64_t di_xattr_root;
+	uint32_t di_xattr_bytes;  /* charged against FS_XATTR_TOTAL_MAX */
 	uint32_t di_pad;
-	uint64_t di_pad2[3];
+	uint64_t di_pad2;
 	union {
 		struct fs_dext di_ext[FS_INLINE_EXTENTS];
 		char di_symlink[FS_INLINE_SYMLINK];

@@ -9,8 +9,8 @@
  *   100 fs.iolock      inode I/O lock (i_iolock; rwlock: shared for reads and
  *                      overwrites, exclusive for truncate, allocation, extent
  *                      changes, namespace changes of a directory); it guards
- *                      the extent map (struct fs_icore) and a directory's
- *                      entries
+ *                      the extent map (struct fs_icore), a directory's
+ *                      entries and an inode's extended attributes
  *   105 fs.eofblocks   the files preallocated past EOF (f_eof_lock; taken
  *                      under a file's I/O lock, nothing taken under it)
  *   110 fs.ilock       inode metadata lock (i_ilock; held while a transaction
@@ -318,8 +318,9 @@ int64_t alloc_free_blocks(struct fs *fs);
 #define FS_ILOG_DATA      0x10u /* directory contents, symlink target */
 #define FS_ILOG_EOFBLOCKS 0x20u /* blocks past EOF given back (eofblocks.c) */
 #define FS_ILOG_LDATA     0x40u /* file data logged, or logged data cancelled */
+#define FS_ILOG_XATTR     0x80u /* extended attributes (xattr.c) */
 /* Not forced by fdatasync: nothing a read of the data needs. */
-#define FS_ILOG_NOSYNC    (FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE | FS_ILOG_EOFBLOCKS)
+#define FS_ILOG_NOSYNC    (FS_ILOG_TIMESTAMP | FS_ILOG_CHANGE | FS_ILOG_EOFBLOCKS | FS_ILOG_XATTR)
 
 struct ino_item {
 	struct log_item ii_item;
@@ -347,6 +348,10 @@ struct fs_icore {
 	uint64_t rdev, parent, root;
 	uint16_t root_level;
 	uint16_t nextents; /* inline extents (0 with an extent tree) */
+	/* extended attributes (xattr.c): guarded as the extent map is */
+	uint64_t xattr_root;
+	uint16_t xattr_level, xattr_count;
+	uint32_t xattr_bytes;
 	union { /* as on disk: a symlink's target, or a file's extents */
 		struct fs_dext ext[FS_INLINE_EXTENTS];
 		char symlink[FS_INLINE_SYMLINK];
@@ -536,6 +541,18 @@ int rec_decode(const uint8_t *frag0, size_t len0, const uint8_t *frag1, size_t l
 	       uint8_t key[FS_REC_KEY_MAX], size_t *klen, uint8_t val[FS_REC_VALUE_MAX],
 	       size_t *vlen, unsigned *nfrags, const char **why);
 
+/* ---- extended attributes (xattr.c) ---- */
+
+/* The attribute tree of ip (xattr_root set). */
+void xattr_bt(struct fs_inode *ip, struct bt *bt);
+/* Free an unlinked inode's attributes and their tree, a batch of
+ * attributes per transaction (I/O lock held exclusively). */
+int xattr_free_all(struct fs_inode *ip);
+/* Parse and verify one attribute's fragment 0: 0, or -EUCLEAN and *why. */
+int xattr_decode_head(const uint8_t *frag0, size_t len0, struct fs_dxattr *x,
+		      const char **name, const char **why);
+uint32_t xattr_crc(const void *name, size_t nlen, const void *val, size_t vlen);
+
 /* ---- directories (dir.c) ---- */
 
 /* The directory's I/O lock held: shared to read (dir_lookup, dir_is_empty),
@@ -649,6 +666,7 @@ struct fs {
 		counter_t buf_reads, buf_hits, buf_evictions;
 		counter_t eof_trims, eof_trim_blocks;
 		counter_t rec_puts, rec_deletes;
+		counter_t xattr_sets, xattr_removes, xattr_gets, xattr_lists, xattr_frees;
 		counter_t logged_writes, logged_bytes, logged_overwrites, logged_concurrent,
 			logged_streaming;
 		counter_t ra_fills, ra_prefetches, ra_hits, ra_stale;

@@ -214,6 +214,10 @@ void ino_to_disk(const struct fs_inode *ip, struct fs_dinode *d)
 	d->di_root = htole64(c->root);
 	d->di_root_level = htole16(c->root_level);
 	d->di_nextents = htole16(c->nextents);
+	d->di_xattr_root = htole64(c->xattr_root);
+	d->di_xattr_level = htole16(c->xattr_level);
+	d->di_xattr_count = htole16(c->xattr_count);
+	d->di_xattr_bytes = htole32(c->xattr_bytes);
 	if (S_ISLNK(c->mode) && !(c->flags & FS_DIF_SYMLINK_EXT)) {
 		memcpy(d->di_u.di_symlink, c->symlink, sizeof(d->di_u.di_symlink));
 	} else {
@@ -252,6 +256,10 @@ int ino_from_disk(struct fs_inode *ip, const struct fs_dinode *d)
 	c->root = le64toh(d->di_root);
 	c->root_level = le16toh(d->di_root_level);
 	c->nextents = le16toh(d->di_nextents);
+	c->xattr_root = le64toh(d->di_xattr_root);
+	c->xattr_level = le16toh(d->di_xattr_level);
+	c->xattr_count = le16toh(d->di_xattr_count);
+	c->xattr_bytes = le32toh(d->di_xattr_bytes);
 	if (S_ISLNK(c->mode) && !(c->flags & FS_DIF_SYMLINK_EXT)) {
 		memcpy(c->symlink, d->di_u.di_symlink, sizeof(c->symlink));
 		c->nextents = 0;
@@ -651,8 +659,9 @@ struct fs *fs_of(const struct fs_inode *ip)
 }
 
 /*
- * The last reference to an unlinked inode went: free its blocks (a batch of
- * extents per transaction), its tree, then the inode and its orphan record.
+ * The last reference to an unlinked inode went: free its extended
+ * attributes (a batch per transaction), its blocks (a batch of extents per
+ * transaction), its tree, then the inode and its orphan record.
  * Every step leaves a consistent filesystem; the orphan record makes a
  * crash in between harmless (mount finishes the job).
  */
@@ -661,6 +670,9 @@ int ino_inactive(struct fs_inode *ip)
 	struct fs *fs = ip->i_fs;
 	int err = 0;
 	rwlock_wrlock(&ip->i_iolock);
+	err = xattr_free_all(ip);
+	if (err)
+		goto out;
 	/* data blocks, a batch at a time */
 	uint64_t last = UINT64_MAX;
 	for (;;) {

@@ -477,6 +477,11 @@ void fs_stats(struct fs *fs, const struct stat_sink *s)
 	C(eof_trim_blocks);
 	C(rec_puts);
 	C(rec_deletes);
+	C(xattr_sets);
+	C(xattr_removes);
+	C(xattr_gets);
+	C(xattr_lists);
+	C(xattr_frees);
 	C(logged_writes);
 	C(logged_bytes);
 	C(logged_overwrites);

@@ -30,7 +30,9 @@ int fs_verify_sb(const struct fs_dsb *sb, uint64_t dev_blocks)
 			le32toh(sb->sb_magic));
 		return -EUCLEAN;
 	}
-	if (le32toh(sb->sb_version) != FS_VERSION || le32toh(sb->sb_blocksize) != FS_BLOCK_SIZE) {
+	uint32_t version = le32toh(sb->sb_version);
+	if (version < FS_VERSION_MIN || version > FS_VERSION ||
+	    le32toh(sb->sb_blocksize) != FS_BLOCK_SIZE) {
 		msg_err("fs: superblock version %u / block size %u not supported",
 			le32toh(sb->sb_version), le32toh(sb->sb_blocksize));
 		return -EUCLEAN;
@@ -233,6 +235,7 @@ BT_VERIFIER(bt_verify_dir, FS_BT_DIR_MAGIC, "directory")
 BT_VERIFIER(bt_verify_ext, FS_BT_EXT_MAGIC, "extent")
 BT_VERIFIER(bt_verify_orphan, FS_BT_ORPHAN_MAGIC, "orphan")
 BT_VERIFIER(bt_verify_rec, FS_BT_REC_MAGIC, "record")
+BT_VERIFIER(bt_verify_xattr, FS_BT_XATTR_MAGIC, "attribute")
 
 const struct fs_verifier fs_bt_verifiers[] = {
 	{"free-space", FS_BT_FREE_MAGIC, bt_verify_free, bt_stamp},
@@ -241,6 +244,7 @@ const struct fs_verifier fs_bt_verifiers[] = {
 	{"extent", FS_BT_EXT_MAGIC, bt_verify_ext, bt_stamp},
 	{"orphan", FS_BT_ORPHAN_MAGIC, bt_verify_orphan, bt_stamp},
 	{"record", FS_BT_REC_MAGIC, bt_verify_rec, bt_stamp},
+	{"attribute", FS_BT_XATTR_MAGIC, bt_verify_xattr, bt_stamp},
 	{NULL, 0, NULL, NULL},
 };
 
@@ -300,6 +304,9 @@ int ino_verify(const struct fs_dinode *d, uint64_t ino, uint64_t blocks)
 	uint32_t mode = le32toh(d->di_mode), flags = le32toh(d->di_flags);
 	unsigned next = le16toh(d->di_nextents), level = le16toh(d->di_root_level);
 	uint64_t root = le64toh(d->di_root), size = le64toh(d->di_size);
+	uint64_t xroot = le64toh(d->di_xattr_root);
+	unsigned xlevel = le16toh(d->di_xattr_level), xcount = le16toh(d->di_xattr_count);
+	uint32_t xbytes = le32toh(d->di_xattr_bytes);
 	bool dir = S_ISDIR(mode), reg = S_ISREG(mode), lnk = S_ISLNK(mode);
 	bool tree = flags & FS_DIF_EXT_BTREE, symext = flags & FS_DIF_SYMLINK_EXT;
 	bool inline_ext = (reg && !tree) || symext;
@@ -332,6 +339,10 @@ int ino_verify(const struct fs_dinode *d, uint64_t ino, uint64_t blocks)
 	else if (symext && (next > 1 || (next == 1 && (le64toh(d->di_u.di_ext[0].e_off) != 0 ||
 							 le32toh(d->di_u.di_ext[0].e_len) != 1))))
 		why = "symlink target block misplaced"; /* none: an orphan half freed */
+	else if (xlevel >= FS_BT_MAXLEVELS || xroot >= blocks || xbytes > FS_XATTR_TOTAL_MAX ||
+		 (!xroot && (xlevel || xcount || xbytes)) ||
+		 xbytes < (uint64_t)xcount * (FS_XATTR_ENTRY_COST + 1))
+		why = "impossible attribute tree";
 	else if (inline_ext)
 		why = inline_ext_verify(d, next, blocks);
 	if (why) {
