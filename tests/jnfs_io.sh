@@ -20,6 +20,9 @@
 #   (b) a new 4 MiB file written through the layout: size, extent and data.
 # Durable records: put, delete, listed after a remount, counted by jnfs
 # stat, walked by jnfs check.
+# Extended attributes: set, replace, create and replace refused, removed,
+# listed after a remount (more than a page of names), read back, counted,
+# walked by jnfs check, and gone with their file.
 # Damaged images: jnfs check and jnfs io refuse a flipped superblock byte
 # and a truncated image with a message saying which. jnfs mkfs with a log
 # device that does not exist makes no image.
@@ -166,6 +169,31 @@ printf 'client-b 1024\nclient-c 900\n' | cmp -s - "$TMP/recs" ||
 grep -q '^fs.records 2$' "$TMP/stat" || fail "jnfs stat: $(grep records "$TMP/stat")"
 "$JNFS" check "$IMG" >"$TMP/check" || fail "check with records: $(cat "$TMP/check")"
 echo "ok: durable records through jnfs io, jnfs stat and jnfs check"
+
+# extended attributes through the tool: set (up to 64 KiB), refused flags,
+# listed in pages after a remount, read back, walked by jnfs check, counted,
+# and freed with their file (check finds none of their blocks left)
+"$JNFS" mkfs "$IMG" --size 64M >/dev/null
+set -- -c "open f create"
+for i in $(seq 1 20); do set -- "$@" -c "setxattr user.n$i $i"; done
+"$JNFS" io "$IMG" "$@" -c "setxattr user.big 64K 0x5a create" -c "setxattr user.n1 100 0x11 replace" \
+	-c "removexattr user.n2" >/dev/null || fail "setxattr/removexattr"
+"$JNFS" io "$IMG" -c "open f" -c "setxattr user.n1 1 0 create" -c "setxattr user.new 1 0 replace" \
+	-c "removexattr user.n2" -c "getxattr user.n2" >"$TMP/out" 2>&1 && fail "xattr errors: none"
+grep -q '^setxattr: EEXIST$' "$TMP/out" && grep -q '^setxattr: ENODATA$' "$TMP/out" &&
+	grep -q '^removexattr: ENODATA$' "$TMP/out" && grep -q '^getxattr: ENODATA$' "$TMP/out" ||
+	fail "xattr errors: $(cat "$TMP/out")"
+"$JNFS" io "$IMG" -c "open f" -c listxattr -c "getxattr user.big 0x5a" -c "getxattr user.n1 0x11" \
+	-c counters >"$TMP/out" || fail "listxattr/getxattr: $(cat "$TMP/out")"
+[ "$(grep -c '^user\.' "$TMP/out")" -eq 22 ] && grep -q '^user.big 65536$' "$TMP/out" &&
+	grep -q '^user.n1 100$' "$TMP/out" && grep -q '^user.n20 20$' "$TMP/out" &&
+	! grep -q '^user.n2 ' "$TMP/out" && grep -q '^fs.xattr_gets 2$' "$TMP/out" ||
+	fail "xattrs after a remount: $(cat "$TMP/out")"
+"$JNFS" check "$IMG" >"$TMP/check" || fail "check with xattrs: $(cat "$TMP/check")"
+"$JNFS" io "$IMG" -c "unlink f" -c counters >"$TMP/out" || fail "unlink with xattrs"
+grep -q '^fs.xattr_frees [1-9]' "$TMP/out" || fail "xattrs freed: $(grep xattr "$TMP/out")"
+"$JNFS" check "$IMG" >"$TMP/check" || fail "check after unlink with xattrs: $(cat "$TMP/check")"
+echo "ok: extended attributes through jnfs io and jnfs check"
 
 # damaged images through the tool: check and io refuse, saying what is wrong
 "$JNFS" mkfs "$IMG" --size 64M >/dev/null

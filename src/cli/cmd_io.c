@@ -6,6 +6,8 @@
  * pread, fsync, truncate, falloc, seek, the namespace operations, stat,
  * readdir; map_blocks, commit_blocks and write_direct do what a pNFS block
  * layout client does; recput, recdel and recls reach the durable records;
+ * setxattr, getxattr, listxattr and removexattr the current file's
+ * extended attributes;
  * counters prints every counter; powerfail (with --crash) cuts the power
  * and exits without unmounting.
  *
@@ -464,6 +466,85 @@ static int cmd_recls(struct io_state *s, const struct io_cmd *cmd, int argc, cha
 	return fs_rec_iterate(s->fs, print_rec, NULL);
 }
 
+static int cmd_setxattr(struct io_state *s, const struct io_cmd *cmd, int argc, char **a)
+{
+	uint64_t x;
+	uint8_t pat = 0xcd;
+	unsigned flags = 0;
+	if (parse_u64(a[2], &x) || x > FS_XATTR_SIZE_MAX || (argc >= 4 && parse_byte(a[3], &pat)))
+		return -EINVAL;
+	if (argc == 5 && !strcmp(a[4], "create"))
+		flags = FS_XATTR_CREATE;
+	else if (argc == 5 && !strcmp(a[4], "replace"))
+		flags = FS_XATTR_REPLACE;
+	else if (argc == 5)
+		return -EINVAL;
+	uint8_t *val = xmalloc(FS_XATTR_SIZE_MAX);
+	memset(val, pat, x);
+	int err = fs_setxattr(s->cur, a[1], strlen(a[1]), val, x, flags, NULL);
+	free(val);
+	if (!err)
+		printf("set %s %llu\n", a[1], (unsigned long long)x);
+	return err;
+}
+
+static int cmd_getxattr(struct io_state *s, const struct io_cmd *cmd, int argc, char **a)
+{
+	uint8_t pat = 0;
+	if (argc == 3 && parse_byte(a[2], &pat))
+		return -EINVAL;
+	uint8_t *val = xmalloc(FS_XATTR_SIZE_MAX);
+	size_t len;
+	int err = fs_getxattr(s->cur, a[1], strlen(a[1]), val, FS_XATTR_SIZE_MAX, &len);
+	for (size_t i = 0; !err && argc == 3 && i < len; i++) {
+		if (val[i] != pat) {
+			fprintf(stderr, "jnfs io: getxattr: byte %zu is 0x%02x, expected 0x%02x\n",
+				i, val[i], pat);
+			err = -EILSEQ;
+		}
+	}
+	free(val);
+	if (!err)
+		printf("%s %zu\n", a[1], len);
+	return err;
+}
+
+/* listxattr prints a page of names per call, as a protocol's reply would
+ * hold them, and resumes after the last one's cookie. */
+#define XATTR_PAGE 16
+struct xattr_page {
+	unsigned n;
+	uint64_t cookie;
+};
+
+static int print_xattr(void *arg, const char *name, size_t nlen, size_t vlen, uint64_t cookie)
+{
+	struct xattr_page *p = arg;
+	if (p->n == XATTR_PAGE)
+		return 1;
+	printf("%.*s %zu\n", (int)nlen, name, vlen);
+	p->n++;
+	p->cookie = cookie;
+	return 0;
+}
+
+static int cmd_listxattr(struct io_state *s, const struct io_cmd *cmd, int argc, char **a)
+{
+	struct xattr_page p = {0};
+	do {
+		p.n = 0;
+		int err = fs_listxattr(s->cur, p.cookie, print_xattr, &p);
+		if (err)
+			return err;
+	} while (p.n == XATTR_PAGE);
+	return 0;
+}
+
+static int cmd_removexattr(struct io_state *s, const struct io_cmd *cmd, int argc, char **a)
+{
+	return fs_removexattr(s->cur, a[1], strlen(a[1]), NULL);
+}
+
 static int cmd_counters(struct io_state *s, const struct io_cmd *cmd, int argc, char **a)
 {
 	struct stat_sink sink = stat_sink_file(stdout);
@@ -537,6 +618,13 @@ static const struct io_cmd io_cmds[] = {
 	 "put a durable record of LEN bytes"},
 	{"recdel", "KEY", 1, 1, false, 0, cmd_recdel, "delete a durable record"},
 	{"recls", "", 0, 0, false, 0, cmd_recls, "list every durable record as \"KEY LEN\""},
+	{"setxattr", "NAME LEN [PATTERN [create|replace]]", 2, 4, true, 0, cmd_setxattr,
+	 "set an extended attribute of the current file to LEN bytes of PATTERN"},
+	{"getxattr", "NAME [PATTERN]", 1, 2, true, 0, cmd_getxattr,
+	 "print \"NAME LEN\", and with PATTERN check every byte"},
+	{"listxattr", "", 0, 0, true, 0, cmd_listxattr,
+	 "the current file's extended attributes as \"NAME LEN\""},
+	{"removexattr", "NAME", 1, 1, true, 0, cmd_removexattr, "remove an extended attribute"},
 	{"counters", "", 0, 0, false, 0, cmd_counters, "every counter as \"name value\""},
 	{"sync", "", 0, 0, false, 0, cmd_sync, "force the log and flush"},
 	{"powerfail", "[SEED]", 0, 1, false, 0, cmd_powerfail,
