@@ -17,11 +17,16 @@
  *      name wrote (none half-applied, none made up);
  *   3. every name is as its last acknowledged set or remove left it, or as
  *      an operation on it that had started since left it (a forced commit
- *      survives; xattr.c X1 and the journal's G1-G3).
+ *      survives; xattr.c X1 and the journal's G1-G3);
+ *   4. after a mount has freed the orphans, check is clean again: another
+ *      thread meanwhile makes files with attributes (up to 31 KiB) and
+ *      unlinks them, so a cut leaves orphans whose attributes were being
+ *      freed, a batch per transaction (xattr.c X5).
  * The last line is "crash points: N, violations: V".
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +63,7 @@ struct thread {
 };
 
 struct world {
+	_Atomic bool done; /* the workload threads ended: the churn stops */
 	struct fs *fs;
 	struct dev *cd;
 	struct thread th[MAX_THREADS];
@@ -157,6 +163,41 @@ static void *run_thread(void *arg)
 		}
 	}
 	fs_iput(ip);
+	free(val);
+	return NULL;
+}
+
+/* Files made with attributes and unlinked (the last reference frees
+ * them), while the workload threads run. */
+static void *run_churn(void *arg)
+{
+	struct world *w = arg;
+	uint8_t *val = xmalloc(FS_XATTR_SIZE_MAX);
+	memset(val, 0x5a, FS_XATTR_SIZE_MAX);
+	struct fs_inode *root;
+	if (fs_root(w->fs, &root))
+		abort();
+	for (unsigned i = 0; !atomic_load(&w->done); i++) {
+		char name[16];
+		size_t nl = (size_t)snprintf(name, sizeof(name), "c%u", i % 4);
+		struct fs_inode *ip;
+		struct fs_create_args ca = {.mode = S_IFREG | 0644};
+		int err = fs_create(root, name, nl, &ca, &ip, NULL);
+		for (unsigned a = 0; !err && a < 1 + i % 12; a++) {
+			char an[16];
+			size_t al = (size_t)snprintf(an, sizeof(an), "user.c%u", a);
+			size_t len = a % 4 == 3 ? 20000 + a * 1000 : a * 300;
+			err = fs_setxattr(ip, an, al, val, len, 0, NULL);
+		}
+		if (!err)
+			err = fs_unlink(root, name, nl, NULL);
+		if (err) {
+			fprintf(stderr, "churn %u: %s\n", i, strerror(-err));
+			break;
+		}
+		fs_iput(ip);
+	}
+	fs_iput(root);
 	free(val);
 	return NULL;
 }
@@ -301,6 +342,22 @@ static void verify_image(struct verify_ctx *v, struct dev *img)
 	for (unsigned t = 0; t < v->w->nthreads; t++)
 		for (unsigned k = 0; k < KEYS; k++)
 			verify_key(v, t, k);
+	if (fs_unmount(fs)) {
+		violation(v, "unmount failed");
+		return;
+	}
+	/* 4: a mount frees the orphans (their attributes first), and leaves
+	 * the image clean */
+	if (fs_mount(&(struct fs_mount_opts){.ddev = img}, &fs) || fs_unmount(fs) ||
+	    fs_mount(&(struct fs_mount_opts){.ddev = img, .readonly_check = true}, &fs)) {
+		violation(v, "mounting to free the orphans failed");
+		return;
+	}
+	problems = 0;
+	fs_check(fs, stderr, &problems);
+	if (problems)
+		violation(v, "check found %llu problems after the orphans were freed",
+			  (unsigned long long)problems);
 	if (fs_unmount(fs))
 		violation(v, "unmount failed");
 }
@@ -360,8 +417,12 @@ static void run_round(uint64_t seed, uint64_t budget, struct totals *tot)
 		args[t][1] = &w->th[t];
 		pthread_create(&tid[t], NULL, run_thread, args[t]);
 	}
+	pthread_t churn;
+	pthread_create(&churn, NULL, run_churn, w);
 	for (unsigned t = 0; t < w->nthreads; t++)
 		pthread_join(tid[t], NULL);
+	atomic_store(&w->done, true);
+	pthread_join(churn, NULL);
 	fs_shutdown(fs, "end of recorded workload");
 	fs_unmount(fs);
 
