@@ -190,7 +190,7 @@ struct fs_dxattr {
 	uint32_t x_crc; /* CRC32C of the name, then the whole value */
 	uint16_t x_nfrags;
 	uint8_t x_namelen;
-	uint8_t x_pad;
+	uint8_t x_pad; /* 0 */
 	/* the name, then the value's first bytes */
 };
 _Static_assert(sizeof(struct fs_dxattr) == 12, "attribute header size");

@@ -131,6 +131,8 @@ int xattr_decode_head(const uint8_t *frag0, size_t len0, struct fs_dxattr *x, co
 		*why = "a first fragment of the wrong length";
 	else if (memchr(frag0 + sizeof(*x), 0, nl))
 		*why = "a NUL in its name";
+	else if (x->x_pad)
+		*why = "a header with its pad byte set";
 	if (*why)
 		return -EUCLEAN;
 	*name = (const char *)frag0 + sizeof(*x);
