@@ -44,6 +44,24 @@ static uint32_t ino_mode(struct fs_inode *ip)
 	return mode;
 }
 
+/*
+ * Before a directory ip named in dp is locked under dp (D1): its own parent
+ * must be dp. On a damaged image it may say another; locking it then would
+ * break the lock order the parents define, so the entry is corruption.
+ */
+static int check_child_dir(struct fs_inode *dp, struct fs_inode *ip)
+{
+	mutex_lock(&ip->i_ilock);
+	uint64_t parent = ip->i_d.parent;
+	mutex_unlock(&ip->i_ilock);
+	if (parent == dp->i_ino)
+		return 0;
+	msg_err("fs: directory %llu names directory %llu, whose parent is %llu",
+		(unsigned long long)dp->i_ino, (unsigned long long)ip->i_ino,
+		(unsigned long long)parent);
+	return -EUCLEAN;
+}
+
 /* A directory that may get entries: a directory, still linked. */
 static int check_live_dir(struct fs_inode *dp)
 {
@@ -425,6 +443,9 @@ static int remove_common(struct fs_inode *dp, const char *name, size_t len, bool
 	}
 	if (isdir) {
 		/* the child after its parent (fs_priv.h, D1) */
+		err = check_child_dir(dp, ip);
+		if (err)
+			goto out_unlock;
 		bool empty;
 		rwlock_wrlock(&ip->i_iolock);
 		err = dir_is_empty(ip, &empty);
@@ -603,6 +624,9 @@ int fs_rename(struct fs_inode *sdp, const char *sname, size_t slen, struct fs_in
 		if (tdir) {
 			/* held until the end, so that nothing is created in it;
 			 * a child of ddp, locked after it (D1) */
+			err = check_child_dir(ddp, tgt);
+			if (err)
+				goto out_unlock;
 			rwlock_wrlock(&tgt->i_iolock);
 			tgt_locked = true;
 			bool empty;
