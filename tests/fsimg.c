@@ -26,6 +26,7 @@
 const char *const fsimg_kind_names[FSIMG_NKINDS] = {
 	"superblock", "free-space tree", "inode index", "orphan tree", "directory tree",
 	"extent tree", "record tree", "inode", "free inode slot", "free-list block", "log",
+	"attribute tree",
 };
 
 /* ---- building ---- */
@@ -142,6 +143,19 @@ struct dev *fsimg_build(const struct fsimg_params *p)
 		memset(val, (int)i, vl);
 		MUST(fs_rec_put(fs, key, (size_t)kl, val, vl, NULL));
 	}
+	/* extended attributes: short ones and values of many fragments,
+	 * enough for a tree of two levels */
+	ip = mk(root, "xattrs", S_IFREG | 0644, NULL);
+	uint8_t *xv = malloc(FS_XATTR_SIZE_MAX);
+	for (unsigned i = 0; i < 24; i++) {
+		char name[32];
+		int nl = snprintf(name, sizeof(name), "user.attr-%u", i);
+		size_t vl = i % 6 == 5 ? 9000 + i * 100 : i * 37;
+		memset(xv, (int)i, vl);
+		MUST(fs_setxattr(ip, name, (size_t)nl, xv, vl, 0, NULL));
+	}
+	free(xv);
+	fs_iput(ip);
 	/* every allocation is done: what follows frees, and freed blocks are
 	 * busy for a while, which would make later allocations depend on
 	 * timing */
@@ -238,6 +252,8 @@ static void inode_found(struct walker *w, uint64_t ino)
 		walk_tree(w, FSIMG_DIR_TREE, le64toh(di->di_root), ino, NULL, NULL);
 	else if (flags & FS_DIF_EXT_BTREE)
 		walk_tree(w, FSIMG_EXT_TREE, le64toh(di->di_root), ino, NULL, NULL);
+	if (le64toh(di->di_xattr_root))
+		walk_tree(w, FSIMG_XATTR_TREE, le64toh(di->di_xattr_root), ino, NULL, NULL);
 }
 
 static void chunk_rec(struct walker *w, const uint8_t *key, const uint8_t *val, unsigned vlen,
@@ -302,6 +318,7 @@ void fsimg_restamp(uint8_t *blk, const struct fsimg_region *r)
 	case FSIMG_DIR_TREE:
 	case FSIMG_EXT_TREE:
 	case FSIMG_REC_TREE:
+	case FSIMG_XATTR_TREE:
 		put32(blk + OFF(struct fs_bthdr, bh_crc),
 		      crc_skip(blk, FS_BLOCK_SIZE, OFF(struct fs_bthdr, bh_crc)));
 		break;
@@ -378,9 +395,11 @@ static bool bt_checked(const uint8_t *blk, const struct fsimg_region *r, uint32_
 				       v >= sizeof(struct fs_ddirent); /* not the padding */
 			return true;
 		}
-		/* directory and record keys: the low 16 bits tell colliding names
-		 * apart (and a record's fragments) */
-		if ((r->kind == FSIMG_DIR_TREE || r->kind == FSIMG_REC_TREE) && k < 2)
+		/* directory, record and attribute keys: the low 16 bits tell
+		 * colliding names apart (and a record's fragments) */
+		if ((r->kind == FSIMG_DIR_TREE || r->kind == FSIMG_REC_TREE ||
+		     r->kind == FSIMG_XATTR_TREE) &&
+		    k < 2)
 			return false;
 		return true;
 	}
@@ -396,7 +415,9 @@ static bool inode_checked(const uint8_t *blk, const struct fsimg_region *r, uint
 	    IN(o, struct fs_dinode, di_nlink) || IN(o, struct fs_dinode, di_nblocks) ||
 	    IN(o, struct fs_dinode, di_flags) || IN(o, struct fs_dinode, di_parent) ||
 	    IN(o, struct fs_dinode, di_root) || IN(o, struct fs_dinode, di_root_level) ||
-	    IN(o, struct fs_dinode, di_nextents))
+	    IN(o, struct fs_dinode, di_nextents) || IN(o, struct fs_dinode, di_xattr_root) ||
+	    IN(o, struct fs_dinode, di_xattr_level) || IN(o, struct fs_dinode, di_xattr_count) ||
+	    IN(o, struct fs_dinode, di_xattr_bytes))
 		return true;
 	if (IN(o, struct fs_dinode, di_mode)) {
 		/* the type and the unused high bits; permissions are anyone's */
@@ -434,6 +455,7 @@ bool fsimg_byte_checked(const uint8_t *blk, const struct fsimg_region *r, uint32
 	case FSIMG_DIR_TREE:
 	case FSIMG_EXT_TREE:
 	case FSIMG_REC_TREE:
+	case FSIMG_XATTR_TREE:
 		return bt_checked(blk, r, at, x);
 	case FSIMG_INODE:
 		return inode_checked(blk, r, at, x);
@@ -446,8 +468,9 @@ void fsimg_describe(const uint8_t *blk, const struct fsimg_region *r, uint32_t a
 		    size_t size)
 {
 	snprintf(buf, size, "byte %u", at - r->off);
-	if (r->kind < FSIMG_FREE_TREE || r->kind > FSIMG_REC_TREE || r->level > 0 ||
-	    at < sizeof(struct fs_bthdr))
+	bool tree = (r->kind >= FSIMG_FREE_TREE && r->kind <= FSIMG_REC_TREE) ||
+		    r->kind == FSIMG_XATTR_TREE;
+	if (!tree || r->level > 0 || at < sizeof(struct fs_bthdr))
 		return;
 	const struct fs_bthdr *h = (const void *)blk;
 	for (unsigned i = 0; i < le16toh(h->bh_nrecs); i++) {
@@ -523,6 +546,34 @@ static void visit_file(struct ex *x, struct fs_inode *ip, uint64_t size)
 	op(x, fs_map_blocks(ip, 0, 1 << 20, false, maps, 16, &n));
 }
 
+static int collect_xattr(void *arg, const char *name, size_t len, size_t vlen,
+			 uint64_t cookie)
+{
+	struct names *nm = arg;
+	if (nm->n == 1000)
+		return 1;
+	if (nm->n == nm->cap) {
+		nm->cap = nm->cap ? 2 * nm->cap : 16;
+		nm->v = realloc(nm->v, nm->cap * sizeof(*nm->v));
+	}
+	memcpy(nm->v[nm->n], name, len);
+	nm->v[nm->n][len] = 0;
+	nm->n++;
+	return 0;
+}
+
+/* Every extended attribute of ip, read back (x->buf holds the largest). */
+static void visit_xattrs(struct ex *x, struct fs_inode *ip)
+{
+	struct names nm = {0};
+	op(x, fs_listxattr(ip, 0, collect_xattr, &nm));
+	for (unsigned i = 0; i < nm.n; i++) {
+		size_t len;
+		op(x, fs_getxattr(ip, nm.v[i], strlen(nm.v[i]), x->buf, READ_CHUNK, &len));
+	}
+	free(nm.v);
+}
+
 static void visit_dir(struct ex *x, struct fs_inode *dir, unsigned depth)
 {
 	uint64_t ino = fs_ino(dir);
@@ -540,6 +591,7 @@ static void visit_dir(struct ex *x, struct fs_inode *dir, unsigned depth)
 			continue;
 		struct fs_attr at;
 		op(x, fs_getattr(ip, &at));
+		visit_xattrs(x, ip);
 		if (S_ISREG(at.mode)) {
 			visit_file(x, ip, at.size);
 		} else if (S_ISDIR(at.mode)) {

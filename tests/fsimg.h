@@ -8,10 +8,12 @@
  *     tree, a fragmented file with a two-level extent tree, sparse and
  *     preallocated files, short and long symlinks, hard links, special
  *     files, a free-space tree of two levels (every other small file
- *     deleted), and durable records (two tree levels, one and two
- *     fragments). Block layout is deterministic for given parameters (all
- *     allocations come before the deletes), so an input that names "the
- *     3rd directory tree block" means the same block in every process.
+ *     deleted), durable records (two tree levels, one and two
+ *     fragments), and extended attributes (a tree of two levels, values of
+ *     one and of many fragments). Block layout is deterministic for given
+ *     parameters (all allocations come before the deletes), so an input
+ *     that names "the 3rd directory tree block" means the same block in
+ *     every process.
  *   - fsimg_regions() walks the on-disk format of an image independently of
  *     the engine (only fs_format.h) and lists every metadata region: the
  *     superblock, every block of every tree, every allocated inode, the free
@@ -56,6 +58,9 @@ enum fsimg_kind {
 	FSIMG_FREE_SLOT, /* an inode slot the index calls free: never read */
 	FSIMG_FREELIST,  /* a block held in reserve by the superblock's free list */
 	FSIMG_LOG,       /* a block of the internal log */
+	/* an inode's extended attributes (last: the fuzz corpus names the
+	 * kinds above by number) */
+	FSIMG_XATTR_TREE,
 	FSIMG_NKINDS,
 };
 

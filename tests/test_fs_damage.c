@@ -73,7 +73,7 @@ static void index_regions(void)
 		if (regs[i].level > 0)
 			two_level[regs[i].kind] = true;
 	CHECK(two_level[FSIMG_FREE_TREE] && two_level[FSIMG_DIR_TREE] &&
-	      two_level[FSIMG_EXT_TREE]);
+	      two_level[FSIMG_EXT_TREE] && two_level[FSIMG_XATTR_TREE]);
 }
 
 struct trial {
@@ -109,7 +109,7 @@ static bool mount_reads(const struct fsimg_region *r)
 
 static bool crc_covered(const struct fsimg_region *r)
 {
-	return r->kind <= FSIMG_INODE;
+	return r->kind <= FSIMG_INODE || r->kind == FSIMG_XATTR_TREE;
 }
 
 static bool in_crc_field(const struct fsimg_region *r, uint32_t at)
@@ -119,7 +119,7 @@ static bool in_crc_field(const struct fsimg_region *r, uint32_t at)
 		o = offsetof(struct fs_dsb, sb_crc);
 	else if (r->kind == FSIMG_INODE)
 		o = r->off + offsetof(struct fs_dinode, di_crc);
-	else if (r->kind <= FSIMG_REC_TREE)
+	else if (r->kind <= FSIMG_REC_TREE || r->kind == FSIMG_XATTR_TREE)
 		o = offsetof(struct fs_bthdr, bh_crc);
 	else
 		return false;
