@@ -1,12 +1,14 @@
 /*
  * test_rpc_drc.c - the duplicate request cache returns the
- * cached reply for a retransmission (same connection or a new one, the
- * handler does not run again), tells apart a reused xid with other
- * arguments, and stays within its bounds (drc.h invariants 1 and 2) under 10,000
+ * cached reply for a retransmission (same connection, or a new one from
+ * the same port as a reconnecting Linux client makes: the handler does
+ * not run again), tells apart a reused xid with other arguments and
+ * another client at the same address sending the same xid and arguments, and stays within its bounds (drc.h invariants 1 and 2) under 10,000
  * distinct calls. A retransmission whose original is still running is
  * dropped (checked at the cache level, DRC_IN_PROGRESS).
  */
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -16,6 +18,33 @@
 #include "rpc/testprog.h"
 
 static struct testprog_ctx ctx;
+
+/* A connection to port from local_port (0: any); *bound: the local port. */
+static int connect_from(uint16_t port, uint16_t local_port, uint16_t *bound)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(fd >= 0);
+	int one = 1;
+	CHECK_OK(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(local_port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK_OK(bind(fd, (struct sockaddr *)&a, sizeof(a)));
+	socklen_t al = sizeof(a);
+	CHECK_OK(getsockname(fd, (struct sockaddr *)&a, &al));
+	*bound = ntohs(a.sin_port);
+	a.sin_port = htons(port);
+	CHECK_OK(connect(fd, (struct sockaddr *)&a, sizeof(a)));
+	return fd;
+}
+
+/* Close with a reset, so that the port is free again at once (no
+ * TIME_WAIT), as a client that reconnects from it needs. */
+static void close_reset(int fd)
+{
+	struct linger l = {1, 0};
+	CHECK_OK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)));
+	close(fd);
+}
 
 static uint32_t incr(int fd, uint32_t xid, uint32_t n)
 {
@@ -103,24 +132,34 @@ int main(void)
 	CHECK_OK(svc_listen(s, "127.0.0.1:0", &port));
 	CHECK_OK(svc_start(s));
 
-	int fd = tc_connect(port, false);
+	uint16_t lport, lport2;
+	int fd = connect_from(port, 0, &lport);
 	CHECK_EQ(incr(fd, 500, 5), 5);
 	CHECK_EQ(incr(fd, 500, 5), 5); /* retransmission: cached reply */
 	CHECK_EQ(atomic_load(&ctx.incr_runs), 1);
-	close(fd);
-	fd = tc_connect(port, false); /* a reconnecting client */
+	close_reset(fd);
+	fd = connect_from(port, lport, &lport2); /* a reconnecting client */
+	CHECK_EQ(lport2, lport);
 	CHECK_EQ(incr(fd, 500, 5), 5);
 	CHECK_EQ(atomic_load(&ctx.incr_runs), 1);
 	CHECK_EQ(stat(s, "rpc.drc_hits"), 2);
-	CHECK_EQ(incr(fd, 500, 7), 12); /* same xid, other arguments: a new call */
-	CHECK_EQ(incr(fd, 501, 5), 17);
-	CHECK_EQ(atomic_load(&ctx.incr_runs), 3);
+	/* another client at the same address, same xid and arguments: its
+	 * own call, which runs */
+	int other = connect_from(port, 0, &lport2);
+	CHECK(lport2 != lport);
+	CHECK_EQ(incr(other, 500, 5), 10);
+	CHECK_EQ(atomic_load(&ctx.incr_runs), 2);
+	CHECK_EQ(stat(s, "rpc.drc_hits"), 2);
+	close(other);
+	CHECK_EQ(incr(fd, 500, 7), 17); /* same xid, other arguments: a new call */
+	CHECK_EQ(incr(fd, 501, 5), 22);
+	CHECK_EQ(atomic_load(&ctx.incr_runs), 4);
 	TEST_PASS("retransmission gets the cached reply");
 
 	/* bounds under load: 10,000 distinct calls */
 	for (uint32_t i = 0; i < 10000; i++)
 		incr(fd, 10000 + i, 1);
-	CHECK_EQ(atomic_load(&ctx.incr_runs), 10003);
+	CHECK_EQ(atomic_load(&ctx.incr_runs), 10004);
 	CHECK(stat(s, "rpc.drc_entries") <= 100);
 	CHECK(stat(s, "rpc.drc_bytes") <= 100 * 32);
 	CHECK(stat(s, "rpc.drc_evictions") >= 9900);
@@ -128,9 +167,9 @@ int main(void)
 	/* the latest calls are still cached, the first ones are gone */
 	uint32_t before = atomic_load(&ctx.counter);
 	CHECK_EQ(incr(fd, 19999, 1), before);
-	CHECK_EQ(atomic_load(&ctx.incr_runs), 10003);
-	CHECK_EQ(incr(fd, 10000, 1), before + 1);
 	CHECK_EQ(atomic_load(&ctx.incr_runs), 10004);
+	CHECK_EQ(incr(fd, 10000, 1), before + 1);
+	CHECK_EQ(atomic_load(&ctx.incr_runs), 10005);
 	TEST_PASS("drc stays within its bound");
 
 	/* idempotent procedures do not go through the cache */

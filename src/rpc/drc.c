@@ -41,13 +41,16 @@ struct drc {
 void drc_key_addr(struct drc_key *k, const struct sockaddr_storage *ss)
 {
 	memset(k->addr, 0, sizeof(k->addr));
+	k->port = 0;
 	if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
 		k->addr[10] = k->addr[11] = 0xff;
 		memcpy(k->addr + 12, &in->sin_addr, 4);
+		k->port = ntohs(in->sin_port);
 	} else if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
 		memcpy(k->addr, &in6->sin6_addr, 16);
+		k->port = ntohs(in6->sin6_port);
 	}
 }
 

@@ -8,9 +8,13 @@
  * wrong answer the second time (EEXIST, ENOENT), so the reply to such a
  * call is kept and sent again.
  *
- * Key: xid, client address (without the port: a reconnecting client gets
- * a new one), program, version, procedure and a CRC32C of the argument
- * bytes (so a reused xid with different arguments is not a duplicate).
+ * Key: xid, client address and port, program, version, procedure and a
+ * CRC32C of the argument bytes (so a reused xid with different arguments
+ * is not a duplicate). The port, as the Linux server keys it: a Linux
+ * client reconnects from the port it had, and two clients behind one
+ * address (NAT, containers, one process with several connections) may
+ * send the same xid with the same arguments; keyed by the address alone,
+ * one got the other's cached reply and its own call never ran.
  *
  * Entry states:  IN_PROGRESS --drc_finish--> DONE --evicted--> (freed)
  *                     \--drc_abort--> (freed)
@@ -39,8 +43,11 @@ struct drc_entry;
 struct drc_key {
 	uint32_t xid, prog, vers, proc, csum;
 	uint8_t addr[16]; /* IPv4 mapped into IPv6 form */
+	uint16_t port;
 };
 
+/* The key's address and port (the rest of the key zeroed first: keys are
+ * compared and hashed as bytes). */
 void drc_key_addr(struct drc_key *k, const struct sockaddr_storage *ss);
 
 struct drc *drc_create(size_t max_entries, size_t max_bytes);
