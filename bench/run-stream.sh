@@ -385,7 +385,7 @@ T_END=$(date +%s)
 	echo "$ROUNDS round(s), systems taking turns; $DEPTH calls in flight per stream; data per cell: 1M I/O ${TOTAL_MIB} MiB, 64K I/O ${SMALL_TOTAL_MIB} MiB, split over the streams"
 	echo "MiB/s: median (min-max) over rounds; ratio: median (min-max) of per-round jnfsd/Ganesha; of_ceiling: jnfsd / min(raw, tcp)"
 	echo "cpu s/GiB: the server process's utime+stime per GiB moved (Ganesha's kernel work in other threads, XFS writeback and loop workers, is not in it)"
-	echo "Ganesha's files dropped from the page cache before every read (posix_fadvise DONTNEED); jnfsd keeps no data but 16 readahead windows of 1 MiB (--no-readahead: none)"
+	echo "Ganesha's files dropped from the page cache before every read (posix_fadvise DONTNEED); jnfsd keeps no data but its readahead windows (64 of 1 MiB; --readahead-mib, --no-readahead)"
 	echo
 	column -s, -t <"$OUT/stream.csv" 2>/dev/null || cat "$OUT/stream.csv"
 	if [ -s "$OUT/stream-pnfs.csv" ]; then
