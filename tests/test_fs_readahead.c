@@ -495,7 +495,7 @@ static void test_streams_n(unsigned nstreams, unsigned nthreads)
 	rig_up_size(&r, false, 128 * MIB);
 	struct streams g = {.nstreams = nstreams, .nthreads = nthreads};
 	for (unsigned f = 0; f < nstreams; f++) {
-		char name[8];
+		char name[16];
 		snprintf(name, sizeof(name), "r%u", f);
 		g.ip[f] = create(&r, name);
 		fill_file(g.ip[f], f, SFILE_MIB * MIB / BLK, NULL);
